@@ -1,0 +1,185 @@
+#include "bbmm/box.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "bbmm/box_set.h"
+
+namespace bbmm {
+namespace {
+
+absl::Status rank_mismatch(const char* op, const Box& a, const Box& b) {
+  return absl::InvalidArgumentError(absl::StrCat(op, ": rank mismatch between box ",
+                                                 a.to_string(), " (rank ", a.rank(),
+                                                 ") and box ", b.to_string(), " (rank ",
+                                                 b.rank(), ")"));
+}
+
+}  // namespace
+
+absl::StatusOr<Box> Box::create(std::span<const int64_t> lo, std::span<const int64_t> hi) {
+  if (lo.size() != hi.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("box: lower bound has ", lo.size(),
+                                                   " coordinates but upper bound has ",
+                                                   hi.size()));
+  }
+  if (lo.empty() || lo.size() > static_cast<size_t>(kMaxRank)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("box: rank ", lo.size(), " is outside 1..", kMaxRank));
+  }
+  for (size_t d = 0; d < lo.size(); ++d) {
+    if (lo[d] > hi[d]) {
+      return absl::InvalidArgumentError(absl::StrCat("box: dimension ", d, " has lo ", lo[d],
+                                                     " > hi ", hi[d],
+                                                     " (bounds are half-open [lo, hi))"));
+    }
+  }
+  return make_unchecked(static_cast<int>(lo.size()), lo.data(), hi.data());
+}
+
+absl::StatusOr<Box> Box::from_extents(std::span<const int64_t> extents) {
+  int64_t zeros[kMaxRank] = {};
+  return create(std::span<const int64_t>(zeros, std::min<size_t>(extents.size(), kMaxRank)),
+                extents);
+}
+
+Box Box::make_unchecked(int rank, const int64_t* lo, const int64_t* hi) {
+  Box b;
+  b.rank_ = rank;
+  for (int d = 0; d < rank; ++d) {
+    b.lo_[d] = lo[d];
+    b.hi_[d] = hi[d];
+  }
+  return b;
+}
+
+bool Box::empty() const {
+  if (rank_ == 0) return true;
+  for (int d = 0; d < rank_; ++d) {
+    if (hi_[d] <= lo_[d]) return true;
+  }
+  return false;
+}
+
+int64_t Box::volume() const {
+  if (empty()) return 0;
+  int64_t v = 1;
+  for (int d = 0; d < rank_; ++d) {
+    if (__builtin_mul_overflow(v, hi_[d] - lo_[d], &v)) {
+      return std::numeric_limits<int64_t>::max();
+    }
+  }
+  return v;
+}
+
+bool Box::contains(std::span<const int64_t> point) const {
+  if (rank_ == 0 || point.size() != static_cast<size_t>(rank_)) return false;
+  for (int d = 0; d < rank_; ++d) {
+    if (point[d] < lo_[d] || point[d] >= hi_[d]) return false;
+  }
+  return true;
+}
+
+bool operator==(const Box& a, const Box& b) {
+  if (a.rank_ != b.rank_) return false;
+  const bool ea = a.empty(), eb = b.empty();
+  if (ea || eb) return ea && eb;
+  for (int d = 0; d < a.rank_; ++d) {
+    if (a.lo_[d] != b.lo_[d] || a.hi_[d] != b.hi_[d]) return false;
+  }
+  return true;
+}
+
+std::string Box::to_string() const {
+  if (rank_ == 0) return "[]";
+  std::string s;
+  for (int d = 0; d < rank_; ++d) {
+    if (d > 0) s += 'x';
+    absl::StrAppend(&s, "[", lo_[d], ",", hi_[d], ")");
+  }
+  return s;
+}
+
+absl::StatusOr<Box> intersection(const Box& a, const Box& b) {
+  if (a.rank() != b.rank()) return rank_mismatch("intersection", a, b);
+  int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
+  for (int d = 0; d < a.rank(); ++d) {
+    lo[d] = std::max(a.lo(d), b.lo(d));
+    hi[d] = std::max(lo[d], std::min(a.hi(d), b.hi(d)));
+  }
+  return Box::make_unchecked(a.rank(), lo, hi);
+}
+
+absl::StatusOr<BoxSet> subtract(const Box& a, const Box& b) {
+  if (a.rank() != b.rank()) return rank_mismatch("subtract", a, b);
+  BoxSet out(a.rank());
+  if (a.empty()) return out;
+  if (!overlaps(a, b)) {
+    out.append_unchecked(a);
+    return out;
+  }
+  // Peel off the slabs of `a` below and above `b` in each dimension in turn,
+  // shrinking the remainder to the overlap in that dimension.
+  int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
+  std::copy_n(a.lo_data(), a.rank(), lo);
+  std::copy_n(a.hi_data(), a.rank(), hi);
+  for (int d = 0; d < a.rank(); ++d) {
+    if (lo[d] < b.lo(d)) {
+      const int64_t saved = hi[d];
+      hi[d] = b.lo(d);
+      out.append_unchecked(Box::make_unchecked(a.rank(), lo, hi));
+      hi[d] = saved;
+      lo[d] = b.lo(d);
+    }
+    if (hi[d] > b.hi(d)) {
+      const int64_t saved = lo[d];
+      lo[d] = b.hi(d);
+      out.append_unchecked(Box::make_unchecked(a.rank(), lo, hi));
+      lo[d] = saved;
+      hi[d] = b.hi(d);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<Box> convex_union(const Box& a, const Box& b) {
+  if (a.rank() != b.rank()) return rank_mismatch("convex_union", a, b);
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
+  for (int d = 0; d < a.rank(); ++d) {
+    lo[d] = std::min(a.lo(d), b.lo(d));
+    hi[d] = std::max(a.hi(d), b.hi(d));
+  }
+  return Box::make_unchecked(a.rank(), lo, hi);
+}
+
+absl::StatusOr<BoxSet> simple_union(const Box& a, const Box& b) {
+  if (a.rank() != b.rank()) return rank_mismatch("simple_union", a, b);
+  absl::StatusOr<BoxSet> rest = subtract(b, a);
+  if (!rest.ok()) return rest.status();
+  BoxSet out(a.rank());
+  if (!a.empty()) out.append_unchecked(a);
+  for (size_t i = 0; i < rest->size(); ++i) out.append_unchecked((*rest)[i]);
+  return out;
+}
+
+bool is_subset(const Box& a, const Box& b) {
+  if (a.rank() != b.rank() || a.rank() == 0) return false;
+  if (a.empty()) return true;
+  for (int d = 0; d < a.rank(); ++d) {
+    if (a.lo(d) < b.lo(d) || a.hi(d) > b.hi(d)) return false;
+  }
+  return true;
+}
+
+bool overlaps(const Box& a, const Box& b) {
+  if (a.rank() != b.rank() || a.rank() == 0) return false;
+  for (int d = 0; d < a.rank(); ++d) {
+    if (std::max(a.lo(d), b.lo(d)) >= std::min(a.hi(d), b.hi(d))) return false;
+  }
+  return true;
+}
+
+}  // namespace bbmm
