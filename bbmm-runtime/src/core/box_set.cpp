@@ -227,7 +227,9 @@ absl::StatusOr<BoxSet> set_difference(const BoxSet& a, const BoxSet& b) {
   if (a.rank() != 0 && b.rank() != 0 && a.rank() != b.rank()) {
     return set_rank_mismatch("set_difference", a.rank(), b.rank());
   }
-  BoxSet out = a;
+  // Like set_union and set_intersection, the result takes the rank of
+  // whichever operand has one, even when `a` has none (and so no points).
+  BoxSet out = a.rank() != 0 ? a : BoxSet(b.rank());
   for (size_t j = 0; j < b.size() && !out.empty(); ++j) {
     absl::Status s = out.remove(b[j]);
     if (!s.ok()) return s;

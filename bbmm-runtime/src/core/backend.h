@@ -1,0 +1,138 @@
+// The one interface between the runtime core and a device backend (host
+// simulation, CUDA, OpenCL). The core never includes a backend's headers.
+//
+// Every asynchronous operation takes the events it must wait for and returns
+// the event of its own completion (Legion Realm style). Operations on one
+// device are executed in the order they were issued (one in-order queue per
+// device); events order work across devices and with the host.
+//
+// Thread-safety: a Backend's methods may be called from several host threads
+// at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace bbmm {
+
+class Tracer;
+
+// Where a copy endpoint lives: the host or device `0..device_count()-1`.
+inline constexpr int kHost = -1;
+
+// Backend-specific state of one event. `query` and `wait` are called from
+// host threads.
+class EventState {
+ public:
+  virtual ~EventState() = default;
+  // True once the operation has completed (successfully or not).
+  virtual bool query() const = 0;
+  // Blocks the calling host thread until completion; returns the operation's
+  // error, if it failed.
+  virtual absl::Status wait() const = 0;
+};
+
+// Completion of an asynchronous operation. A default Event is already
+// complete. Cheap to copy.
+class Event {
+ public:
+  Event() = default;
+  explicit Event(std::shared_ptr<const EventState> s) : state_(std::move(s)) {}
+  bool done() const { return state_ == nullptr || state_->query(); }
+  absl::Status wait() const { return state_ == nullptr ? absl::OkStatus() : state_->wait(); }
+  const EventState* state() const { return state_.get(); }
+
+ private:
+  std::shared_ptr<const EventState> state_;
+};
+
+// Device memory as the backend sees it: `base` is a device pointer (CUDA, the
+// host simulation) or a cl_mem (OpenCL); `offset` bytes into it.
+struct DeviceBuffer {
+  void* base = nullptr;
+  size_t offset = 0;
+  size_t bytes = 0;
+};
+
+// One side of a rectangular copy: the bytes at `offset` from `base`, rows
+// `row_pitch` bytes apart, planes `slice_pitch` bytes apart. `base` is a host
+// pointer when `device == kHost`, else DeviceBuffer::base of that device.
+struct Endpoint {
+  int device = kHost;
+  void* base = nullptr;
+  size_t offset = 0;
+  size_t row_pitch = 0;
+  size_t slice_pitch = 0;
+};
+
+// A 3-D block of `depth` planes of `height` rows of `width_bytes` bytes.
+struct CopyShape {
+  size_t width_bytes = 0;
+  size_t height = 1;
+  size_t depth = 1;
+};
+
+// What a launched callable receives.
+struct LaunchContext {
+  int device = 0;
+  // cudaStream_t (CUDA), cl_command_queue (OpenCL), nullptr (host).
+  void* queue = nullptr;
+};
+
+enum class BackendKind { kHost, kCuda, kOpenCL };
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual BackendKind kind() const = 0;
+  virtual std::string name() const = 0;
+  virtual int device_count() const = 0;
+  // Bytes the device can still hand out (the capacity limit for simulated
+  // devices). The core keeps its own exact accounting on top.
+  virtual size_t free_memory(int device) const = 0;
+  // Bytes each row of an allocation should be padded to (1 = none).
+  virtual size_t pitch_alignment() const { return 1; }
+  // True when `dst` can copy directly from `src` without the host.
+  virtual bool can_access_peer(int dst, int src) const = 0;
+
+  // Allocates `bytes` on `device`. Fails with kResourceExhausted when the
+  // device is full (the core then evicts and retries), other codes otherwise.
+  virtual absl::StatusOr<DeviceBuffer> allocate(int device, size_t bytes) = 0;
+  // Frees `buffer` once `after` has completed (queue-ordered on `device`).
+  virtual absl::Status free(int device, const DeviceBuffer& buffer, std::span<const Event> after) = 0;
+
+  // Copies `shape` from `src` to `dst` after `wait`. Host<->device copies run
+  // on the device's queue; device<->device copies on the destination's queue
+  // (peer, or staged through host memory when the devices cannot reach each
+  // other).
+  virtual absl::StatusOr<Event> copy(const Endpoint& dst, const Endpoint& src,
+                                     const CopyShape& shape, std::span<const Event> wait) = 0;
+
+  // Runs `fn` in `device`'s queue order after `wait`. On the host backend `fn`
+  // is the kernel itself and runs on the device's worker thread; on CUDA and
+  // OpenCL it runs on the calling thread and enqueues kernels on ctx.queue.
+  virtual absl::StatusOr<Event> launch(int device, std::function<void(const LaunchContext&)> fn,
+                                       std::span<const Event> wait) = 0;
+
+  // An event that completes when everything issued to `device` so far has.
+  virtual absl::StatusOr<Event> record(int device) = 0;
+  // Blocks until everything issued to `device` has completed; returns the
+  // first error of a failed operation since the last synchronize.
+  virtual absl::Status synchronize(int device) = 0;
+
+  // Where backends report copies, kernels and frees (may be null).
+  void set_tracer(Tracer* tracer) { tracer_ = tracer; }
+
+ protected:
+  Tracer* tracer_ = nullptr;
+};
+
+}  // namespace bbmm

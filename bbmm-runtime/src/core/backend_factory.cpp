@@ -1,0 +1,29 @@
+#include "core/backend_factory.h"
+
+#include "absl/strings/str_cat.h"
+#include "host/host_backend.h"
+
+namespace bbmm::detail {
+
+absl::StatusOr<std::unique_ptr<Backend>> make_backend(const RuntimeOptions& options) {
+  switch (options.backend) {
+    case BBMM_BACKEND_AUTO:
+    case BBMM_BACKEND_HOST: {
+      HostBackendOptions host;
+      host.devices = options.devices > 0 ? options.devices : 4;
+      host.capacity_bytes = options.device_memory;
+      host.peer_access = options.host_peer_access;
+      return make_host_backend(host);
+    }
+    case BBMM_BACKEND_CUDA:
+      return absl::UnavailableError(
+          "backend 'cuda': this libbbmm was built without the CUDA backend");
+    case BBMM_BACKEND_OPENCL:
+      return absl::UnavailableError(
+          "backend 'opencl': this libbbmm was built without the OpenCL backend");
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown backend kind ", static_cast<int>(options.backend)));
+}
+
+}  // namespace bbmm::detail

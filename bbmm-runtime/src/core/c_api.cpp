@@ -1,0 +1,299 @@
+// The C API (bbmm/bbmm.h) over the C++ API. No exception crosses it.
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "bbmm/bbmm.h"
+#include "bbmm/runtime.h"
+#include "core/array.h"
+#include "core/runtime_core.h"
+
+struct bbmm_runtime {
+  std::unique_ptr<bbmm::Runtime> rt;
+  std::string trace_file;
+};
+struct bbmm_tile {
+  std::unique_ptr<bbmm::Tile> tile;
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+bbmm_status fail(bbmm_status code, std::string message) {
+  g_last_error = std::move(message);
+  return code;
+}
+
+bbmm_status to_c(const absl::Status& s) {
+  if (s.ok()) return BBMM_OK;
+  bbmm_status code = BBMM_ERROR_BACKEND;
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+      code = BBMM_ERROR_INVALID_ARGUMENT;
+      break;
+    case absl::StatusCode::kResourceExhausted:
+      code = BBMM_ERROR_OUT_OF_MEMORY;
+      break;
+    case absl::StatusCode::kAborted:
+      code = BBMM_ERROR_CONFLICT;
+      break;
+    case absl::StatusCode::kInternal:
+      code = BBMM_ERROR_INTERNAL;
+      break;
+    default:
+      break;
+  }
+  return fail(code, std::string(s.message()));
+}
+
+// Runs `body` turning any escaping exception into BBMM_ERROR_INTERNAL.
+template <typename F>
+bbmm_status guarded(F body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return fail(BBMM_ERROR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(BBMM_ERROR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+bbmm::Array* unwrap(bbmm_array* a) { return reinterpret_cast<bbmm::Array*>(a); }
+
+absl::StatusOr<bbmm::Box> make_box(const int64_t* lo, const int64_t* hi, int rank) {
+  if (lo == nullptr || hi == nullptr) return absl::InvalidArgumentError("box bounds are null");
+  return bbmm::Box::create(std::span<const int64_t>(lo, rank), std::span<const int64_t>(hi, rank));
+}
+
+int array_rank(bbmm_array* a) { return unwrap(a)->rank(); }
+
+}  // namespace
+
+extern "C" {
+
+const char* bbmm_last_error_message(void) { return g_last_error.c_str(); }
+
+bbmm_status bbmm_options_init(bbmm_options* opts) {
+  return guarded([&] {
+    if (opts == nullptr) return fail(BBMM_ERROR_INVALID_ARGUMENT, "options_init: null options");
+    absl::StatusOr<bbmm::RuntimeOptions> o = bbmm::RuntimeOptions::from_env();
+    std::memset(opts, 0, sizeof(*opts));
+    bbmm::RuntimeOptions d;
+    opts->backend = d.backend;
+    opts->growth_threshold = d.growth_threshold;
+    opts->host_peer_access = d.host_peer_access ? 1 : 0;
+    opts->eviction_policy = d.eviction_policy;
+    if (!o.ok()) return to_c(o.status());
+    opts->backend = o->backend;
+    opts->devices = o->devices;
+    opts->device_memory = o->device_memory;
+    // The string lives as long as the environment variable.
+    opts->trace_file = o->trace_file.empty() ? nullptr : std::getenv("BBMM_TRACE");
+    opts->check = o->check ? 1 : 0;
+    return BBMM_OK;
+  });
+}
+
+bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out) {
+  return guarded([&] {
+    if (out == nullptr) return fail(BBMM_ERROR_INVALID_ARGUMENT, "runtime_create: null out");
+    *out = nullptr;
+    bbmm_options local;
+    if (opts == nullptr) {
+      bbmm_status s = bbmm_options_init(&local);
+      if (s != BBMM_OK) return s;
+      opts = &local;
+    }
+    bbmm::RuntimeOptions o;
+    o.backend = opts->backend;
+    o.devices = opts->devices;
+    o.device_memory = opts->device_memory;
+    o.trace_file = opts->trace_file == nullptr ? "" : opts->trace_file;
+    o.eviction_policy = opts->eviction_policy;
+    o.growth_threshold = opts->growth_threshold;
+    o.check = opts->check != 0;
+    o.host_peer_access = opts->host_peer_access != 0;
+    absl::StatusOr<std::unique_ptr<bbmm::Runtime>> rt = bbmm::Runtime::create(o);
+    if (!rt.ok()) return to_c(rt.status());
+    *out = new bbmm_runtime{*std::move(rt), o.trace_file};
+    return BBMM_OK;
+  });
+}
+
+bbmm_status bbmm_runtime_destroy(bbmm_runtime* rt) {
+  return guarded([&] {
+    if (rt == nullptr) return BBMM_OK;
+    absl::Status s = rt->rt->core()->shutdown();
+    delete rt;
+    return to_c(s);
+  });
+}
+
+int bbmm_device_count(const bbmm_runtime* rt) { return rt == nullptr ? 0 : rt->rt->device_count(); }
+
+bbmm_status bbmm_array_register(bbmm_runtime* rt, const char* name, void* host,
+                                size_t elem_size, int rank, const int64_t* extents,
+                                const int64_t* strides, int flags, bbmm_array** out) {
+  return guarded([&] {
+    if (rt == nullptr || out == nullptr || extents == nullptr) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "array_register: null runtime, out or extents");
+    }
+    if (rank < 1 || rank > BBMM_MAX_RANK) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT,
+                  "array_register '" + std::string(name ? name : "") + "': rank " +
+                      std::to_string(rank) + " is outside 1..8");
+    }
+    std::span<const int64_t> st;
+    if (strides != nullptr) st = std::span<const int64_t>(strides, rank);
+    absl::StatusOr<bbmm::Array*> a = rt->rt->register_array(
+        name ? name : "", host, elem_size, std::span<const int64_t>(extents, rank), st,
+        (flags & BBMM_ARRAY_READ_ONLY) != 0);
+    if (!a.ok()) return to_c(a.status());
+    *out = reinterpret_cast<bbmm_array*>(*a);
+    return BBMM_OK;
+  });
+}
+
+bbmm_status bbmm_array_unregister(bbmm_runtime* rt, bbmm_array* array) {
+  return guarded([&] {
+    if (rt == nullptr || array == nullptr) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "array_unregister: null runtime or array");
+    }
+    return to_c(rt->rt->unregister_array(unwrap(array)));
+  });
+}
+
+bbmm_status bbmm_tile_begin(bbmm_runtime* rt, int device, bbmm_tile** out) {
+  return guarded([&] {
+    if (rt == nullptr || out == nullptr) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_begin: null runtime or out");
+    }
+    absl::StatusOr<std::unique_ptr<bbmm::Tile>> t = rt->rt->begin_tile(device);
+    if (!t.ok()) return to_c(t.status());
+    *out = new bbmm_tile{*std::move(t)};
+    return BBMM_OK;
+  });
+}
+
+bbmm_status bbmm_tile_require(bbmm_tile* tile, bbmm_array* array, const int64_t* lo,
+                              const int64_t* hi, bbmm_access access) {
+  return guarded([&] {
+    if (tile == nullptr || array == nullptr) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_require: null tile or array");
+    }
+    absl::StatusOr<bbmm::Box> box = make_box(lo, hi, array_rank(array));
+    if (!box.ok()) return to_c(box.status());
+    return to_c(tile->tile->require(unwrap(array), *box, static_cast<bbmm::Access>(access)));
+  });
+}
+
+bbmm_status bbmm_tile_acquire(bbmm_tile* tile) {
+  return guarded([&] {
+    if (tile == nullptr) return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_acquire: null tile");
+    return to_c(tile->tile->acquire());
+  });
+}
+
+bbmm_status bbmm_tile_view(bbmm_tile* tile, bbmm_array* array, bbmm_view* out) {
+  return guarded([&] {
+    if (tile == nullptr || array == nullptr || out == nullptr) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_view: null tile, array or out");
+    }
+    absl::StatusOr<bbmm_view> v = tile->tile->view(unwrap(array));
+    if (!v.ok()) return to_c(v.status());
+    *out = *v;
+    return BBMM_OK;
+  });
+}
+
+bbmm_status bbmm_tile_launch(bbmm_tile* tile, bbmm_kernel_fn fn, const void* args,
+                             size_t args_size) {
+  return guarded([&] {
+    if (tile == nullptr || fn == nullptr || (args == nullptr && args_size > 0)) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_launch: null tile, kernel or args");
+    }
+    auto copy = std::make_shared<std::vector<unsigned char>>(
+        static_cast<const unsigned char*>(args),
+        static_cast<const unsigned char*>(args) + args_size);
+    return to_c(tile->tile->launch([fn, copy](const bbmm_launch_info& info) {
+      fn(&info, copy->empty() ? nullptr : copy->data());
+    }));
+  });
+}
+
+bbmm_status bbmm_tile_flow_out(bbmm_tile* tile, bbmm_array* array, const int64_t* lo,
+                               const int64_t* hi) {
+  return guarded([&] {
+    if (tile == nullptr || array == nullptr) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_flow_out: null tile or array");
+    }
+    absl::StatusOr<bbmm::Box> box = make_box(lo, hi, array_rank(array));
+    if (!box.ok()) return to_c(box.status());
+    return to_c(tile->tile->flow_out(unwrap(array), *box));
+  });
+}
+
+bbmm_status bbmm_tile_release(bbmm_tile* tile) {
+  return guarded([&] {
+    if (tile == nullptr) return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_release: null tile");
+    absl::Status s = tile->tile->release();
+    delete tile;
+    return to_c(s);
+  });
+}
+
+bbmm_status bbmm_sync_to_host(bbmm_runtime* rt, bbmm_array* array) {
+  return guarded([&] {
+    if (rt == nullptr || array == nullptr) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "sync_to_host: null runtime or array");
+    }
+    return to_c(rt->rt->sync_to_host(unwrap(array)));
+  });
+}
+
+bbmm_status bbmm_synchronize(bbmm_runtime* rt) {
+  return guarded([&] {
+    if (rt == nullptr) return fail(BBMM_ERROR_INVALID_ARGUMENT, "synchronize: null runtime");
+    return to_c(rt->rt->synchronize());
+  });
+}
+
+bbmm_status bbmm_stats_get(const bbmm_runtime* rt, int device, bbmm_stats* out) {
+  return guarded([&] {
+    if (rt == nullptr || out == nullptr) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "stats_get: null runtime or out");
+    }
+    if (device < -1 || device >= rt->rt->device_count()) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT,
+                  "stats_get: device " + std::to_string(device) + " does not exist");
+    }
+    *out = rt->rt->stats(device);
+    return BBMM_OK;
+  });
+}
+
+bbmm_status bbmm_stats_print(const bbmm_runtime* rt, FILE* out) {
+  return guarded([&] {
+    if (rt == nullptr || out == nullptr) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "stats_print: null runtime or file");
+    }
+    std::fputs(rt->rt->stats_table().c_str(), out);
+    return BBMM_OK;
+  });
+}
+
+bbmm_status bbmm_stats_print_json(const bbmm_runtime* rt, FILE* out) {
+  return guarded([&] {
+    if (rt == nullptr || out == nullptr) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "stats_print_json: null runtime or file");
+    }
+    std::fputs((rt->rt->stats_json() + "\n").c_str(), out);
+    return BBMM_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,55 @@
+// The coherency directory of one array: which copies (host, devices) of each
+// region hold valid data.
+//
+// Region-based, never per element: the array is covered by disjoint boxes,
+// each with the set of holders whose copy is valid. Its size grows with the
+// number of distinct regions, not with the array. Neighbouring regions with
+// the same holders are merged after every update.
+//
+// Thread-safety: none; the runtime core serialises access.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "bbmm/box.h"
+
+namespace bbmm::detail {
+
+// Bit 0: the host; bit d+1: device d.
+using HolderMask = uint64_t;
+inline constexpr HolderMask kHostBit = 1;
+inline HolderMask device_bit(int device) { return HolderMask{1} << (device + 1); }
+inline constexpr int kMaxDevices = 63;
+
+class Directory {
+ public:
+  struct Region {
+    Box box;
+    HolderMask valid;
+  };
+
+  // A directory of `whole` (the array's extent) valid on the host only.
+  explicit Directory(const Box& whole);
+
+  // The parts of `box` with their holders, clipped to `box`; they cover it.
+  std::vector<Region> query(const Box& box) const;
+  // valid := `valid` on every point of `box`.
+  void set(const Box& box, HolderMask valid);
+  // valid |= `bits` on `box`.
+  void add(const Box& box, HolderMask bits);
+  // valid &= ~`bits` on `box`. The caller guarantees no region loses its last
+  // holder (write data back first).
+  void remove(const Box& box, HolderMask bits);
+
+  const std::vector<Region>& regions() const { return regions_; }
+
+ private:
+  template <typename F>
+  void update(const Box& box, F f);
+  void merge();
+
+  std::vector<Region> regions_;
+};
+
+}  // namespace bbmm::detail

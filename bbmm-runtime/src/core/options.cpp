@@ -1,0 +1,83 @@
+// Runtime options from the environment, and byte-count parsing.
+#include <cmath>
+#include <cstdlib>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "bbmm/runtime.h"
+
+namespace bbmm {
+
+absl::StatusOr<uint64_t> parse_bytes(std::string_view text_in) {
+  // Debian's Abseil has its own string_view type.
+  const absl::string_view text(text_in.data(), text_in.size());
+  absl::string_view t = absl::StripAsciiWhitespace(text);
+  size_t i = 0;
+  while (i < t.size() && (absl::ascii_isdigit(t[i]) || t[i] == '.')) ++i;
+  double number = 0;
+  if (i == 0 || !absl::SimpleAtod(t.substr(0, i), &number)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", text, "' is not a byte count (examples: 4096, 64KiB, 512MiB, 2GiB)"));
+  }
+  std::string unit = absl::AsciiStrToLower(absl::StripAsciiWhitespace(t.substr(i)));
+  struct Unit {
+    const char* name;
+    double factor;
+  };
+  static constexpr Unit kUnits[] = {
+      {"", 1},          {"b", 1},
+      {"k", 1024.0},    {"kib", 1024.0},    {"kb", 1e3},
+      {"m", 1048576.0}, {"mib", 1048576.0}, {"mb", 1e6},
+      {"g", 1073741824.0}, {"gib", 1073741824.0}, {"gb", 1e9},
+      {"t", 1099511627776.0}, {"tib", 1099511627776.0}, {"tb", 1e12},
+  };
+  for (const Unit& u : kUnits) {
+    if (unit == u.name) {
+      const double bytes = std::floor(number * u.factor);
+      if (bytes > 1.8e19) return absl::InvalidArgumentError(absl::StrCat("'", text, "' is too large"));
+      return static_cast<uint64_t>(bytes);
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat("'", text, "': unknown unit '", unit,
+                                                 "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"));
+}
+
+absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
+  RuntimeOptions o;
+  if (const char* v = std::getenv("BBMM_BACKEND"); v != nullptr && *v != '\0') {
+    const std::string s = absl::AsciiStrToLower(v);
+    if (s == "auto") o.backend = BBMM_BACKEND_AUTO;
+    else if (s == "host") o.backend = BBMM_BACKEND_HOST;
+    else if (s == "cuda") o.backend = BBMM_BACKEND_CUDA;
+    else if (s == "opencl") o.backend = BBMM_BACKEND_OPENCL;
+    else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("BBMM_BACKEND='", v, "': use host, cuda, opencl or auto"));
+    }
+  }
+  if (const char* v = std::getenv("BBMM_DEVICES"); v != nullptr && *v != '\0') {
+    if (!absl::SimpleAtoi(v, &o.devices) || o.devices < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("BBMM_DEVICES='", v, "': expected a positive device count"));
+    }
+  }
+  if (const char* v = std::getenv("BBMM_DEVICE_MEMORY"); v != nullptr && *v != '\0') {
+    absl::StatusOr<uint64_t> bytes = parse_bytes(v);
+    if (!bytes.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("BBMM_DEVICE_MEMORY: ", bytes.status().message()));
+    }
+    o.device_memory = *bytes;
+  }
+  if (const char* v = std::getenv("BBMM_TRACE"); v != nullptr) o.trace_file = v;
+  if (const char* v = std::getenv("BBMM_CHECK"); v != nullptr && *v != '\0') {
+    const std::string s = absl::AsciiStrToLower(v);
+    if (s == "1" || s == "on" || s == "true" || s == "yes") o.check = true;
+    else if (s == "0" || s == "off" || s == "false" || s == "no") o.check = false;
+    else return absl::InvalidArgumentError(absl::StrCat("BBMM_CHECK='", v, "': use 0 or 1"));
+  }
+  return o;
+}
+
+}  // namespace bbmm

@@ -1,0 +1,86 @@
+// Statistics of the runtime core: per device, in total, as a table and JSON.
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/runtime_core.h"
+
+namespace bbmm::detail {
+namespace {
+
+// Every counter of bbmm_stats, in print order.
+struct Field {
+  const char* name;
+  uint64_t bbmm_stats::*member;
+};
+constexpr Field kFields[] = {
+    {"bytes_allocated", &bbmm_stats::bytes_allocated},
+    {"peak_bytes_allocated", &bbmm_stats::peak_bytes_allocated},
+    {"instances", &bbmm_stats::instances},
+    {"hits_exact", &bbmm_stats::hits_exact},
+    {"hits_contained", &bbmm_stats::hits_contained},
+    {"hits_grown", &bbmm_stats::hits_grown},
+    {"misses", &bbmm_stats::misses},
+    {"pieces", &bbmm_stats::pieces},
+    {"evictions", &bbmm_stats::evictions},
+    {"bytes_evicted", &bbmm_stats::bytes_evicted},
+    {"writebacks", &bbmm_stats::writebacks},
+    {"bytes_written_back", &bbmm_stats::bytes_written_back},
+    {"bytes_h2d", &bbmm_stats::bytes_h2d},
+    {"bytes_d2h", &bbmm_stats::bytes_d2h},
+    {"bytes_d2d", &bbmm_stats::bytes_d2d},
+    {"bytes_peer", &bbmm_stats::bytes_peer},
+    {"copies", &bbmm_stats::copies},
+    {"kernels", &bbmm_stats::kernels},
+    {"tiles", &bbmm_stats::tiles},
+};
+
+}  // namespace
+
+bbmm_stats RuntimeCore::stats(int device) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (device >= 0) return device < device_count() ? devices_[device].stats : bbmm_stats{};
+  bbmm_stats total = {};
+  for (const Device& dev : devices_) {
+    for (const Field& f : kFields) total.*f.member += dev.stats.*f.member;
+    total.manager_seconds += dev.stats.manager_seconds;
+  }
+  return total;
+}
+
+std::string RuntimeCore::stats_table() const {
+  std::vector<bbmm_stats> cols;
+  for (int d = 0; d < device_count(); ++d) cols.push_back(stats(d));
+  cols.push_back(stats(-1));
+  std::string out = absl::StrFormat("%-22s", "counter");
+  for (int d = 0; d < device_count(); ++d) absl::StrAppendFormat(&out, " %14s", absl::StrCat("dev", d));
+  absl::StrAppendFormat(&out, " %14s\n", "total");
+  for (const Field& f : kFields) {
+    absl::StrAppendFormat(&out, "%-22s", f.name);
+    for (const bbmm_stats& s : cols) absl::StrAppendFormat(&out, " %14u", s.*f.member);
+    out += "\n";
+  }
+  absl::StrAppendFormat(&out, "%-22s", "manager_seconds");
+  for (const bbmm_stats& s : cols) absl::StrAppendFormat(&out, " %14.6f", s.manager_seconds);
+  out += "\n";
+  return out;
+}
+
+std::string RuntimeCore::stats_json() const {
+  auto one = [](const bbmm_stats& s) {
+    std::string o = "{";
+    for (const Field& f : kFields) absl::StrAppend(&o, "\"", f.name, "\":", s.*f.member, ",");
+    absl::StrAppend(&o, "\"manager_seconds\":", absl::StrFormat("%.9f", s.manager_seconds), "}");
+    return o;
+  };
+  std::string out = absl::StrCat("{\"backend\":\"", json_escape(backend_->name()),
+                                 "\",\"devices\":[");
+  for (int d = 0; d < device_count(); ++d) {
+    if (d > 0) out += ",";
+    out += one(stats(d));
+  }
+  absl::StrAppend(&out, "],\"total\":", one(stats(-1)), "}");
+  return out;
+}
+
+}  // namespace bbmm::detail

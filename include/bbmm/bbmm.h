@@ -1,0 +1,143 @@
+/* libbbmm C API: the stable interface for generated code and C users.
+ *
+ * A program registers its host arrays, then runs tiles: for each tile it
+ * declares the boxes it reads and writes (require), lets the runtime place
+ * them on a device (acquire), runs its kernel on the resulting views
+ * (launch), pushes the boxes other tiles will read (flow_out) and ends the
+ * tile (release). sync_to_host makes the host arrays current.
+ *
+ * Errors: every function returns a bbmm_status; on failure
+ * bbmm_last_error_message() returns a message for the calling thread.
+ *
+ * Thread-safety: one runtime may be driven from several host threads at once
+ * (typically one per device); a tile belongs to the thread that began it.
+ * Runtime, array and tile objects must not be destroyed while in use. */
+#ifndef BBMM_BBMM_H_
+#define BBMM_BBMM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bbmm/view.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum bbmm_status {
+  BBMM_OK = 0,
+  BBMM_ERROR_INVALID_ARGUMENT = 1, /* bad box, rank, size, handle or call order */
+  BBMM_ERROR_OUT_OF_MEMORY = 2,    /* a tile cannot fit on its device */
+  BBMM_ERROR_BACKEND = 3,          /* a device operation failed */
+  BBMM_ERROR_CONFLICT = 4,         /* checking mode: overlapping writes by two devices */
+  BBMM_ERROR_INTERNAL = 5
+} bbmm_status;
+
+typedef enum bbmm_backend_kind {
+  BBMM_BACKEND_AUTO = 0, /* cuda if a GPU is present, else host */
+  BBMM_BACKEND_HOST = 1,
+  BBMM_BACKEND_CUDA = 2,
+  BBMM_BACKEND_OPENCL = 3
+} bbmm_backend_kind;
+
+typedef enum bbmm_access {
+  BBMM_READ = 1,       /* the tile reads the box */
+  BBMM_WRITE = 2,      /* the tile writes EVERY element of the box (no read-in) */
+  BBMM_READ_WRITE = 3  /* the tile reads, or writes only part of, the box */
+} bbmm_access;
+
+typedef enum bbmm_eviction_policy { BBMM_EVICT_LRU = 0 } bbmm_eviction_policy;
+
+enum { BBMM_ARRAY_READ_ONLY = 1 };
+
+typedef struct bbmm_options {
+  bbmm_backend_kind backend;
+  int devices;                /* 0: backend default (host: 4, GPUs: all) */
+  uint64_t device_memory;     /* per-device byte limit; 0: whole device (host: none) */
+  const char* trace_file;     /* Chrome/Perfetto JSON trace, or NULL */
+  bbmm_eviction_policy eviction_policy;
+  double growth_threshold;    /* grow an instance to the hull when waste <= this share */
+  int check;                  /* nonzero: detect overlapping writes by two devices */
+  int host_peer_access;       /* host backend: simulated peer access (default 1) */
+} bbmm_options;
+
+/* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,
+ * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE and BBMM_CHECK from the
+ * environment. Fails on a malformed variable (the message names it). */
+bbmm_status bbmm_options_init(bbmm_options* opts);
+
+typedef struct bbmm_runtime bbmm_runtime;
+typedef struct bbmm_array bbmm_array;
+typedef struct bbmm_tile bbmm_tile;
+
+/* The message of the calling thread's last failed call ("" if none). */
+const char* bbmm_last_error_message(void);
+
+bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out);
+/* Waits for outstanding work, writes the trace, frees everything. Arrays
+ * still registered are NOT synchronised to the host: call bbmm_sync_to_host
+ * (or bbmm_array_unregister) first. */
+bbmm_status bbmm_runtime_destroy(bbmm_runtime* rt);
+int bbmm_device_count(const bbmm_runtime* rt);
+
+/* Registers `rank`-dimensional host array `host` of `extents` elements of
+ * `elem_size` bytes (1..16 .. any size) with element strides `strides`
+ * (NULL: dense row-major). `name` is used in messages and traces. */
+bbmm_status bbmm_array_register(bbmm_runtime* rt, const char* name, void* host,
+                                size_t elem_size, int rank, const int64_t* extents,
+                                const int64_t* strides, int flags, bbmm_array** out);
+/* Makes the host copy valid, frees the array's device instances. */
+bbmm_status bbmm_array_unregister(bbmm_runtime* rt, bbmm_array* array);
+
+bbmm_status bbmm_tile_begin(bbmm_runtime* rt, int device, bbmm_tile** out);
+/* Declares that the tile accesses box [lo, hi) of `array`. */
+bbmm_status bbmm_tile_require(bbmm_tile* tile, bbmm_array* array, const int64_t* lo,
+                              const int64_t* hi, bbmm_access access);
+/* Places every required box on the tile's device (reusing, growing,
+ * allocating, evicting, reading in). On BBMM_ERROR_OUT_OF_MEMORY nothing was
+ * lost and the tile may be released. */
+bbmm_status bbmm_tile_acquire(bbmm_tile* tile);
+/* The view of `array` for the acquired tile; valid until release. */
+bbmm_status bbmm_tile_view(bbmm_tile* tile, bbmm_array* array, bbmm_view* out);
+
+typedef struct bbmm_launch_info {
+  int device;
+  void* queue; /* cudaStream_t, cl_command_queue, or NULL on the host backend */
+} bbmm_launch_info;
+typedef void (*bbmm_kernel_fn)(const bbmm_launch_info* info, void* args);
+/* Runs `fn` in the device's queue after the tile's read-ins, with a copy of
+ * the `args_size` bytes at `args` (the caller's buffer may go away). */
+bbmm_status bbmm_tile_launch(bbmm_tile* tile, bbmm_kernel_fn fn, const void* args,
+                             size_t args_size);
+/* Pushes box [lo, hi) (written by the tile) to the other devices holding it,
+ * and to the host where no device does. */
+bbmm_status bbmm_tile_flow_out(bbmm_tile* tile, bbmm_array* array, const int64_t* lo,
+                               const int64_t* hi);
+/* Ends the tile (also after a failed acquire) and frees `tile`. */
+bbmm_status bbmm_tile_release(bbmm_tile* tile);
+
+/* Makes the host copy of `array` valid everywhere and waits for it. */
+bbmm_status bbmm_sync_to_host(bbmm_runtime* rt, bbmm_array* array);
+/* Waits for all devices; starts a new checking epoch. */
+bbmm_status bbmm_synchronize(bbmm_runtime* rt);
+
+/* Counters of one device (device == -1: all devices together). */
+typedef struct bbmm_stats {
+  uint64_t bytes_allocated, peak_bytes_allocated, instances;
+  uint64_t hits_exact, hits_contained, hits_grown, misses, pieces;
+  uint64_t evictions, bytes_evicted, writebacks, bytes_written_back;
+  uint64_t bytes_h2d, bytes_d2h, bytes_d2d, bytes_peer;
+  uint64_t copies, kernels, tiles;
+  double manager_seconds;
+} bbmm_stats;
+bbmm_status bbmm_stats_get(const bbmm_runtime* rt, int device, bbmm_stats* out);
+/* Writes the statistics as a table, or as JSON. */
+bbmm_status bbmm_stats_print(const bbmm_runtime* rt, FILE* out);
+bbmm_status bbmm_stats_print_json(const bbmm_runtime* rt, FILE* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BBMM_BBMM_H_ */

@@ -1,0 +1,117 @@
+// libbbmm C++ API: RAII handles over the same core as the C API (bbmm.h).
+//
+// Thread-safety: a Runtime may be used from several host threads at once
+// (typically one per device); a Tile belongs to the thread that began it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bbmm/bbmm.h"
+#include "bbmm/box.h"
+
+namespace bbmm {
+
+enum class Access { kRead = BBMM_READ, kWrite = BBMM_WRITE, kReadWrite = BBMM_READ_WRITE };
+
+struct RuntimeOptions {
+  bbmm_backend_kind backend = BBMM_BACKEND_AUTO;
+  int devices = 0;                // 0: backend default (host: 4, GPUs: all)
+  uint64_t device_memory = 0;     // per-device limit in bytes; 0: whole device
+  std::string trace_file;         // Chrome/Perfetto JSON, "" for none
+  bbmm_eviction_policy eviction_policy = BBMM_EVICT_LRU;
+  double growth_threshold = 0.25; // grow to the hull when waste <= this share of it
+  bool check = false;             // detect overlapping writes by two devices
+  bool host_peer_access = true;   // host backend: simulated peer access
+
+  // Defaults overridden by BBMM_BACKEND, BBMM_DEVICES, BBMM_DEVICE_MEMORY,
+  // BBMM_TRACE and BBMM_CHECK. Fails naming a malformed variable.
+  static absl::StatusOr<RuntimeOptions> from_env();
+};
+
+// Parses a byte count such as "4096", "64KiB", "64MiB", "2GiB", "1.5GB".
+absl::StatusOr<uint64_t> parse_bytes(std::string_view text);
+
+class Array;  // A registered host array (opaque; owned by the Runtime).
+class Backend;
+
+namespace detail {
+class RuntimeCore;
+class TileState;
+}  // namespace detail
+
+class Tile {
+ public:
+  ~Tile();  // Releases the tile if it was not released.
+  Tile(const Tile&) = delete;
+  Tile& operator=(const Tile&) = delete;
+
+  int device() const;
+  // Declares that the tile accesses `box` of `array` (rank and bounds checked
+  // against the array).
+  absl::Status require(Array* array, const Box& box, Access access);
+  // Places every required box on the device. kResourceExhausted when the
+  // tile cannot fit even after evicting all unused instances (no data lost).
+  absl::Status acquire();
+  // The pieces covering what the tile required of `array`.
+  absl::StatusOr<bbmm_view> view(Array* array) const;
+  // Runs `fn` in the device's queue after the tile's read-ins (host backend:
+  // on the device's worker thread, so `fn` must own what it captures).
+  absl::Status launch(std::function<void(const bbmm_launch_info&)> fn);
+  // Pushes `box` (written by the tile) to the other devices holding it and to
+  // the host where no device does.
+  absl::Status flow_out(Array* array, const Box& box);
+  // Ends the tile; its instances become reusable.
+  absl::Status release();
+
+ private:
+  friend class Runtime;
+  explicit Tile(std::unique_ptr<detail::TileState> state);
+  std::unique_ptr<detail::TileState> state_;
+};
+
+class Runtime {
+ public:
+  static absl::StatusOr<std::unique_ptr<Runtime>> create(const RuntimeOptions& options);
+  ~Runtime();
+
+  int device_count() const;
+  std::string backend_name() const;
+
+  // Registers a host array of `extents` elements of `elem_size` bytes with
+  // element `strides` (empty: dense row-major).
+  absl::StatusOr<Array*> register_array(std::string name, void* host, size_t elem_size,
+                                        std::span<const int64_t> extents,
+                                        std::span<const int64_t> strides = {},
+                                        bool read_only = false);
+  // Synchronises `array` to the host and frees its instances and handle.
+  absl::Status unregister_array(Array* array);
+
+  absl::StatusOr<std::unique_ptr<Tile>> begin_tile(int device);
+  // Makes the host copy of `array` valid everywhere and waits for it.
+  absl::Status sync_to_host(Array* array);
+  // Waits for all devices; starts a new checking epoch.
+  absl::Status synchronize();
+
+  // Per-device counters (`device` == -1: total).
+  bbmm_stats stats(int device = -1) const;
+  std::string stats_table() const;
+  std::string stats_json() const;
+
+  detail::RuntimeCore* core() { return core_.get(); }
+
+  // For tests and other backends: a runtime over `backend` (not from env).
+  static absl::StatusOr<std::unique_ptr<Runtime>> create_with_backend(
+      std::unique_ptr<Backend> backend, const RuntimeOptions& options);
+
+ private:
+  explicit Runtime(std::unique_ptr<detail::RuntimeCore> core);
+  std::unique_ptr<detail::RuntimeCore> core_;
+};
+
+}  // namespace bbmm
