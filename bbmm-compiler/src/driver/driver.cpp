@@ -1,0 +1,137 @@
+#include "driver/driver.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "driver/pipeline.h"
+#include "poly/print.h"
+
+namespace bbmm::compiler {
+
+const char* const kBbmmcVersion = "0.1.0";
+
+namespace {
+
+const char* kUsage =
+    "usage: bbmmc FILE.c [-o OUT] [--target=host|cuda|opencl] [--emit=model|deps]\n"
+    "             [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND] [--help] [--version]\n"
+    "\n"
+    "Reads sequential C with affine loop nests between '#pragma scop' and\n"
+    "'#pragma endscop', builds their polyhedral model with isl and analyses them.\n"
+    "\n"
+    "  -o OUT            write the output to OUT instead of standard output\n"
+    "  --target=T        code generation target: host (default), cuda or opencl\n"
+    "  --emit=model      print domains, schedules and accesses (isl notation)\n"
+    "  --emit=deps       print dependences and the serial/parallel verdict per loop\n"
+    "  -D, -I, -U        passed to the C preprocessor\n"
+    "  --cpp=COMMAND     the preprocessor (default: $BBMM_CPP, else 'cc -E')\n"
+    "  --help, --version\n"
+    "\n"
+    "Exit status: 0 success, 1 error in the input or the options, 2 internal error.\n";
+
+}  // namespace
+
+int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    PipelineOptions opts;
+    if (const char* e = std::getenv("BBMM_CPP"); e && *e) opts.cpp = e;
+    std::string input, output, emit, target = "host";
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      auto value = [&](const std::string& opt) -> std::optional<std::string> {
+        if (a.size() > opt.size() && a.compare(0, opt.size(), opt) == 0) return a.substr(opt.size());
+        if (a == opt && i + 1 < args.size()) return args[++i];
+        return std::nullopt;
+      };
+      if (a == "--help" || a == "-h") {
+        out << kUsage;
+        return 0;
+      }
+      if (a == "--version") {
+        out << "bbmmc " << kBbmmcVersion << "\n";
+        return 0;
+      }
+      if (a.rfind("--emit=", 0) == 0) {
+        emit = a.substr(7);
+        if (emit != "model" && emit != "deps") {
+          err << "bbmmc: error: unknown --emit kind '" << emit
+              << "' (this version emits 'model' and 'deps'; boxes, host and kernel come with code "
+                 "generation)\n";
+          return 1;
+        }
+      } else if (a.rfind("--target=", 0) == 0) {
+        target = a.substr(9);
+        if (target != "host" && target != "cuda" && target != "opencl") {
+          err << "bbmmc: error: unknown target '" << target << "' (use host, cuda or opencl)\n";
+          return 1;
+        }
+      } else if (a.rfind("--cpp=", 0) == 0) {
+        opts.cpp = a.substr(6);
+      } else if (a == "-o") {
+        if (i + 1 >= args.size()) {
+          err << "bbmmc: error: -o needs a file name\n";
+          return 1;
+        }
+        output = args[++i];
+      } else if (a.size() >= 2 && a[0] == '-' && (a[1] == 'D' || a[1] == 'I' || a[1] == 'U')) {
+        std::string opt = a.substr(0, 2);
+        auto v = value(opt);
+        if (!v || v->empty()) {
+          err << "bbmmc: error: " << opt << " needs an argument\n";
+          return 1;
+        }
+        opts.cpp_args.push_back(opt + *v);
+      } else if (!a.empty() && a[0] == '-') {
+        err << "bbmmc: error: unknown option '" << a << "'\n" << "run 'bbmmc --help' for the options\n";
+        return 1;
+      } else if (input.empty()) {
+        input = a;
+      } else {
+        err << "bbmmc: error: more than one input file ('" << input << "' and '" << a << "')\n";
+        return 1;
+      }
+    }
+    if (input.empty()) {
+      err << "bbmmc: error: no input file\n" << kUsage;
+      return 1;
+    }
+
+    Diagnostics diag;
+    std::unique_ptr<Program> prog = analyze_file(input, opts, diag);
+    diag.render(err, prog->sm.get());
+    if (diag.has_internal_error()) return 2;
+    if (diag.has_errors()) return 1;
+
+    std::ostringstream text;
+    if (emit.empty()) {
+      err << "bbmmc: note: code generation for --target=" << target
+          << " is not implemented yet (issue 6); printing the dependence report (--emit=deps)\n";
+      emit = "deps";
+    }
+    for (const Scop& s : prog->scops) {
+      if (emit == "model") print_model(text, s);
+      else print_deps(text, s);
+    }
+    if (output.empty()) {
+      out << text.str();
+    } else {
+      std::ofstream f(output, std::ios::binary);
+      f << text.str();
+      if (!f) {
+        err << "bbmmc: error: cannot write '" << output << "'\n";
+        return 1;
+      }
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    err << "bbmmc: internal error: " << e.what() << "\n";
+    return 2;
+  } catch (...) {
+    err << "bbmmc: internal error: unknown exception\n";
+    return 2;
+  }
+}
+
+}  // namespace bbmm::compiler

@@ -1,0 +1,49 @@
+#include "frontend/diagnostics.h"
+
+namespace bbmm::compiler {
+
+void Diagnostics::add(Diagnostic d) {
+  if (d.severity == Severity::kError) {
+    if (errors_ >= kMaxErrors) return;
+    ++errors_;
+  }
+  // The same error at the same place once is enough (shared loop bounds are converted
+  // for several statements).
+  for (const Diagnostic& o : list_)
+    if (o.severity == d.severity && o.loc.file == d.loc.file && o.loc.line == d.loc.line &&
+        o.loc.col == d.loc.col && o.message == d.message) {
+      if (d.severity == Severity::kError) --errors_;
+      return;
+    }
+  list_.push_back(std::move(d));
+  if (errors_ == kMaxErrors && list_.back().severity == Severity::kError)
+    list_.push_back({Severity::kNote, {}, "too many errors; stopping", ""});
+}
+
+void Diagnostics::render(std::ostream& os, SourceManager* sm) const {
+  for (const Diagnostic& d : list_) {
+    const char* kind = d.severity == Severity::kError     ? "error"
+                       : d.severity == Severity::kWarning ? "warning"
+                                                          : "note";
+    if (d.loc.valid()) {
+      os << d.loc.file << ":" << d.loc.line << ":" << d.loc.col << ": ";
+    } else if (!d.loc.file.empty()) {
+      os << d.loc.file << ": ";
+    } else {
+      os << "bbmmc: ";
+    }
+    os << kind << ": " << d.message << "\n";
+    if (d.loc.valid() && sm) {
+      if (auto line = sm->original_line(d.loc.file, d.loc.line)) {
+        os << *line << "\n";
+        std::string caret;
+        for (int i = 0; i + 1 < d.loc.col && i < static_cast<int>(line->size()); ++i)
+          caret += (*line)[i] == '\t' ? '\t' : ' ';
+        os << caret << "^\n";
+      }
+    }
+    if (!d.hint.empty()) os << "hint: " << d.hint << "\n";
+  }
+}
+
+}  // namespace bbmm::compiler

@@ -1,0 +1,49 @@
+#pragma once
+// Small helpers over isl's C++ interface (isl 0.25): an owning context, spaces with
+// named dimensions, and deterministic printing of union maps/sets.
+
+#include <isl/cpp.h>
+
+#include <string>
+#include <vector>
+
+namespace bbmm::compiler {
+
+// Owns one isl_ctx. Every isl object made in it must be destroyed first, so holders
+// declare their IslContext member before any isl member. Not thread-safe.
+class IslContext {
+ public:
+  IslContext();
+  ~IslContext();
+  IslContext(const IslContext&) = delete;
+  IslContext& operator=(const IslContext&) = delete;
+  isl::ctx ctx() const { return isl::ctx(ctx_); }
+  isl_ctx* get() const { return ctx_; }
+  // Limits the work of one isl call sequence; 0 means unlimited. Exceeding it makes isl
+  // fail with isl::exception_quota (reported as "too complex").
+  void set_max_operations(unsigned long n);
+  void reset_operations();
+
+ private:
+  isl_ctx* ctx_;
+};
+
+// A set space with parameters "params", tuple "tuple" (may be empty) and dims "dims".
+isl::space make_set_space(isl::ctx ctx, const std::vector<std::string>& params,
+                          const std::string& tuple, const std::vector<std::string>& dims);
+
+// Printing of isl objects with the C printer (isl::cpp prints the same).
+std::string str(const isl::set& s);
+std::string str(const isl::map& m);
+std::string str(const isl::pw_aff& a);
+
+// The maps of "umap", sorted by their printed form: isl's own order depends on hashes.
+std::vector<isl::map> sorted_maps(const isl::union_map& umap);
+std::vector<isl::set> sorted_sets(const isl::union_set& uset);
+
+// Name of the tuple of "space"'s domain wrapped pair [S[...] -> ref[]]'s range ("ref")
+// and domain ("S"): helpers for tagged dependences.
+std::string tagged_statement(const isl::space& wrapped_set_space);
+std::string tagged_ref(const isl::space& wrapped_set_space);
+
+}  // namespace bbmm::compiler
