@@ -122,6 +122,19 @@ class Backend {
   virtual absl::StatusOr<Event> launch(int device, std::function<void(const LaunchContext&)> fn,
                                        std::span<const Event> wait) = 0;
 
+  // Tells the backend that `bytes` at `host` are a registered array that
+  // copies will read and write, so it can pin them (CUDA page-locks them for
+  // full-speed DMA). `unregister_host` undoes it. Default: nothing to do.
+  virtual absl::Status register_host(void* host, size_t bytes) {
+    (void)host;
+    (void)bytes;
+    return absl::OkStatus();
+  }
+  virtual absl::Status unregister_host(void* host) {
+    (void)host;
+    return absl::OkStatus();
+  }
+
   // An event that completes when everything issued to `device` so far has.
   virtual absl::StatusOr<Event> record(int device) = 0;
   // Blocks until everything issued to `device` has completed; returns the

@@ -2,11 +2,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "host/host_backend.h"
+#ifdef BBMM_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 namespace bbmm::detail {
 
 absl::StatusOr<std::unique_ptr<Backend>> make_backend(const RuntimeOptions& options) {
-  switch (options.backend) {
+  bbmm_backend_kind kind = options.backend;
+  if (kind == BBMM_BACKEND_AUTO) {
+    kind = BBMM_BACKEND_HOST;
+#ifdef BBMM_HAVE_CUDA
+    if (cuda_device_count(nullptr) > 0) kind = BBMM_BACKEND_CUDA;
+#endif
+  }
+  switch (kind) {
     case BBMM_BACKEND_AUTO:
     case BBMM_BACKEND_HOST: {
       HostBackendOptions host;
@@ -15,9 +25,17 @@ absl::StatusOr<std::unique_ptr<Backend>> make_backend(const RuntimeOptions& opti
       host.peer_access = options.host_peer_access;
       return make_host_backend(host);
     }
-    case BBMM_BACKEND_CUDA:
+    case BBMM_BACKEND_CUDA: {
+#ifdef BBMM_HAVE_CUDA
+      CudaBackendOptions cuda;
+      cuda.devices = options.devices;
+      cuda.capacity_bytes = options.device_memory;
+      return make_cuda_backend(cuda);
+#else
       return absl::UnavailableError(
           "backend 'cuda': this libbbmm was built without the CUDA backend");
+#endif
+    }
     case BBMM_BACKEND_OPENCL:
       return absl::UnavailableError(
           "backend 'opencl': this libbbmm was built without the OpenCL backend");
