@@ -86,7 +86,7 @@ class CudaBackend : public Backend {
         if (a == b) continue;
         int can = 0;
         BBMM_CUDA(cudaDeviceCanAccessPeer(&can, a, b));
-        if (!can) continue;
+        if (!can || !options_.peer_access) continue;
         BBMM_CUDA(cudaSetDevice(a));
         const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
         if (e == cudaErrorPeerAccessAlreadyEnabled) {

@@ -30,6 +30,7 @@ struct CudaBackendOptions {
   size_t capacity_bytes = 0;  // per device; 0: the free memory at start less a reserve
   size_t pitch_alignment = 1;
   bool register_host = true;  // page-lock registered host arrays
+  bool peer_access = true;    // false: report no peer access (copies go through the host)
 };
 
 // Number of CUDA devices visible (0 when there is no driver or no GPU), with a

@@ -1,0 +1,341 @@
+// GPU benchmarks of libbbmm on the CUDA backend (run by bench/gpu/run_all.sh):
+//   copies    box copy throughput (2-D/3-D, rows 64 B..64 KiB, boxes 64 KiB..256 MiB)
+//             for H2D, D2H, device-local and peer, as a fraction of the contiguous
+//             ceiling measured in the same run;
+//   flowout   halo exchange by flow_out via peer vs via the host, 2 and 4 GPUs;
+//   boxout    a read-write sweep over data 4x the device capacity limit, as a
+//             fraction of the PCIe-bound ideal;
+//   latency   acquire+release hit and miss latency.
+// Prints markdown tables. Exits 77 when no GPU is present.
+//
+//   gpu_bench [copies] [flowout] [boxout] [latency]   (default: all)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bbmm/runtime.h"
+#include "core/backend.h"
+#include "cuda/cuda_backend.h"
+
+namespace bbmm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Median over `reps` of the time of `iters` back-to-back runs of `issue`,
+// each run returning the event of its last operation.
+double time_median(int reps, int iters, const std::function<Event()>& issue) {
+  issue().wait().IgnoreError();  // warm-up
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    Event last;
+    for (int i = 0; i < iters; ++i) last = issue();
+    last.wait().IgnoreError();
+    t.push_back(seconds_since(t0) / iters);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct Buffers {
+  Backend* b;
+  void* host = nullptr;
+  DeviceBuffer dev0, dev0b, dev1;
+  size_t bytes;
+};
+
+Event must(absl::StatusOr<Event> e) {
+  if (!e.ok()) {
+    std::fprintf(stderr, "gpu_bench: %s\n", std::string(e.status().message()).c_str());
+    std::exit(1);
+  }
+  return *e;
+}
+
+// ------------------------------------------------------------------ copies
+void bench_copies(Backend& b) {
+  const bool peer = b.device_count() > 1 && b.can_access_peer(1, 0);
+  const size_t kMax = size_t{256} << 20;   // largest box
+  const size_t kArray = 2 * kMax;         // its array (row pitch 2x the box's rows)
+  void* host = nullptr;
+  if (cudaHostAlloc(&host, kArray, cudaHostAllocPortable) != cudaSuccess) {
+    std::fprintf(stderr, "gpu_bench: cudaHostAlloc failed\n");
+    std::exit(1);
+  }
+  std::memset(host, 1, kArray);
+  DeviceBuffer d0 = *b.allocate(0, kArray), d0b = *b.allocate(0, kArray);
+  DeviceBuffer d1 = peer ? *b.allocate(1, kArray) : DeviceBuffer{};
+  auto contiguous = [&](Endpoint dst, Endpoint src) {
+    const size_t n = kMax;
+    return n / time_median(5, 4, [&] { return must(b.copy(dst, src, {n, 1, 1}, {})); });
+  };
+  const double h2d = contiguous({0, d0.base, 0, kMax, kMax}, {kHost, host, 0, kMax, kMax});
+  const double d2h = contiguous({kHost, host, 0, kMax, kMax}, {0, d0.base, 0, kMax, kMax});
+  const double d2d = contiguous({0, d0b.base, 0, kMax, kMax}, {0, d0.base, 0, kMax, kMax});
+  const double p2p = peer ? contiguous({1, d1.base, 0, kMax, kMax}, {0, d0.base, 0, kMax, kMax}) : 0;
+  std::printf("\n### Contiguous ceilings (256 MiB, this run)\n\n| direction | GB/s |\n|---|---|\n");
+  std::printf("| H2D | %.1f |\n| D2H | %.1f |\n| device-local | %.1f |\n", h2d / 1e9, d2h / 1e9,
+              d2d / 1e9);
+  if (peer) std::printf("| peer 0->1 | %.1f |\n", p2p / 1e9);
+
+  std::printf("\n### Box copies (2-D: box rows of W bytes out of rows of 2W; 3-D: 16 planes)\n\n");
+  std::printf("| direction | dims | row W | box | GB/s | of ceiling | target | ok |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  const size_t widths[] = {64, 256, 1024, 4096, 16384, 65536};
+  const size_t sizes[] = {size_t{64} << 10, size_t{1} << 20, size_t{16} << 20, kMax};
+  struct Dir {
+    const char* name;
+    int kind;  // 0 H2D, 1 D2H, 2 local, 3 peer
+    double ceiling;
+  };
+  std::vector<Dir> dirs = {{"H2D", 0, h2d}, {"D2H", 1, d2h}, {"device-local", 2, d2d}};
+  if (peer) dirs.push_back({"peer", 3, p2p});
+  int misses = 0, checked = 0;
+  for (int dims = 2; dims <= 3; ++dims) {
+    for (const Dir& dir : dirs) {
+      for (size_t w : widths) {
+        for (size_t s : sizes) {
+          if (s < w * 16) continue;
+          const size_t depth = dims == 3 ? 16 : 1;
+          const size_t rows = s / w / depth;
+          if (rows == 0) continue;
+          // The array side has rows of 2W (the box is half its array's
+          // width); the instance side is dense, as BBMM allocates it.
+          const Endpoint host_wide{kHost, host, 0, 2 * w, 2 * w * rows};
+          const Endpoint dev_wide{0, d0.base, 0, 2 * w, 2 * w * rows};
+          const Endpoint dev_dense{0, d0b.base, 0, w, w * rows};
+          const Endpoint peer_dense{1, d1.base, 0, w, w * rows};
+          Endpoint dst, src;
+          switch (dir.kind) {
+            case 0: dst = dev_dense, src = host_wide; break;
+            case 1: dst = host_wide, src = dev_dense; break;
+            case 2: dst = dev_dense, src = dev_wide; break;
+            default: dst = peer_dense, src = dev_wide; break;
+          }
+          const CopyShape shape{w, rows, depth};
+          const size_t moved = w * rows * depth;
+          const int iters = moved >= (size_t{16} << 20) ? 3 : 20;
+          const double bw = moved / time_median(5, iters, [&] { return must(b.copy(dst, src, shape, {})); });
+          const double frac = bw / dir.ceiling;
+          double target = 0;
+          if ((dir.kind == 0 || dir.kind == 1) && moved >= (size_t{1} << 20) && w >= 1024) target = 0.95;
+          if (dir.kind == 3 && w >= 256) target = 0.90;
+          const bool ok = target == 0 || frac >= target;
+          if (target > 0) {
+            ++checked;
+            if (!ok) ++misses;
+          }
+          std::printf("| %s | %d-D | %zu B | %zu KiB | %.1f | %.2f | %s | %s |\n", dir.name, dims,
+                      w, moved >> 10, bw / 1e9, frac,
+                      target > 0 ? (target == 0.95 ? ">= 0.95" : ">= 0.90") : "-",
+                      target > 0 ? (ok ? "yes" : "NO") : "");
+        }
+      }
+    }
+  }
+  std::printf("\ncopies: %d of %d targeted shapes met their target\n", checked - misses, checked);
+  b.free(0, d0, {}).IgnoreError();
+  b.free(0, d0b, {}).IgnoreError();
+  if (peer) b.free(1, d1, {}).IgnoreError();
+  b.synchronize(0).IgnoreError();
+  cudaFreeHost(host);
+}
+
+// ------------------------------------------------------------------ flow-out
+// Each GPU owns a block of rows of a 2-D array and, each step, writes it and
+// flows out its first and last row to its neighbours. Time per step.
+double halo_step_seconds(int gpus, bool peer, int64_t rows, int64_t cols, int steps) {
+  CudaBackendOptions o;
+  o.devices = gpus;
+  o.peer_access = peer;
+  auto backend = make_cuda_backend(o);
+  if (!backend.ok()) return -1;
+  RuntimeOptions ro;
+  ro.devices = gpus;
+  auto rt = Runtime::create_with_backend(*std::move(backend), ro);
+  if (!rt.ok()) return -1;
+  std::vector<double> host(static_cast<size_t>(rows) * cols, 1.0);
+  const int64_t ext[2] = {rows, cols};
+  Array* a = *(*rt)->register_array("X", host.data(), sizeof(double), ext);
+  auto step = [&] {
+    for (int g = 0; g < gpus; ++g) {
+      const int64_t lo = rows * g / gpus, hi = rows * (g + 1) / gpus;
+      auto t = *(*rt)->begin_tile(g);
+      // Own rows plus one halo row each side.
+      t->require(a, *Box::create({std::max<int64_t>(0, lo - 1), 0}, {std::min(rows, hi + 1), cols}),
+                 Access::kRead).IgnoreError();
+      t->require(a, *Box::create({lo, 0}, {hi, cols}), Access::kWrite).IgnoreError();
+      if (!t->acquire().ok()) std::exit(3);
+      t->launch([](const bbmm_launch_info&) {}).IgnoreError();
+      if (lo > 0) t->flow_out(a, *Box::create({lo, 0}, {lo + 1, cols})).IgnoreError();
+      if (hi < rows) t->flow_out(a, *Box::create({hi - 1, 0}, {hi, cols})).IgnoreError();
+      t->release().IgnoreError();
+    }
+    (*rt)->synchronize().IgnoreError();
+  };
+  step();
+  step();
+  const auto t0 = Clock::now();
+  for (int s = 0; s < steps; ++s) step();
+  return seconds_since(t0) / steps;
+}
+
+void bench_flowout(int visible) {
+  std::printf("\n### Halo exchange by flow_out: peer vs via host (rows of 8 MiB)\n\n");
+  std::printf("| GPUs | halo bytes/step | peer ms/step | host ms/step | speed-up |\n|---|---|---|---|---|\n");
+  const int64_t cols = (8 << 20) / 8, rows = 64;
+  for (int g : {2, 4}) {
+    if (g > visible) {
+      std::printf("| %d | - | - | - | skipped: %d GPUs visible |\n", g, visible);
+      continue;
+    }
+    const double tp = halo_step_seconds(g, true, rows, cols, 20);
+    const double th = halo_step_seconds(g, false, rows, cols, 20);
+    const double halo = 2.0 * (g - 1) * cols * 8;
+    std::printf("| %d | %.0f MiB | %.3f | %.3f | %.1fx |\n", g, halo / (1 << 20), tp * 1e3,
+                th * 1e3, th / tp);
+  }
+}
+
+// ------------------------------------------------------------------ box-out
+void bench_boxout(double h2d, double d2h) {
+  const size_t capacity = size_t{1} << 30;      // 1 GiB limit on GPU 0
+  const int64_t cols = (4 << 20) / 8;           // rows of 4 MiB
+  const int64_t rows = 4 * 256;                 // 4 GiB of data: 4x the limit
+  const int64_t tile_rows = 16;                 // 64 MiB tiles
+  CudaBackendOptions o;
+  o.devices = 1;
+  o.capacity_bytes = capacity;
+  auto backend = make_cuda_backend(o);
+  RuntimeOptions ro;
+  ro.devices = 1;
+  ro.device_memory = capacity;
+  auto rt = Runtime::create_with_backend(*std::move(backend), ro);
+  if (!rt.ok()) {
+    std::printf("boxout: %s\n", std::string(rt.status().message()).c_str());
+    return;
+  }
+  std::vector<double> host(static_cast<size_t>(rows) * cols, 2.0);
+  const int64_t ext[2] = {rows, cols};
+  Array* a = *(*rt)->register_array("big", host.data(), sizeof(double), ext);
+  const int sweeps = 2;
+  const auto t0 = Clock::now();
+  for (int s = 0; s < sweeps; ++s) {
+    for (int64_t lo = 0; lo < rows; lo += tile_rows) {
+      auto t = *(*rt)->begin_tile(0);
+      t->require(a, *Box::create({lo, 0}, {lo + tile_rows, cols}), Access::kReadWrite).IgnoreError();
+      absl::Status st = t->acquire();
+      if (!st.ok()) {
+        std::printf("boxout: %s\n", std::string(st.message()).c_str());
+        return;
+      }
+      t->launch([](const bbmm_launch_info&) {}).IgnoreError();
+      t->release().IgnoreError();
+    }
+  }
+  (*rt)->sync_to_host(a).IgnoreError();
+  const double secs = seconds_since(t0);
+  const bbmm_stats st = (*rt)->stats();
+  const double ideal = st.bytes_h2d / h2d + st.bytes_d2h / d2h;
+  std::printf("\n### Box-out sweep: 4 GiB read-write in 64 MiB tiles through a 1 GiB limit, %d sweeps\n\n",
+              sweeps);
+  std::printf("| H2D GiB | D2H GiB | evictions | time s | PCIe-bound ideal s | fraction | target |\n");
+  std::printf("|---|---|---|---|---|---|---|\n| %.2f | %.2f | %lu | %.3f | %.3f | %.2f | >= 0.8 |\n",
+              st.bytes_h2d / 1073741824.0, st.bytes_d2h / 1073741824.0,
+              static_cast<unsigned long>(st.evictions), secs, ideal, ideal / secs);
+}
+
+// ------------------------------------------------------------------ latency
+void bench_latency() {
+  CudaBackendOptions o;
+  o.devices = 1;
+  auto backend = make_cuda_backend(o);
+  RuntimeOptions ro;
+  ro.devices = 1;
+  auto rt = Runtime::create_with_backend(*std::move(backend), ro);
+  std::vector<double> host(1 << 20, 1.0);
+  const int64_t ext[2] = {1024, 1024};
+  Array* a = *(*rt)->register_array("L", host.data(), sizeof(double), ext);
+  auto once = [&](int64_t lo) {
+    auto t = *(*rt)->begin_tile(0);
+    t->require(a, *Box::create({lo, 0}, {lo + 8, 1024}), Access::kRead).IgnoreError();
+    t->acquire().IgnoreError();
+    t->release().IgnoreError();
+  };
+  once(0);
+  const int n = 20000;
+  auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) once(0);
+  const double hit = seconds_since(t0) / n;
+  (*rt)->synchronize().IgnoreError();
+  // Misses: a new 64 KiB box each time (allocation from the pool + H2D).
+  t0 = Clock::now();
+  int misses = 0;
+  for (int64_t lo = 8; lo + 8 <= 1024; lo += 8, ++misses) once(lo);
+  const double miss = seconds_since(t0) / misses;
+  (*rt)->synchronize().IgnoreError();
+  std::printf("\n### acquire+release latency on the GPU (8x1024 doubles)\n\n| path | us |\n|---|---|\n");
+  std::printf("| hit | %.2f |\n| miss (pool alloc + H2D issue) | %.2f |\n", hit * 1e6, miss * 1e6);
+}
+
+}  // namespace
+}  // namespace bbmm
+
+int main(int argc, char** argv) {
+  std::string why;
+  const int visible = bbmm::cuda_device_count(&why);
+  if (visible == 0) {
+    std::printf("SKIP: gpu_bench needs a GPU: %s\n", why.c_str());
+    return 77;
+  }
+  auto want = [&](const char* what) {
+    if (argc == 1) return true;
+    for (int i = 1; i < argc; ++i)
+      if (!std::strcmp(argv[i], what)) return true;
+    return false;
+  };
+  cudaDeviceProp prop;
+  cudaGetDeviceProperties(&prop, 0);
+  std::printf("## gpu_bench: %d x %s\n", visible, prop.name);
+  double h2d = 55e9, d2h = 55e9;
+  {
+    auto backend = bbmm::make_cuda_backend({});
+    if (!backend.ok()) {
+      std::fprintf(stderr, "gpu_bench: %s\n", std::string(backend.status().message()).c_str());
+      return 1;
+    }
+    if (want("copies")) bbmm::bench_copies(**backend);
+    // Ceilings for the box-out ideal: contiguous 256 MiB copies.
+    const size_t n = size_t{256} << 20;
+    void* host = nullptr;
+    cudaHostAlloc(&host, n, cudaHostAllocPortable);
+    bbmm::DeviceBuffer d = *(*backend)->allocate(0, n);
+    h2d = n / bbmm::time_median(5, 4, [&] {
+            return bbmm::must((*backend)->copy({0, d.base, 0, n, n}, {bbmm::kHost, host, 0, n, n},
+                                               {n, 1, 1}, {}));
+          });
+    d2h = n / bbmm::time_median(5, 4, [&] {
+            return bbmm::must((*backend)->copy({bbmm::kHost, host, 0, n, n}, {0, d.base, 0, n, n},
+                                               {n, 1, 1}, {}));
+          });
+    (*backend)->free(0, d, {}).IgnoreError();
+    (*backend)->synchronize(0).IgnoreError();
+    cudaFreeHost(host);
+  }
+  if (want("flowout")) bbmm::bench_flowout(visible);
+  if (want("boxout")) bbmm::bench_boxout(h2d, d2h);
+  if (want("latency")) bbmm::bench_latency();
+  return 0;
+}
