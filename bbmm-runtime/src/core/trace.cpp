@@ -81,8 +81,8 @@ absl::Status Tracer::close() {
   for (const Slice& s : slices) {
     absl::StrAppend(&out, "{\"name\":\"", json_escape(s.name),
                     "\",\"cat\":\"bbmm\",\"ph\":\"X\",\"pid\":1,\"tid\":", track_of(s.device),
-                    ",\"ts\":", s.start_us, ",\"dur\":", s.duration_us, ",\"args\":{",
-                    s.args_json, "}},\n");
+                    ",\"ts\":", s.start_us, ",\"dur\":", s.duration_us, ",\"args\":{", s.args_json,
+                    "}},\n");
   }
   // Every event above ends in ",\n"; JSON forbids the trailing comma.
   out.resize(out.size() - 2);

@@ -3,14 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
 #include <limits>
 #include <mutex>
-#include <new>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -105,22 +105,21 @@ absl::StatusOr<size_t> rect_span(const Endpoint& ep, const CopyShape& shape, con
   size_t plane;  // (height - 1) * row_pitch + w
   if (__builtin_mul_overflow(shape.height - 1, ep.row_pitch, &plane) ||
       __builtin_add_overflow(plane, w, &plane)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("copy: ", side, " rectangle size overflows (", shape.height,
-                     " rows, row pitch ", ep.row_pitch, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("copy: ", side, " rectangle size overflows (",
+                                                   shape.height, " rows, row pitch ", ep.row_pitch,
+                                                   ")"));
   }
   if (shape.depth > 1 && ep.slice_pitch < plane) {
-    return absl::InvalidArgumentError(absl::StrCat("copy: ", side, " slice pitch ",
-                                                   ep.slice_pitch, " is smaller than a plane (",
-                                                   plane, " bytes)"));
+    return absl::InvalidArgumentError(absl::StrCat("copy: ", side, " slice pitch ", ep.slice_pitch,
+                                                   " is smaller than a plane (", plane, " bytes)"));
   }
   size_t span;  // (depth - 1) * slice_pitch + plane + offset
   if (__builtin_mul_overflow(shape.depth - 1, ep.slice_pitch, &span) ||
       __builtin_add_overflow(span, plane, &span) ||
       __builtin_add_overflow(span, ep.offset, &span)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("copy: ", side, " rectangle size overflows (", shape.depth,
-                     " planes, slice pitch ", ep.slice_pitch, ", offset ", ep.offset, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("copy: ", side, " rectangle size overflows (",
+                                                   shape.depth, " planes, slice pitch ",
+                                                   ep.slice_pitch, ", offset ", ep.offset, ")"));
   }
   return span;
 }
@@ -203,7 +202,7 @@ HostBackend::~HostBackend() {
   for (auto& dev : devices_) dev->worker.join();
   for (auto& dev : devices_) {
     for (auto& [base, alloc] : dev->allocations) {
-      ::operator delete(const_cast<void*>(base), std::align_val_t{kAlignment});
+      std::free(const_cast<void*>(base));
     }
   }
 }
@@ -236,22 +235,22 @@ absl::StatusOr<DeviceBuffer> HostBackend::allocate(int device, size_t bytes) {
   Device& dev = *devices_[device];
   std::lock_guard<std::mutex> lock(dev.mu);
   if (dev.capacity != 0 && (bytes > dev.capacity || dev.in_use > dev.capacity - bytes)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "host device ", device, ": cannot allocate ", bytes, " bytes: ", dev.in_use, " of ",
-        dev.capacity, " bytes in use (", dev.capacity - dev.in_use, " free)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("host device ", device, ": cannot allocate ", bytes, " bytes: ", dev.in_use,
+                     " of ", dev.capacity, " bytes in use (", dev.capacity - dev.in_use, " free)"));
   }
   // A zero-byte request still gets its own address, so that every live buffer
-  // has a distinct base; aligned operator new wants a multiple of the alignment.
+  // has a distinct base; aligned_alloc wants a multiple of the alignment.
   if (bytes > std::numeric_limits<size_t>::max() - kAlignment) {
     return absl::ResourceExhaustedError(
         absl::StrCat("host device ", device, ": cannot allocate ", bytes, " bytes"));
   }
   const size_t allocated = std::max<size_t>((bytes + kAlignment - 1) / kAlignment, 1) * kAlignment;
-  void* p = ::operator new(allocated, std::align_val_t{kAlignment}, std::nothrow);
+  void* p = std::aligned_alloc(kAlignment, allocated);
   if (p == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "host device ", device, ": cannot allocate ", bytes, " bytes: host memory exhausted (",
-        dev.in_use, " bytes in use on this device)"));
+    return absl::ResourceExhaustedError(absl::StrCat("host device ", device, ": cannot allocate ",
+                                                     bytes, " bytes: host memory exhausted (",
+                                                     dev.in_use, " bytes in use on this device)"));
   }
   std::memset(p, kPoison, allocated);
   dev.allocations.emplace(p, Device::Allocation{bytes, allocated});
@@ -268,9 +267,9 @@ absl::Status HostBackend::free(int device, const DeviceBuffer& buffer,
     std::lock_guard<std::mutex> lock(dev.mu);
     auto it = dev.allocations.find(buffer.base);
     if (it == dev.allocations.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("free: ", pointer_string(buffer.base), " is not a live allocation of host device ",
-                       device, " (freed twice, or allocated on another device?)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "free: ", pointer_string(buffer.base), " is not a live allocation of host device ",
+          device, " (freed twice, or allocated on another device?)"));
     }
     bytes = it->second.bytes;
     // The accounting is released now, the memory only when the op runs: the
@@ -287,7 +286,7 @@ absl::Status HostBackend::free(int device, const DeviceBuffer& buffer,
   op.trace_args = absl::StrCat("\"bytes\":", bytes);
   void* base = buffer.base;
   op.body = [base] {
-    ::operator delete(base, std::align_val_t{kAlignment});
+    std::free(base);
     return absl::OkStatus();
   };
   enqueue(device, std::move(op));
@@ -302,14 +301,16 @@ absl::StatusOr<Event> HostBackend::copy(const Endpoint& dst, const Endpoint& src
   const bool empty = shape.width_bytes == 0 || shape.height == 0 || shape.depth == 0;
   char* dst_ptr = nullptr;
   const char* src_ptr = nullptr;
-  for (const Endpoint* ep : {&dst, &src}) {
-    const char* side = ep == &dst ? "destination" : "source";
+  // By index, not by address: `dst` and `src` may be the same object.
+  for (int i = 0; i < 2; ++i) {
+    const Endpoint* ep = i == 0 ? &dst : &src;
+    const char* side = i == 0 ? "destination" : "source";
     if (ep->device != kHost) {
       if (absl::Status s = check_device(ep->device, "copy"); !s.ok()) return s;
     }
     if (ep->base == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("copy: ", side, " base on ",
-                                                     where(ep->device), " is null"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("copy: ", side, " base on ", where(ep->device), " is null"));
     }
     size_t span = 0;
     if (!empty) {
@@ -322,21 +323,21 @@ absl::StatusOr<Event> HostBackend::copy(const Endpoint& dst, const Endpoint& src
       std::lock_guard<std::mutex> lock(dev.mu);
       auto it = dev.allocations.find(ep->base);
       if (it == dev.allocations.end()) {
-        return absl::InvalidArgumentError(absl::StrCat("copy: ", side, " base ", pointer_string(ep->base),
-                                                       " is not a live allocation of device ",
-                                                       ep->device));
+        return absl::InvalidArgumentError(
+            absl::StrCat("copy: ", side, " base ", pointer_string(ep->base),
+                         " is not a live allocation of device ", ep->device));
       }
       if (span > it->second.bytes) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "copy: ", side, " rectangle ", shape_string(shape), " at offset ", ep->offset,
-            " (row pitch ", ep->row_pitch, ", slice pitch ", ep->slice_pitch, ") ends at byte ",
-            span, ", past the end of its ", it->second.bytes, "-byte allocation on device ",
-            ep->device));
+        return absl::InvalidArgumentError(
+            absl::StrCat("copy: ", side, " rectangle ", shape_string(shape), " at offset ",
+                         ep->offset, " (row pitch ", ep->row_pitch, ", slice pitch ",
+                         ep->slice_pitch, ") ends at byte ", span, ", past the end of its ",
+                         it->second.bytes, "-byte allocation on device ", ep->device));
       }
     }
     // An empty copy touches nothing; its offset may point anywhere.
     char* p = empty ? nullptr : static_cast<char*>(ep->base) + ep->offset;
-    if (ep == &dst) {
+    if (i == 0) {
       dst_ptr = p;
     } else {
       src_ptr = p;
@@ -364,10 +365,10 @@ absl::StatusOr<Event> HostBackend::copy(const Endpoint& dst, const Endpoint& src
   op.waits.assign(wait.begin(), wait.end());
   op.tracer = tracer_;
   if (op.tracer != nullptr) {
-    op.trace_args = absl::StrCat(
-        "\"bytes\":", empty ? 0 : shape.width_bytes * shape.height * shape.depth,
-        ",\"shape\":\"", shape_string(shape), "\",\"src\":\"", where(src.device),
-        "\",\"dst\":\"", where(dst.device), "\"", staged ? ",\"staged\":true" : "");
+    op.trace_args =
+        absl::StrCat("\"bytes\":", empty ? 0 : shape.width_bytes * shape.height * shape.depth,
+                     ",\"shape\":\"", shape_string(shape), "\",\"src\":\"", where(src.device),
+                     "\",\"dst\":\"", where(dst.device), "\"", staged ? ",\"staged\":true" : "");
   }
   op.body = [dst_ptr, src_ptr, d = dst, s = src, shape, staged] {
     if (!staged) {
@@ -458,10 +459,10 @@ void HostBackend::worker_loop(Device& dev) {
     }
     absl::Status status;
     if (!wait_status.ok() && !op.run_despite_failed_wait) {
-      status = absl::Status(wait_status.code(),
-                            absl::StrCat(op.name, " on host device ", dev.index,
-                                         " did not run: an event it waited for failed: ",
-                                         wait_status.message()));
+      status = absl::Status(
+          wait_status.code(),
+          absl::StrCat(op.name, " on host device ", dev.index,
+                       " did not run: an event it waited for failed: ", wait_status.message()));
     } else {
       const int64_t start = op.tracer != nullptr ? op.tracer->now_us() : 0;
       // No exception may cross the worker thread: a throwing kernel (or a
