@@ -73,7 +73,8 @@ class Parser {
   bool expect(std::string_view s, const char* context) {
     if (accept(s)) return true;
     if (!failed_) {
-      auto b = error_at(at_eof() ? prev_end() : cur().offset);
+      // Point just past the previous token, where the missing token belongs.
+      auto b = error_at(prev_end());
       b << "expected '" << s << "' " << context;
       if (!at_eof() && cur().kind != Tok::kPragma) b << ", found '" << cur().text << "'";
     }
@@ -635,11 +636,16 @@ StmtPtr Parser::reject_statement(std::string_view kw) {
   error_at(off) << what;
   if (!diag_.all().empty()) const_cast<Diagnostic&>(diag_.all().back()).hint = hint;
   // Recovery: skip the header, parse (and drop) the body so later errors still show.
-  if (kw == "while" || kw == "switch") {
+  if (kw == "while") {
     advance();
     if (is("(")) skip_balanced();
     failed_ = false;
     parse_stmt();
+  } else if (kw == "switch") {
+    advance();
+    if (is("(")) skip_balanced();
+    if (is("{")) skip_balanced();
+    else sync_statement();
   } else if (kw == "do") {
     advance();
     failed_ = false;

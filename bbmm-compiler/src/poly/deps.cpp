@@ -133,7 +133,13 @@ isl::union_map asserted_flow(const Scop& scop, const std::vector<int>& group) {
     isl::map tagged = tag_relation(rel, a.tag());
     isl::map proj = isl::manage(isl_set_unwrap(tagged.domain().release()));
     isl::map to_s = isl::manage(isl_map_domain_map(proj.release()));
-    tsched = tsched.unite(isl::union_map(to_s).apply_range(sched));
+    // Reads (0) before the write (1) inside an instance, as in Scop::tagged_schedule.
+    isl::union_map ts = isl::union_map(to_s).apply_range(sched);
+    for (const isl::map& piece : sorted_maps(ts)) {
+      isl_map* x = isl_map_add_dims(piece.copy(), isl_dim_out, 1);
+      x = isl_map_fix_si(x, isl_dim_out, isl_map_dim(x, isl_dim_out) - 1, a.kind == AccessKind::kWrite ? 1 : 0);
+      tsched = tsched.unite(isl::union_map(isl::manage(x)));
+    }
     if (a.kind == AccessKind::kWrite) {
       sources = sources.unite(isl::union_map(tagged));
       continue;
@@ -247,16 +253,32 @@ void compute_dependences(Scop& scop) {
     if (ai >= 0) scop.arrays[scop.accesses[ai].array].live_in = true;
   }
 
-  isl::union_access_info false_info(writes);
-  false_info = false_info.set_must_source(writes).set_may_source(reads).set_schedule_map(tsched);
-  isl::union_map false_deps = false_info.compute_flow().may_dependence();
+  // WAW: each write and the previous write of the element.
+  isl::union_access_info waw_info(writes);
+  waw_info = waw_info.set_must_source(writes).set_schedule_map(tsched);
+  scop.deps.waw = waw_info.compute_flow().may_dependence();
+  // WAR: each read and the next write of the element, i.e. the flow from writes to
+  // reads in reversed time, reversed. Same pairs as isl's dataflow with reads as may
+  // sources and writes as kills, at a fraction of the cost.
+  isl_space* ts = isl_space_set_alloc(scop.context.ctx().get(), 0, scop.schedule_dims + 1);
+  isl_multi_aff* neg = isl_multi_aff_identity(isl_space_map_from_set(ts));
+  neg = isl_multi_aff_neg(neg);
+  isl::union_map reversed_time = tsched.apply_range(isl::union_map(isl::map(isl::manage(isl_map_from_multi_aff(neg)))));
+  isl::union_access_info war_info(reads);
+  war_info = war_info.set_must_source(writes).set_schedule_map(reversed_time);
+  isl::union_map war = war_info.compute_flow().may_dependence().reverse();
+  // Drop the pairs inside one instance (a statement reading what it then overwrites).
   scop.deps.war = isl::union_map::empty(scop.context.ctx());
-  scop.deps.waw = isl::union_map::empty(scop.context.ctx());
-  for (const isl::map& m : sorted_maps(false_deps)) {
-    int src = scop.access_index_of_tag(tagged_ref(m.domain().space()));
-    if (src < 0) continue;
-    if (scop.accesses[src].kind == AccessKind::kRead) scop.deps.war = scop.deps.war.unite(isl::union_map(m));
-    else scop.deps.waw = scop.deps.waw.unite(isl::union_map(m));
+  for (const isl::map& m : sorted_maps(war)) {
+    isl::map kept = m;
+    if (tagged_statement(m.domain().space()) == tagged_statement(m.range().space())) {
+      isl::map zipped = isl::manage(isl_map_zip(m.copy()));  // [S -> S] -> [r -> w]
+      isl_space* ss = isl_space_unwrap(isl_space_domain(isl_map_get_space(zipped.get())));
+      isl_map* other = isl_map_subtract(isl_map_universe(isl_space_copy(ss)), isl_map_identity(ss));
+      zipped = zipped.intersect_domain(isl::manage(isl_map_wrap(other)));
+      kept = isl::manage(isl_map_zip(zipped.release()));
+    }
+    if (!kept.is_empty()) scop.deps.war = scop.deps.war.unite(isl::union_map(kept.coalesce()));
   }
 
   // Dataflow under the assertions.

@@ -47,7 +47,10 @@ isl::union_map Scop::tagged_schedule() const {
     // [S -> ref] -> S, then S -> the schedule.
     isl::map proj = isl::manage(isl_set_unwrap(a.tagged.domain().release()));  // S -> ref
     isl::map to_s = isl::manage(isl_map_domain_map(proj.release()));          // [S -> ref] -> S
-    u = u.unite(isl::union_map(to_s.apply_range(statements[a.statement].schedule)));
+    // One more dimension orders the accesses of one instance: reads (0), then the write (1).
+    isl_map* sched = isl_map_add_dims(statements[a.statement].schedule.copy(), isl_dim_out, 1);
+    sched = isl_map_fix_si(sched, isl_dim_out, schedule_dims, a.kind == AccessKind::kWrite ? 1 : 0);
+    u = u.unite(isl::union_map(to_s.apply_range(isl::manage(sched))));
   }
   return u;
 }
@@ -779,7 +782,7 @@ void ModelBuilder::rhs_reads(const Expr& e, std::vector<PendingAccess>& acc,
       const_cast<Diagnostic&>(diag_.all().back()).hint = "split it into separate statements";
       return;
     case Expr::Kind::kMember:
-      error(e.op) << "struct members are not supported inside a scop";
+      error(e.begin) << "struct members are not supported inside a scop";
       return;
     case Expr::Kind::kBinary:
       if (e.text == "+" || e.text == "-") {

@@ -132,7 +132,9 @@ struct Scop {
   isl::union_map schedule() const;
   isl::union_map reads(bool tagged) const;
   isl::union_map writes(bool tagged) const;
-  // Schedule of the tagged domains [S -> ref] (for dataflow on tagged accesses).
+  // Schedule of the tagged domains [S -> ref] (for dataflow on tagged accesses): the
+  // statement's schedule plus a last dimension, 0 for reads and 1 for the write, since
+  // a statement reads its operands before it writes.
   isl::union_map tagged_schedule() const;
   int statement_index(const std::string& name) const;
   int access_index_of_tag(const std::string& tag) const;

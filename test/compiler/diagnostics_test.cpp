@@ -1,0 +1,126 @@
+// Diagnostics tests: each test/compiler/diagnostics/<case>.c carries annotations
+//   // expected-error@+N:COL {{message}}
+// saying that line (annotation line + N) has an error at column COL whose message
+// contains "message". Every annotation must be matched by exactly one error and every
+// error by an annotation; bbmmc must exit with status 1 and print the source line and
+// a caret under the column for each error.
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <sstream>
+
+#include "driver/driver.h"
+#include "driver/pipeline.h"
+#include "test_util.h"
+
+namespace bbmm::compiler {
+namespace {
+
+struct Expected {
+  int line;
+  int col;
+  std::string message;
+  bool matched = false;
+};
+
+std::vector<Expected> annotations(const std::string& text) {
+  std::vector<Expected> out;
+  std::regex re(R"(expected-error@([+-]\d+):(\d+) \{\{(.*)\}\})");
+  std::vector<std::string> lines = testing::split_lines(text);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::smatch m;
+    if (std::regex_search(lines[i], m, re))
+      out.push_back({static_cast<int>(i) + 1 + std::stoi(m[1]), std::stoi(m[2]), m[3]});
+    else
+      EXPECT_EQ(lines[i].find("expected-error"), std::string::npos)
+          << "malformed annotation on line " << i + 1 << " (use expected-error@+N:COL {{...}})";
+  }
+  return out;
+}
+
+class DiagnosticsTest : public ::testing::TestWithParam<std::filesystem::path> {};
+
+TEST_P(DiagnosticsTest, ErrorsMatchAnnotations) {
+  const std::filesystem::path& input = GetParam();
+  std::vector<Expected> want = annotations(testing::read_file(input));
+  ASSERT_FALSE(want.empty()) << "no annotations in " << input;
+  Diagnostics diag;
+  auto prog = analyze_file(input.string(), PipelineOptions(), diag);
+  EXPECT_FALSE(diag.has_internal_error());
+  for (const Diagnostic& d : diag.all()) {
+    if (d.severity != Severity::kError) continue;
+    bool found = false;
+    for (Expected& e : want)
+      if (!e.matched && e.line == d.loc.line && e.col == d.loc.col &&
+          d.message.find(e.message) != std::string::npos) {
+        e.matched = found = true;
+        break;
+      }
+    EXPECT_TRUE(found) << "unexpected error " << d.loc.line << ":" << d.loc.col << ": " << d.message;
+  }
+  for (const Expected& e : want)
+    EXPECT_TRUE(e.matched) << "missing error " << e.line << ":" << e.col << " {{" << e.message << "}}";
+
+  // The driver: exit status 1, and each error with its source line and a caret.
+  std::ostringstream out, err;
+  EXPECT_EQ(run_bbmmc({input.string(), "--emit=deps"}, out, err), 1);
+  std::vector<std::string> lines = testing::split_lines(err.str());
+  int carets = 0;
+  for (size_t i = 0; i + 2 < lines.size(); ++i) {
+    std::smatch m;
+    static const std::regex head(R"(^.*:(\d+):(\d+): error: .*)");
+    if (!std::regex_match(lines[i], m, head)) continue;
+    size_t col = std::stoul(m[2]);
+    const std::string& caret = lines[i + 2];
+    EXPECT_EQ(caret.size(), col) << "caret of '" << lines[i] << "'";
+    EXPECT_EQ(caret.back(), '^');
+    ++carets;
+  }
+  EXPECT_EQ(carets, static_cast<int>(want.size())) << err.str();
+  EXPECT_TRUE(out.str().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Inputs, DiagnosticsTest,
+                         ::testing::ValuesIn(testing::files_in(BBMM_DIAGNOSTICS_DIR, ".c")),
+                         [](const auto& info) { return testing::test_name(info.param); });
+
+TEST(Diagnostics, HintsSayWhatToDo) {
+  Diagnostics diag;
+  auto prog = analyze_file(std::string(BBMM_DIAGNOSTICS_DIR) + "/nonaffine_subscript.c", PipelineOptions(), diag);
+  ASSERT_TRUE(diag.has_errors());
+  std::ostringstream os;
+  diag.render(os, prog->sm.get());
+  EXPECT_NE(os.str().find("hint: subscripts must be affine"), std::string::npos) << os.str();
+}
+
+TEST(Driver, OptionsAndExitCodes) {
+  std::ostringstream out, err;
+  EXPECT_EQ(run_bbmmc({"--help"}, out, err), 0);
+  EXPECT_NE(out.str().find("usage: bbmmc"), std::string::npos);
+  EXPECT_EQ(run_bbmmc({"--version"}, out, err), 0);
+  EXPECT_EQ(run_bbmmc({}, out, err), 1);
+  EXPECT_EQ(run_bbmmc({"x.c", "--emit=nonsense"}, out, err), 1);
+  EXPECT_EQ(run_bbmmc({"x.c", "--target=fpga"}, out, err), 1);
+  EXPECT_EQ(run_bbmmc({"x.c", "--frobnicate"}, out, err), 1);
+  EXPECT_EQ(run_bbmmc({"/nonexistent/file.c"}, out, err), 1);
+  EXPECT_EQ(run_bbmmc({std::string(BBMM_GOLDEN_DIR) + "/gemm.c", "--cpp=/nonexistent/cpp"}, out, err), 1);
+  std::ostringstream o2, e2;
+  EXPECT_EQ(run_bbmmc({std::string(BBMM_GOLDEN_DIR) + "/gemm.c", "-DUNUSED=1", "-I", "/tmp", "-UFOO"}, o2, e2), 0);
+  EXPECT_NE(e2.str().find("not implemented yet"), std::string::npos);
+  EXPECT_NE(o2.str().find("parallel loop L0 i"), std::string::npos);
+}
+
+TEST(Driver, DefinesReachThePreprocessor) {
+  // -D changes a bound macro: the model must see it.
+  std::filesystem::path p = std::filesystem::temp_directory_path() / "bbmmc_define_test.c";
+  std::ofstream(p) << "void f(double A[100]) {\n#pragma scop\n  for (int i = 0; i < LIMIT; i++)\n"
+                      "    A[i] = 0.0;\n#pragma endscop\n}\n";
+  std::ostringstream out, err;
+  EXPECT_EQ(run_bbmmc({p.string(), "-DLIMIT=42", "--emit=model"}, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("i <= 41"), std::string::npos) << out.str();
+  std::filesystem::remove(p);
+}
+
+}  // namespace
+}  // namespace bbmm::compiler
