@@ -68,7 +68,7 @@ Event must(absl::StatusOr<Event> e) {
 void bench_copies(Backend& b) {
   const bool peer = b.device_count() > 1 && b.can_access_peer(1, 0);
   const size_t kMax = size_t{256} << 20;   // largest box
-  const size_t kArray = 2 * kMax;         // its array (row pitch 2x the box's rows)
+  const size_t kArray = 4 * kMax;  // its array: rows 2x wider, 3-D planes 2x taller
   void* host = nullptr;
   if (cudaHostAlloc(&host, kArray, cudaHostAllocPortable) != cudaSuccess) {
     std::fprintf(stderr, "gpu_bench: cudaHostAlloc failed\n");
@@ -90,7 +90,7 @@ void bench_copies(Backend& b) {
               d2d / 1e9);
   if (peer) std::printf("| peer 0->1 | %.1f |\n", p2p / 1e9);
 
-  std::printf("\n### Box copies (2-D: box rows of W bytes out of rows of 2W; 3-D: 16 planes)\n\n");
+  std::printf("\n### Box copies (2-D: rows of W bytes out of rows of 2W; 3-D: 16 planes, each half the rows of its array plane)\n\n");
   std::printf("| direction | dims | row W | box | GB/s | of ceiling | target | ok |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   const size_t widths[] = {64, 256, 1024, 4096, 16384, 65536};
@@ -113,8 +113,11 @@ void bench_copies(Backend& b) {
           if (rows == 0) continue;
           // The array side has rows of 2W (the box is half its array's
           // width); the instance side is dense, as BBMM allocates it.
-          const Endpoint host_wide{kHost, host, 0, 2 * w, 2 * w * rows};
-          const Endpoint dev_wide{0, d0.base, 0, 2 * w, 2 * w * rows};
+          // 3-D: the box also covers half the rows of each plane, so its
+          // planes are not evenly spaced rows (a true 3-D copy).
+          const size_t plane = dims == 3 ? 2 * w * 2 * rows : 2 * w * rows;
+          const Endpoint host_wide{kHost, host, 0, 2 * w, plane};
+          const Endpoint dev_wide{0, d0.base, 0, 2 * w, plane};
           const Endpoint dev_dense{0, d0b.base, 0, w, w * rows};
           const Endpoint peer_dense{1, d1.base, 0, w, w * rows};
           Endpoint dst, src;

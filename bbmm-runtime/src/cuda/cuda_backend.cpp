@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_set>
@@ -32,10 +33,39 @@ absl::Status cuda_status(const char* call, cudaError_t e, const char* file, int 
     }                                                                       \
   } while (0)
 
+// Recycles cudaEvent_t objects: creating one per operation costs about as
+// much as enqueueing a small copy. Shared by the backend and its events, so
+// events may outlive the backend.
+class EventPool {
+ public:
+  ~EventPool() {
+    for (cudaEvent_t e : free_) cudaEventDestroy(e);
+  }
+  cudaError_t get(cudaEvent_t* out) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        *out = free_.back();
+        free_.pop_back();
+        return cudaSuccess;
+      }
+    }
+    return cudaEventCreateWithFlags(out, cudaEventDisableTiming);
+  }
+  void put(cudaEvent_t e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(e);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<cudaEvent_t> free_;
+};
+
 class CudaEvent : public EventState {
  public:
-  explicit CudaEvent(cudaEvent_t ev) : ev_(ev) {}
-  ~CudaEvent() override { cudaEventDestroy(ev_); }
+  CudaEvent(cudaEvent_t ev, std::shared_ptr<EventPool> pool) : ev_(ev), pool_(std::move(pool)) {}
+  ~CudaEvent() override { pool_->put(ev_); }
   bool query() const override { return cudaEventQuery(ev_) != cudaErrorNotReady; }
   absl::Status wait() const override {
     BBMM_CUDA(cudaEventSynchronize(ev_));
@@ -45,6 +75,7 @@ class CudaEvent : public EventState {
 
  private:
   cudaEvent_t ev_;
+  std::shared_ptr<EventPool> pool_;
 };
 
 class CudaBackend : public Backend {
@@ -348,16 +379,17 @@ class CudaBackend : public Backend {
 
   absl::StatusOr<Event> record_on(int device) {
     cudaEvent_t ev;
-    BBMM_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    BBMM_CUDA(events_->get(&ev));
     const cudaError_t e = cudaEventRecord(ev, devices_[device].stream);
     if (e != cudaSuccess) {
-      cudaEventDestroy(ev);
+      events_->put(ev);
       return cuda_status("cudaEventRecord", e, __FILE__, __LINE__);
     }
-    return Event(std::make_shared<CudaEvent>(ev));
+    return Event(std::make_shared<CudaEvent>(ev, events_));
   }
 
   CudaBackendOptions options_;
+  std::shared_ptr<EventPool> events_ = std::make_shared<EventPool>();
   std::vector<Device> devices_;
   std::vector<bool> peer_;  // peer_[dst * n + src]
   std::mutex mu_;
