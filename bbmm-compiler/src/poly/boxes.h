@@ -1,0 +1,190 @@
+#pragma once
+// Partition and boxes of a scop (ARCHITECTURE.md section 5, passes 4 and 5): what the code
+// generator needs to drive libbbmm for one tile of one phase.
+//
+// Vocabulary (all C expressions below use these names):
+// - Tile parameters: a 1-D partition has "bbmm_lo" and "bbmm_hi": the tile holds the instances
+//   of the phase whose partitioned iterator i satisfies bbmm_lo <= i < bbmm_hi (half-open, in
+//   the iterator's value space). This holds for decreasing loops too (step < 0): the tile is
+//   still the value range [bbmm_lo, bbmm_hi) and its kernel runs i from bbmm_hi - 1 down to
+//   bbmm_lo (clamped by the loop bounds); lo < hi always. A 2-D partition has "bbmm_lo0",
+//   "bbmm_hi0" (outer loop) and "bbmm_lo1", "bbmm_hi1" (inner loop).
+// - Serial iterators: the phase's enclosing serial loops, by their C names (Loop::c_name);
+//   the host code has them in scope when it runs the phase.
+// - Scop parameters: by their C names (Scop::params).
+// Every C expression is over exactly these names; it is valid where its guard holds.
+//
+// The isl objects behind each expression are kept for reports and tests: their parameters
+// are the scop parameters, then the serial iterators (isl names = the C names), then the
+// tile parameters.
+//
+// Thread-safety: plain data; the isl objects belong to the Program's isl context.
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "poly/model.h"
+
+namespace bbmm::compiler {
+
+// Access mode of a required box; the values are libbbmm's bbmm_access (include/bbmm/bbmm.h).
+// kWrite promises that the tile writes EVERY element of the box (the runtime reads nothing
+// in): it is used only where the tile's exact write set equals the box. A box the tile writes
+// only in part, or reads and writes, is kReadWrite.
+enum class BoxAccess { kRead = 1, kWrite = 2, kReadWrite = 3 };
+const char* box_access_name(BoxAccess a);  // "READ", "WRITE", "READ_WRITE"
+
+// One dimension of a box: elements lo <= x < hi.
+struct BoxDim {
+  std::string lo;    // C expression (inclusive lower bound)
+  std::string hi;    // C expression (exclusive upper bound: the isl maximum + 1)
+  isl::pw_aff min;   // isl: the inclusive minimum (isl_set_dim_min), defined where nonempty
+  isl::pw_aff max;   // isl: the inclusive maximum (isl_set_dim_max)
+};
+
+// A rectangular box of one array, valid (nonempty) where "guard" holds.
+struct Box {
+  std::vector<BoxDim> dims;  // one per array dimension, outermost first
+  std::string guard;         // C condition under which the box is nonempty; "1" if always
+  isl::set guard_set;        // isl: the parameter set of "guard"
+  isl::set set;              // isl: the box itself as a set of array elements (exact hull)
+};
+
+// A union of row segments, for a write set (or flow-out set) that is not a union of a few
+// boxes but is, per row, one interval: for each point (bbmm_r0, ..., bbmm_r<rank-2>) of
+// "rows" (a box over the first rank-1 dimensions), the elements of the last dimension in
+// [seg_lo, seg_hi) where seg_guard holds. seg_lo/seg_hi/seg_guard are C expressions that may
+// also use bbmm_r0.. . Rank-1 arrays never need this (their sets are intervals or rejected).
+struct RowEnumeration {
+  Box rows;               // over the first rank-1 dimensions
+  std::string seg_lo;     // C, inclusive
+  std::string seg_hi;     // C, exclusive
+  std::string seg_guard;  // C condition for a nonempty segment in this row; "1" if always
+  isl::set exact;         // isl: the exact set enumerated (array elements)
+};
+
+// How the elements a tile writes are declared to the runtime (write-back and flow-out).
+enum class WriteStrategy {
+  kExactBoxes,   // the write set is exactly the union of "write_boxes"
+  kPerRow,       // the write set is "write_rows" (exact), enumerated row by row
+  kSingleDevice  // neither: the phase runs as one tile on one device (see reason)
+};
+const char* write_strategy_name(WriteStrategy s);  // "exact boxes", "per-row", "single device"
+
+// Convex hull vs disjoint boxes for one array in one tile.
+enum class BoxChoice { kConvex, kDisjoint };
+
+// The boxes of one array for one tile of one phase.
+struct ArrayBoxes {
+  int array = 0;  // index into Scop::arrays
+  bool read = false;
+  bool written = false;
+
+  // The bounding box of each access's image (for reports; "accesses" indexes Scop::accesses).
+  std::vector<int> accesses;
+  std::vector<Box> access_boxes;
+
+  // What to require: the boxes to pass to bbmm_tile_require, each with its mode. With
+  // kConvex, one box (the hull of all accesses); with kDisjoint, one box per group of
+  // accesses (the runtime refines overlapping requests into disjoint pieces). With the
+  // kPerRow write strategy, the written rows are additionally in "write_rows", and the
+  // required boxes covering them are kReadWrite (never kWrite).
+  BoxChoice choice = BoxChoice::kConvex;
+  std::vector<Box> required;
+  std::vector<BoxAccess> required_mode;  // parallel to "required"
+  // The rule and the numbers behind "choice", evaluated at the representative parameter
+  // values (BoxOptions::params and a middle tile): elements covered by the convex hull, by
+  // the disjoint boxes (union, counted once), and touched exactly.
+  int64_t convex_volume = 0;
+  int64_t disjoint_volume = 0;
+  int64_t exact_volume = 0;
+  std::string choice_reason;  // e.g. "disjoint: hull wastes 48% (> 10%), boxes waste 0%"
+
+  // Writes (empty unless "written").
+  WriteStrategy write_strategy = WriteStrategy::kExactBoxes;
+  std::string write_reason;     // why this strategy
+  std::vector<Box> write_boxes;  // kExactBoxes: pairwise disjoint, union == the write set
+  std::vector<RowEnumeration> write_rows;  // kPerRow
+  isl::set write_set;           // isl: the exact elements the tile writes
+
+  // Flow-out: elements the tile writes whose value (value-based RAW) is read by an instance
+  // outside the tile (another tile of this phase's partition, or any instance of a phase
+  // with another partition), at any later time. A union of boxes, one per basic set of the
+  // exact flow-out set, then coalesced; each box lies inside the write set (never widened).
+  // When a piece is not a box inside the write set, it is enumerated per row instead.
+  std::vector<Box> flow_out;
+  std::vector<RowEnumeration> flow_out_rows;
+  isl::set flow_out_set;  // isl: the exact flow-out elements
+};
+
+// One dimension of a partition: one loop per phase of the partition, split into tiles.
+struct PartitionDim {
+  std::string lo_param;  // "bbmm_lo" (1-D), "bbmm_lo0"/"bbmm_lo1" (2-D)
+  std::string hi_param;  // "bbmm_hi", ...
+  std::vector<int> loops;  // per phase of the partition (same order): the loop split
+  // The range to split, [range_lo, range_hi): the hull of the loops' iterator ranges, in C
+  // over the serial iterators and the scop parameters. Tiles [lo, hi) must cover it; a tile
+  // outside a phase's own range is simply empty for that phase.
+  std::string range_lo;
+  std::string range_hi;
+  isl::pw_aff range_min;  // isl, inclusive
+  isl::pw_aff range_max;  // isl, inclusive
+};
+
+// A partition shared by phases (owner computes: the tile [lo, hi) of every phase in it runs
+// on the same device). dims is empty for a phase without a parallel loop: it runs as one
+// tile on one device.
+struct Partition {
+  int id = 0;
+  std::vector<int> phases;        // indices into Scop::phases, increasing
+  std::vector<PartitionDim> dims;  // 0, 1 or 2
+  std::string reason;             // why these phases share it / why 1-D although 2-D asked
+};
+
+// Everything for one tile of one phase.
+struct PhaseBoxes {
+  int phase = 0;      // index into Scop::phases
+  int partition = 0;  // index into ScopBoxes::partitions
+  bool single_device = false;  // some written array got WriteStrategy::kSingleDevice
+  isl::set tile_domain_context;  // isl: the parameter constraints of a tile (lo < hi, ...)
+  std::vector<ArrayBoxes> arrays;  // by increasing array index, accessed arrays only
+};
+
+// Exact footprint vs box coverage for concrete parameter values.
+struct ExactnessRow {
+  int phase = 0;
+  int tile = 0;             // tile number in the split used
+  std::string tile_text;    // "i in [0, 16)"
+  std::string array;
+  int64_t exact = 0;        // distinct elements the tile touches
+  int64_t covered = 0;      // distinct elements its required boxes cover
+};
+
+struct ScopBoxes {
+  std::vector<Partition> partitions;
+  std::vector<PhaseBoxes> phases;  // one per Scop::phases entry, same order
+  std::map<std::string, int64_t> params;  // the concrete values used for the report
+  int tiles = 0;                          // tiles per partition dimension in the report
+  std::vector<ExactnessRow> exactness;
+};
+
+struct BoxOptions {
+  bool partition_2d = false;  // --partition=2d: split two nested parallel loops (gemm)
+  // Concrete parameter values for the choice and the exactness report (--params N=64,T=4);
+  // parameters not given default to 64 (time-like ones too).
+  std::map<std::string, int64_t> params;
+  int report_tiles = 4;  // tiles per partition dimension in the exactness report
+  double convex_waste_limit = 0.10;  // the convex hull is chosen when it wastes <= this
+};
+
+// Computes the partitions and the boxes of "scop" (dependences must be computed).
+// Throws isl::exception on isl failure (the caller reports it as an internal error).
+ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts);
+
+// Prints "boxes" deterministically (--emit=boxes).
+void print_boxes(std::ostream& out, const Scop& scop, const ScopBoxes& boxes);
+
+}  // namespace bbmm::compiler
