@@ -65,7 +65,7 @@ Event must(absl::StatusOr<Event> e) {
 }
 
 // ------------------------------------------------------------------ copies
-void bench_copies(Backend& b) {
+void bench_copies(Backend& b, Backend& engine) {
   const bool peer = b.device_count() > 1 && b.can_access_peer(1, 0);
   const size_t kMax = size_t{256} << 20;   // largest box
   const size_t kArray = 4 * kMax;  // its array: rows 2x wider, 3-D planes 2x taller
@@ -99,9 +99,16 @@ void bench_copies(Backend& b) {
     const char* name;
     int kind;  // 0 H2D, 1 D2H, 2 local, 3 peer
     double ceiling;
+    Backend* via;  // `b` copies strided device boxes with a kernel, `engine` with the copy engine
   };
-  std::vector<Dir> dirs = {{"H2D", 0, h2d}, {"D2H", 1, d2h}, {"device-local", 2, d2d}};
-  if (peer) dirs.push_back({"peer", 3, p2p});
+  std::vector<Dir> dirs = {{"H2D", 0, h2d, &b},
+                           {"D2H", 1, d2h, &b},
+                           {"device-local (kernel)", 2, d2d, &b},
+                           {"device-local (engine)", 2, d2d, &engine}};
+  if (peer) {
+    dirs.push_back({"peer (kernel)", 3, p2p, &b});
+    dirs.push_back({"peer (engine)", 3, p2p, &engine});
+  }
   int misses = 0, checked = 0;
   for (int dims = 2; dims <= 3; ++dims) {
     for (const Dir& dir : dirs) {
@@ -130,7 +137,7 @@ void bench_copies(Backend& b) {
           const CopyShape shape{w, rows, depth};
           const size_t moved = w * rows * depth;
           const int iters = moved >= (size_t{16} << 20) ? 3 : 20;
-          const double bw = moved / time_median(5, iters, [&] { return must(b.copy(dst, src, shape, {})); });
+          const double bw = moved / time_median(5, iters, [&] { return must(dir.via->copy(dst, src, shape, {})); });
           const double frac = bw / dir.ceiling;
           double target = 0;
           if ((dir.kind == 0 || dir.kind == 1) && moved >= (size_t{1} << 20) && w >= 1024) target = 0.95;
@@ -319,7 +326,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "gpu_bench: %s\n", std::string(backend.status().message()).c_str());
       return 1;
     }
-    if (want("copies")) bbmm::bench_copies(**backend);
+    bbmm::CudaBackendOptions engine_only;
+    engine_only.copy_kernel = false;
+    auto engine = bbmm::make_cuda_backend(engine_only);
+    if (want("copies")) bbmm::bench_copies(**backend, **engine);
     // Ceilings for the box-out ideal: contiguous 256 MiB copies.
     const size_t n = size_t{256} << 20;
     void* host = nullptr;

@@ -70,7 +70,23 @@ TEST_F(CudaBackendTest, RectCopiesHostDeviceRoundTripMatchReference) {
   }
 }
 
-TEST_F(CudaBackendTest, DeviceToDeviceCopiesSameAndPeer) {
+// Strided device-to-device copies by the copy kernel (default) and by the
+// copy engine.
+class CudaDeviceCopyTest : public CudaBackendTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    CudaBackendTest::SetUp();
+    if (IsSkipped()) return;
+    CudaBackendOptions o;
+    o.copy_kernel = GetParam();
+    absl::StatusOr<std::unique_ptr<Backend>> b = make_cuda_backend(o);
+    ASSERT_TRUE(b.ok()) << b.status();
+    backend_ = *std::move(b);
+  }
+};
+INSTANTIATE_TEST_SUITE_P(KernelAndEngine, CudaDeviceCopyTest, ::testing::Bool());
+
+TEST_P(CudaDeviceCopyTest, DeviceToDeviceCopiesSameAndPeer) {
   const int n = backend_->device_count();
   const Rect r{256, 10, 3};
   const size_t row = 512, slice = row * 12;

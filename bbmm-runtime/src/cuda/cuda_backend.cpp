@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/trace.h"
+#include "cuda/copy_kernel.h"
 
 namespace bbmm {
 namespace {
@@ -236,6 +237,10 @@ class CudaBackend : public Backend {
       } else {
         BBMM_CUDA(cudaMemcpyAsync(d, p, total, kind, dev.stream));
       }
+    } else if (dst.device != kHost && src.device != kHost && options_.copy_kernel &&
+               (!cross || can_access_peer(dst.device, src.device))) {
+      BBMM_CUDA(launch_copy_kernel(d, dst.row_pitch, dst.slice_pitch, p, src.row_pitch,
+                                   src.slice_pitch, shape.width_bytes, height, depth, dev.stream));
     } else if (!cross && depth == 1) {
       BBMM_CUDA(cudaMemcpy2DAsync(d, dst.row_pitch, p, src.row_pitch, shape.width_bytes, height,
                                   kind, dev.stream));

@@ -9,7 +9,8 @@
 // - Copies: cudaMemcpy3DAsync (host<->device, within a device) and
 //   cudaMemcpy3DPeerAsync between devices, with peer access enabled wherever
 //   cudaDeviceCanAccessPeer allows (the driver stages through the host where
-//   it does not). Registered host arrays are page-locked with
+//   it does not). Strided device-to-device boxes are copied by a kernel
+//   (copy_kernel.h), which beats the copy engine there. Registered host arrays are page-locked with
 //   cudaHostRegister so host copies run at full PCIe speed.
 // - Errors: every CUDA call's error becomes a status naming the call, file and
 //   line; sticky errors are reported by every later call.
@@ -31,6 +32,10 @@ struct CudaBackendOptions {
   size_t pitch_alignment = 1;
   bool register_host = true;  // page-lock registered host arrays
   bool peer_access = true;    // false: report no peer access (copies go through the host)
+  // Strided device-to-device copies (same device, or peers) by a kernel
+  // rather than the copy engine; on by default because it measured faster
+  // (docs/performance.md).
+  bool copy_kernel = true;
 };
 
 // Number of CUDA devices visible (0 when there is no driver or no GPU), with a
