@@ -5,6 +5,9 @@
 #ifdef BBMM_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #endif
+#ifdef BBMM_HAVE_OPENCL
+#include "opencl/opencl_backend.h"
+#endif
 
 namespace bbmm::detail {
 
@@ -36,9 +39,17 @@ absl::StatusOr<std::unique_ptr<Backend>> make_backend(const RuntimeOptions& opti
           "backend 'cuda': this libbbmm was built without the CUDA backend");
 #endif
     }
-    case BBMM_BACKEND_OPENCL:
+    case BBMM_BACKEND_OPENCL: {
+#ifdef BBMM_HAVE_OPENCL
+      OpenCLBackendOptions opencl;
+      opencl.devices = options.devices;
+      opencl.capacity_bytes = options.device_memory;
+      return make_opencl_backend(opencl);
+#else
       return absl::UnavailableError(
           "backend 'opencl': this libbbmm was built without the OpenCL backend");
+#endif
+    }
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown backend kind ", static_cast<int>(options.backend)));
