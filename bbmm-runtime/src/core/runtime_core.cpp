@@ -571,6 +571,17 @@ absl::Status RuntimeCore::acquire(TileState& tile) {
     for (auto& p : tile.parts) p.pieces.clear();
     s = acquire_parts(tile, /*pressure=*/true);
   }
+  if (absl::IsResourceExhausted(s)) {
+    // Fix (fuzz): hits and pieces hold whole instances, which may be much
+    // larger than what the tile asks of them (a contained hit in a big
+    // instance), so a tile that fits the device could still fail. Last
+    // resort: box out every unused instance overlapping the tile's boxes and
+    // place the tile afresh, so that it gets exactly its boxes.
+    unhold_all(tile);
+    for (auto& p : tile.parts) p.pieces.clear();
+    s = evict_unused_overlapping(tile);
+    if (s.ok()) s = acquire_parts(tile, /*pressure=*/true);
+  }
   if (!s.ok()) {
     unhold_all(tile);
     for (auto& p : tile.parts) p.pieces.clear();
@@ -578,6 +589,19 @@ absl::Status RuntimeCore::acquire(TileState& tile) {
   }
   build_views(tile);
   tile.acquired = true;
+  return absl::OkStatus();
+}
+
+absl::Status RuntimeCore::evict_unused_overlapping(TileState& tile) {
+  for (auto& part : tile.parts) {
+    for (size_t i = 0; i < part.all.size(); ++i) {
+      for (Instance* inst : overlapping(*part.array, tile.device, part.all[i])) {
+        if (inst->usage > 0) continue;
+        absl::Status s = evict(inst);
+        if (!s.ok()) return s;
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -630,15 +654,27 @@ absl::Status RuntimeCore::acquire_array(TileState& tile, TileState::ArrayPart& p
     fresh.coalesce();
     const Box hull = fresh.hull();
     std::vector<Box> homes;
-    if (fresh.size() > 1 && overlapping(*a, d, hull).empty() &&
-        static_cast<double>(hull.volume() - fresh.volume()) <=
-            threshold * static_cast<double>(hull.volume())) {
+    // Fix (fuzz): under memory pressure allocate exactly the boxes; a hull's
+    // waste can be what keeps the tile's other arrays from fitting.
+    bool use_hull = !pressure && fresh.size() > 1 && overlapping(*a, d, hull).empty() &&
+                    static_cast<double>(hull.volume() - fresh.volume()) <=
+                        threshold * static_cast<double>(hull.volume());
+    if (use_hull) {
       homes.push_back(hull);
     } else {
       homes = fresh.boxes();
     }
-    for (const Box& h : homes) {
+    for (size_t k = 0; k < homes.size(); ++k) {
+      const Box h = homes[k];
       absl::StatusOr<Instance*> inst = allocate_instance(d, a, h, tile);
+      if (use_hull && absl::IsResourceExhausted(inst.status())) {
+        // Fix (fuzz): the hull's waste may be exactly what does not fit;
+        // the boxes themselves may still fit, so fall back to them.
+        use_hull = false;
+        homes = fresh.boxes();
+        k = static_cast<size_t>(-1);
+        continue;
+      }
       if (!inst.ok()) return inst.status();
       dev.stats.misses++;
       hold(tile, *inst);
@@ -779,7 +815,10 @@ absl::StatusOr<bbmm_view> RuntimeCore::view(const TileState& tile, Array* array)
 }
 
 void RuntimeCore::commit_writes(TileState& tile) {
-  if (tile.writes_committed) return;
+  // Fix (fault injection): a tile whose only launch failed wrote nothing;
+  // marking its WRITE boxes as written would make the device's uninitialised
+  // memory the only valid copy (and write it back over the host data).
+  if (tile.writes_committed || tile.launch_failed) return;
   tile.writes_committed = true;
   const HolderMask mine = device_bit(tile.device);
   for (auto& part : tile.parts) {
@@ -810,7 +849,11 @@ absl::Status RuntimeCore::launch(TileState& tile,
         fn(info);
       },
       wait);
-  if (!ev.ok()) return ev.status();
+  if (!ev.ok()) {
+    tile.launch_failed = true;
+    return ev.status();
+  }
+  tile.launch_failed = false;  // a later launch that succeeds commits as usual
   for (Instance* inst : tile.held) {
     bool written = false;
     for (const auto& part : tile.parts) {

@@ -58,6 +58,7 @@ class TileState {
   std::vector<Instance*> held;   // instances whose usage this tile raised
   bool acquired = false;
   bool writes_committed = false;
+  bool launch_failed = false;  // the last launch failed: its writes never happened
   bool released = false;
   Event kernel_done;
 };
@@ -134,6 +135,9 @@ class RuntimeCore {
   absl::Status make_room(int device, size_t bytes, const TileState& tile, const Array& a,
                          const Box& box);
   absl::Status acquire_parts(TileState& tile, bool pressure);
+  // Evicts the unused instances of the tile's device that overlap its boxes
+  // (acquire's last resort before reporting out-of-memory).
+  absl::Status evict_unused_overlapping(TileState& tile);
   // Places one array's boxes. `pressure`: the device is too full to hold
   // partly overlapped instances whole, so unused ones are boxed out.
   absl::Status acquire_array(TileState& tile, TileState::ArrayPart& part, bool pressure);

@@ -1,0 +1,25 @@
+# --- Runtime core (label "runtime") -------------------------------------------
+# runtime_conformance_test: the conformance suite (runtime_conformance_suite.cpp)
+# instantiated for every host backend factory; other backends instantiate the
+# same suite in their own binaries. runtime_fuzz_test: random traces against a
+# dense host shadow (BBMM_FUZZ_TRACES / _SEED / _ONLY, see the file).
+# runtime_fault_test: a backend wrapper failing the k-th operation.
+# c_api_test: the C API, options from the environment, statistics output.
+bbmm_add_test(runtime_conformance_test LABELS runtime
+  SOURCES runtime_conformance_test.cpp runtime_conformance_suite.cpp
+  LIBS bbmm_runtime_internal)
+bbmm_add_test(runtime_fuzz_test LABELS runtime
+  SOURCES runtime_fuzz_test.cpp
+  LIBS bbmm_runtime_internal)
+bbmm_add_test(runtime_fault_test LABELS runtime
+  SOURCES runtime_fault_test.cpp
+  LIBS bbmm_runtime_internal)
+bbmm_add_test(c_api_test LABELS runtime
+  SOURCES c_api_test.cpp
+  LIBS bbmm_runtime_internal)
+if(BBMM_SANITIZER)
+  # Sanitized runs use fewer random traces (the test says so in its output).
+  target_compile_definitions(runtime_fuzz_test PRIVATE BBMM_TEST_SANITIZER=1)
+  target_compile_definitions(runtime_fault_test PRIVATE BBMM_TEST_SANITIZER=1)
+endif()
+# --- end of runtime core --------------------------------------------------------

@@ -1,0 +1,723 @@
+// The cases of the runtime conformance suite (see runtime_conformance.h).
+// Kernels are launch lambdas working through the views' pieces, copied by
+// value (a kernel may run after the tile is released). Host arrays are
+// declared before the runtime so that they outlive it: queued copies may read
+// them until the runtime is destroyed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime_conformance.h"
+
+namespace bbmm::testing {
+
+std::unique_ptr<Runtime> RuntimeConformance::make_runtime(int devices, size_t capacity,
+                                                          RuntimeOptions options) {
+  std::unique_ptr<Backend> backend = GetParam().make(devices, capacity);
+  if (backend == nullptr) return nullptr;
+  absl::StatusOr<std::unique_ptr<Runtime>> rt =
+      Runtime::create_with_backend(std::move(backend), options);
+  EXPECT_TRUE(rt.ok()) << rt.status();
+  return rt.ok() ? *std::move(rt) : nullptr;
+}
+
+namespace {
+
+struct TileReq {
+  Array* array;
+  Box box;
+  Access access;
+};
+
+// Runs one tile on `device`: requires `reqs`, acquires, launches `body` with
+// the view of each requirement's array (in `reqs` order), flows out `flows`,
+// releases. Returns the first error.
+template <typename Body>
+absl::Status run_tile(Runtime& rt, int device, const std::vector<TileReq>& reqs, Body body,
+                      const std::vector<std::pair<Array*, Box>>& flows = {}) {
+  absl::StatusOr<std::unique_ptr<Tile>> tile = rt.begin_tile(device);
+  if (!tile.ok()) return tile.status();
+  for (const TileReq& r : reqs) {
+    absl::Status s = (*tile)->require(r.array, r.box, r.access);
+    if (!s.ok()) return s;
+  }
+  absl::Status s = (*tile)->acquire();
+  if (!s.ok()) {
+    (void)(*tile)->release();
+    return s;
+  }
+  std::vector<PieceCopy> views;
+  for (const TileReq& r : reqs) {
+    absl::StatusOr<bbmm_view> v = (*tile)->view(r.array);
+    if (!v.ok()) return v.status();
+    views.emplace_back(*v);
+  }
+  s = (*tile)->launch([views, body](const bbmm_launch_info&) { body(views); });
+  for (const auto& [a, b] : flows) {
+    if (s.ok()) s = (*tile)->flow_out(a, b);
+  }
+  absl::Status r = (*tile)->release();
+  return s.ok() ? r : s;
+}
+
+// A tile that only reads `box` (no kernel).
+absl::Status touch(Runtime& rt, int device, Array* a, const Box& box) {
+  return run_tile(rt, device, {{a, box, Access::kRead}}, [](const std::vector<PieceCopy>&) {});
+}
+
+Array* reg(Runtime& rt, const char* name, void* host, size_t elem,
+           std::initializer_list<int64_t> extents, std::vector<int64_t> strides = {},
+           bool read_only = false) {
+  std::vector<int64_t> ext(extents);
+  absl::StatusOr<Array*> a = rt.register_array(name, host, elem, ext, strides, read_only);
+  EXPECT_TRUE(a.ok()) << a.status();
+  return a.ok() ? *a : nullptr;
+}
+
+double value(int64_t i) { return 0.5 + static_cast<double>(i); }
+
+std::vector<double> iota_doubles(size_t n) {
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = value(static_cast<int64_t>(i));
+  return v;
+}
+
+// Kernel body: every element of views[k] over `box` must equal value(i);
+// counts mismatches in `bad`.
+auto check_1d(std::shared_ptr<std::atomic<int>> bad, Box box, size_t k = 0) {
+  return [bad, box, k](const std::vector<PieceCopy>& v) {
+    for (int64_t i = box.lo(0); i < box.hi(0); ++i) {
+      const void* p = v[k].at(&i);
+      if (p == nullptr || *static_cast<const double*>(p) != value(i)) ++*bad;
+    }
+  };
+}
+
+// Kernel body: writes `f(i)` to every element of views[k] over `box`.
+template <typename F>
+auto write_1d(Box box, F f, size_t k = 0) {
+  return [box, f, k](const std::vector<PieceCopy>& v) {
+    for (int64_t i = box.lo(0); i < box.hi(0); ++i) *static_cast<double*>(v[k].at(&i)) = f(i);
+  };
+}
+
+size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+// Device bytes of `box` with `elem`-byte elements when rows (the last
+// dimension) are padded to `align` bytes (and stay a whole number of
+// elements).
+size_t expected_bytes(const Box& box, size_t elem, size_t align) {
+  const size_t unit = std::lcm(align, elem);
+  const int r = box.rank();
+  size_t bytes = round_up(static_cast<size_t>(box.extent(r - 1)) * elem, unit);
+  for (int d = 0; d < r - 1; ++d) bytes *= static_cast<size_t>(box.extent(d));
+  return bytes;
+}
+
+// ------------------------------------------------------------------ reuse
+
+TEST_P(RuntimeConformance, ExactReuseIsAHitWithoutCopies) {
+  std::vector<double> x = iota_doubles(64);
+  auto rt = make_runtime(1, 0);
+  Array* a = reg(*rt, "x", x.data(), 8, {64});
+  auto bad = std::make_shared<std::atomic<int>>(0);
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {32}), Access::kRead}}, check_1d(bad, B({0}, {32}))).ok());
+  const bbmm_stats s1 = rt->stats(0);
+  EXPECT_EQ(s1.misses, 1u);
+  EXPECT_EQ(s1.bytes_h2d, 32u * 8);
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {32}), Access::kRead}}, check_1d(bad, B({0}, {32}))).ok());
+  ASSERT_TRUE(rt->synchronize().ok());
+  const bbmm_stats s2 = rt->stats(0);
+  EXPECT_EQ(s2.hits_exact, 1u);
+  EXPECT_EQ(s2.misses, 1u);
+  EXPECT_EQ(s2.bytes_h2d, 32u * 8) << "a hit must not copy again";
+  EXPECT_EQ(s2.instances, 1u);
+  EXPECT_EQ(s2.tiles, 2u);
+  EXPECT_EQ(*bad, 0);
+}
+
+TEST_P(RuntimeConformance, ContainedReuseServesASubBox) {
+  std::vector<double> x = iota_doubles(64);
+  auto rt = make_runtime(1, 0);
+  Array* a = reg(*rt, "x", x.data(), 8, {64});
+  ASSERT_TRUE(touch(*rt, 0, a, B({0}, {32})).ok());
+  auto bad = std::make_shared<std::atomic<int>>(0);
+  // The view of the contained box: one piece, exactly the box, inside the
+  // instance (its addressing is checked by the kernel reading the values).
+  absl::StatusOr<std::unique_ptr<Tile>> t = rt->begin_tile(0);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE((*t)->require(a, B({8}, {16}), Access::kRead).ok());
+  ASSERT_TRUE((*t)->acquire().ok());
+  bbmm_view v = *(*t)->view(a);
+  ASSERT_EQ(v.npieces, 1);
+  EXPECT_EQ(v.rank, 1);
+  EXPECT_EQ(v.elem_size, 8u);
+  EXPECT_EQ(piece_box(v.pieces[0], 1), B({8}, {16}));
+  EXPECT_EQ(v.pieces[0].stride[0], 1);
+  PieceCopy pc(v);
+  ASSERT_TRUE((*t)->launch([pc, bad](const bbmm_launch_info&) {
+                    check_1d(bad, B({8}, {16}))({pc});
+                  }).ok());
+  ASSERT_TRUE((*t)->release().ok());
+  ASSERT_TRUE(rt->synchronize().ok());
+  const bbmm_stats s = rt->stats(0);
+  EXPECT_EQ(s.hits_contained, 1u);
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.bytes_h2d, 32u * 8);
+  EXPECT_EQ(*bad, 0);
+}
+
+TEST_P(RuntimeConformance, GrowthReplacesAnInstanceByTheHull) {
+  std::vector<double> x = iota_doubles(64);
+  auto rt = make_runtime(1, 0);
+  Array* a = reg(*rt, "x", x.data(), 8, {64});
+  ASSERT_TRUE(touch(*rt, 0, a, B({0}, {32})).ok());
+  auto bad = std::make_shared<std::atomic<int>>(0);
+  // [0,36) overlaps [0,32) partly; the hull wastes nothing: grow.
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {36}), Access::kRead}}, check_1d(bad, B({0}, {36}))).ok());
+  ASSERT_TRUE(rt->synchronize().ok());
+  const bbmm_stats s = rt->stats(0);
+  EXPECT_EQ(s.hits_grown, 1u);
+  EXPECT_EQ(s.instances, 1u);
+  EXPECT_EQ(s.bytes_allocated, expected_bytes(B({0}, {36}), 8, GetParam().pitch_alignment));
+  EXPECT_EQ(s.bytes_h2d, 36u * 8) << "only the 4 new elements are read in";
+  EXPECT_EQ(*bad, 0);
+  // The grown instance now serves [0,36) exactly.
+  ASSERT_TRUE(touch(*rt, 0, a, B({0}, {36})).ok());
+  EXPECT_EQ(rt->stats(0).hits_exact, 1u);
+}
+
+TEST_P(RuntimeConformance, PartialOverlapWithAnInstanceInUseGivesPieces) {
+  std::vector<double> x = iota_doubles(64);
+  auto rt = make_runtime(1, 0);
+  Array* a = reg(*rt, "x", x.data(), 8, {64});
+  // Tile A holds [0,32) while tile B asks for [16,48): the instance cannot
+  // grow, so B is served as [16,32) from A's instance plus a new [32,48).
+  absl::StatusOr<std::unique_ptr<Tile>> ta = rt->begin_tile(0);
+  ASSERT_TRUE(ta.ok());
+  ASSERT_TRUE((*ta)->require(a, B({0}, {32}), Access::kRead).ok());
+  ASSERT_TRUE((*ta)->acquire().ok());
+  const bbmm_view va = *(*ta)->view(a);
+  ASSERT_EQ(va.npieces, 1);
+  const bbmm_piece pa = va.pieces[0];
+
+  absl::StatusOr<std::unique_ptr<Tile>> tb = rt->begin_tile(0);
+  ASSERT_TRUE(tb.ok());
+  ASSERT_TRUE((*tb)->require(a, B({16}, {48}), Access::kRead).ok());
+  ASSERT_TRUE((*tb)->acquire().ok());
+  const bbmm_view vb = *(*tb)->view(a);
+  ASSERT_EQ(vb.npieces, 2);
+  std::vector<Box> boxes = {piece_box(vb.pieces[0], 1), piece_box(vb.pieces[1], 1)};
+  std::sort(boxes.begin(), boxes.end(), [](const Box& l, const Box& r) { return l.lo(0) < r.lo(0); });
+  EXPECT_EQ(boxes[0], B({16}, {32}));
+  EXPECT_EQ(boxes[1], B({32}, {48}));
+  // Element 20 is A's element 20: the same device address.
+  const int64_t i20[1] = {20};
+  EXPECT_EQ(bbmm_view_at(&vb, i20), bbmm_piece_at(&pa, 8, 1, i20));
+  auto bad = std::make_shared<std::atomic<int>>(0);
+  PieceCopy pb(vb);
+  ASSERT_TRUE((*tb)->launch([pb, bad](const bbmm_launch_info&) {
+                     check_1d(bad, B({16}, {48}))({pb});
+                   }).ok());
+  ASSERT_TRUE((*tb)->release().ok());
+  ASSERT_TRUE((*ta)->release().ok());
+  ASSERT_TRUE(rt->synchronize().ok());
+  const bbmm_stats s = rt->stats(0);
+  EXPECT_GE(s.pieces, 1u);
+  EXPECT_EQ(s.hits_grown, 0u);
+  EXPECT_EQ(s.instances, 2u);
+  EXPECT_EQ(s.bytes_h2d, 48u * 8);
+  EXPECT_EQ(*bad, 0);
+}
+
+// ------------------------------------------------------------------ box-out
+
+TEST_P(RuntimeConformance, EvictionTakesTheLeastRecentlyReleasedFirst) {
+  // Room for three 128-byte boxes, not four.
+  std::vector<double> x = iota_doubles(64);
+  auto rt = make_runtime(1, 3 * 128 + 64);
+  Array* a = reg(*rt, "x", x.data(), 8, {64});
+  const Box X = B({0}, {16}), Y = B({16}, {32}), Z = B({32}, {48}), W = B({48}, {64});
+  ASSERT_TRUE(touch(*rt, 0, a, X).ok());
+  ASSERT_TRUE(touch(*rt, 0, a, Y).ok());
+  ASSERT_TRUE(touch(*rt, 0, a, Z).ok());
+  ASSERT_TRUE(touch(*rt, 0, a, X).ok());  // X is now the most recently released
+  EXPECT_EQ(rt->stats(0).evictions, 0u);
+  ASSERT_TRUE(touch(*rt, 0, a, W).ok());  // evicts Y
+  EXPECT_EQ(rt->stats(0).evictions, 1u);
+  const uint64_t hits = rt->stats(0).hits_exact, misses = rt->stats(0).misses;
+  ASSERT_TRUE(touch(*rt, 0, a, X).ok());
+  ASSERT_TRUE(touch(*rt, 0, a, Z).ok());
+  EXPECT_EQ(rt->stats(0).hits_exact, hits + 2) << "X and Z must still be resident";
+  ASSERT_TRUE(touch(*rt, 0, a, Y).ok());
+  EXPECT_EQ(rt->stats(0).misses, misses + 1) << "Y must have been evicted";
+  EXPECT_LE(rt->stats(0).peak_bytes_allocated, 3u * 128 + 64);
+}
+
+TEST_P(RuntimeConformance, DirtyDataIsWrittenBackBeforeEviction) {
+  std::vector<double> x(32, -1.0);
+  auto rt = make_runtime(1, 128);  // one 16-double box
+  Array* a = reg(*rt, "x", x.data(), 8, {32});
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {16}), Access::kWrite}},
+                       write_1d(B({0}, {16}), [](int64_t i) { return 2.0 * i + 1; }))
+                  .ok());
+  EXPECT_EQ(rt->stats(0).bytes_d2h, 0u);
+  ASSERT_TRUE(touch(*rt, 0, a, B({16}, {32})).ok());  // boxes out [0,16)
+  ASSERT_TRUE(rt->synchronize().ok());  // waits for the copies; no write-out
+  const bbmm_stats s = rt->stats(0);
+  EXPECT_EQ(s.evictions, 1u);
+  EXPECT_EQ(s.writebacks, 1u);
+  EXPECT_EQ(s.bytes_written_back, 128u);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(x[i], 2.0 * i + 1) << i;
+  for (int i = 16; i < 32; ++i) EXPECT_EQ(x[i], -1.0) << i;
+}
+
+TEST_P(RuntimeConformance, CleanInstancesAreEvictedWithoutWriteBack) {
+  std::vector<double> x = iota_doubles(32);
+  auto rt = make_runtime(1, 128);
+  Array* a = reg(*rt, "x", x.data(), 8, {32});
+  ASSERT_TRUE(touch(*rt, 0, a, B({0}, {16})).ok());
+  ASSERT_TRUE(touch(*rt, 0, a, B({16}, {32})).ok());
+  ASSERT_TRUE(rt->synchronize().ok());
+  EXPECT_EQ(rt->stats(0).evictions, 1u);
+  EXPECT_EQ(rt->stats(0).writebacks, 0u);
+  EXPECT_EQ(rt->stats(0).bytes_d2h, 0u);
+}
+
+TEST_P(RuntimeConformance, OutOfCapacityNamesDeviceArrayBoxAndBytesAndLosesNothing) {
+  std::vector<double> x(64, -1.0);
+  auto rt = make_runtime(2, 128);
+  Array* a = reg(*rt, "big", x.data(), 8, {64});
+  // Dirty data on device 1 first.
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({0}, {16}), Access::kWrite}},
+                       write_1d(B({0}, {16}), [](int64_t i) { return 3.0 * i; }))
+                  .ok());
+  absl::Status s = run_tile(*rt, 1, {{a, B({0}, {32}), Access::kReadWrite}},
+                            [](const std::vector<PieceCopy>&) {});
+  ASSERT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  const std::string m(s.message());
+  EXPECT_NE(m.find("device 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("'big'"), std::string::npos) << m;
+  EXPECT_NE(m.find("[0,"), std::string::npos) << m;
+  EXPECT_NE(m.find("bytes"), std::string::npos) << m;
+  EXPECT_NE(m.find("128"), std::string::npos) << m << " (the capacity)";
+  // Nothing lost: the written box, and the untouched rest.
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(x[i], 3.0 * i) << i;
+  for (int i = 16; i < 64; ++i) EXPECT_EQ(x[i], -1.0) << i;
+  // The device still works.
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({16}, {32}), Access::kWrite}},
+                       write_1d(B({16}, {32}), [](int64_t i) { return 4.0 * i; }))
+                  .ok());
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int i = 16; i < 32; ++i) EXPECT_EQ(x[i], 4.0 * i) << i;
+}
+
+// ------------------------------------------------------------------ coherency
+
+TEST_P(RuntimeConformance, FlowOutPushesToOtherDevicesHoldingTheBox) {
+  std::vector<double> x = iota_doubles(32);
+  auto rt = make_runtime(2, 0);
+  Array* a = reg(*rt, "x", x.data(), 8, {32});
+  ASSERT_TRUE(touch(*rt, 1, a, B({0}, {16})).ok());  // device 1 holds [0,16)
+  auto into1 = [&] { return rt->stats(1).bytes_peer + rt->stats(1).bytes_h2d; };
+  const uint64_t before = into1();
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {16}), Access::kReadWrite}},
+                       [](const std::vector<PieceCopy>& v) {
+                         for (int64_t i = 0; i < 16; ++i) *static_cast<double*>(v[0].at(&i)) += 100;
+                       },
+                       {{a, B({0}, {16})}})
+                  .ok());
+  // Peer copy, or staged through the host where the devices cannot reach
+  // each other: either way the box reaches device 1's instance.
+  const uint64_t pushed = into1();
+  EXPECT_EQ(pushed - before, 16u * 8) << "flow_out pushes the box to device 1";
+  // Device 1 reads the new values from its own (updated) instance.
+  auto seen = std::make_shared<std::vector<double>>(16);
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({0}, {16}), Access::kRead}},
+                       [seen](const std::vector<PieceCopy>& v) {
+                         for (int64_t i = 0; i < 16; ++i) (*seen)[i] = *static_cast<double*>(v[0].at(&i));
+                       })
+                  .ok());
+  ASSERT_TRUE(rt->synchronize().ok());
+  EXPECT_EQ(rt->stats(1).hits_exact, 1u);
+  EXPECT_EQ(into1(), pushed) << "no read-in needed after flow_out";
+  for (int i = 0; i < 16; ++i) EXPECT_EQ((*seen)[i], value(i) + 100) << i;
+  // The host copy is still stale (device 1 holds the box); sync fixes it.
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(x[i], value(i) + 100) << i;
+}
+
+TEST_P(RuntimeConformance, FlowOutGoesToTheHostWhereNoDeviceHoldsTheBox) {
+  std::vector<double> x(32, -1.0);
+  auto rt = make_runtime(2, 0);
+  Array* a = reg(*rt, "x", x.data(), 8, {32});
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {32}), Access::kWrite}},
+                       write_1d(B({0}, {32}), [](int64_t i) { return 7.0 * i; }),
+                       {{a, B({8}, {24})}})
+                  .ok());
+  ASSERT_TRUE(rt->synchronize().ok());  // waits, does not write out
+  EXPECT_EQ(rt->stats(0).bytes_d2h, 16u * 8);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(x[i], (i >= 8 && i < 24) ? 7.0 * i : -1.0) << i;
+}
+
+TEST_P(RuntimeConformance, ReadAfterWriteOnAnotherDeviceSeesTheNewData) {
+  std::vector<double> x = iota_doubles(48);
+  auto rt = make_runtime(3, 0);
+  Array* a = reg(*rt, "x", x.data(), 8, {48});
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {24}), Access::kWrite}},
+                       write_1d(B({0}, {24}), [](int64_t i) { return -value(i); }))
+                  .ok());
+  // No flow_out: the directory still lets device 2 read valid data.
+  auto seen = std::make_shared<std::vector<double>>(48);
+  ASSERT_TRUE(run_tile(*rt, 2, {{a, B({0}, {48}), Access::kRead}},
+                       [seen](const std::vector<PieceCopy>& v) {
+                         for (int64_t i = 0; i < 48; ++i) (*seen)[i] = *static_cast<double*>(v[0].at(&i));
+                       })
+                  .ok());
+  ASSERT_TRUE(rt->synchronize().ok());
+  for (int i = 0; i < 48; ++i) EXPECT_EQ((*seen)[i], i < 24 ? -value(i) : value(i)) << i;
+}
+
+TEST_P(RuntimeConformance, SyncToHostCollectsEveryDevicesWrites) {
+  std::vector<double> x(64, 0.0);
+  auto rt = make_runtime(4, 0);
+  Array* a = reg(*rt, "x", x.data(), 8, {64});
+  for (int d = 0; d < 4; ++d) {
+    const Box b = B({16 * d}, {16 * d + 16});
+    ASSERT_TRUE(run_tile(*rt, d, {{a, b, Access::kWrite}},
+                         write_1d(b, [d](int64_t i) { return d * 1000.0 + i; }))
+                    .ok());
+  }
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(x[i], (i / 16) * 1000.0 + i) << i;
+  EXPECT_EQ(rt->stats(-1).bytes_d2h, 64u * 8);
+  // A second sync has nothing to do.
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  EXPECT_EQ(rt->stats(-1).bytes_d2h, 64u * 8);
+}
+
+TEST_P(RuntimeConformance, ReadOnlyArraysAreNeverWrittenBack) {
+  std::vector<double> x = iota_doubles(64);
+  auto rt = make_runtime(2, 128 + 64);  // one 16-double box per device
+  Array* a = reg(*rt, "coeffs", x.data(), 8, {64}, {}, /*read_only=*/true);
+  auto bad = std::make_shared<std::atomic<int>>(0);
+  for (int round = 0; round < 3; ++round) {
+    for (int k = 0; k < 4; ++k) {
+      const Box b = B({16 * k}, {16 * k + 16});
+      ASSERT_TRUE(run_tile(*rt, k % 2, {{a, b, Access::kRead}}, check_1d(bad, b)).ok());
+    }
+  }
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  const bbmm_stats s = rt->stats(-1);
+  EXPECT_GT(s.evictions, 0u);
+  EXPECT_EQ(s.bytes_d2h, 0u);
+  EXPECT_EQ(s.writebacks, 0u);
+  EXPECT_EQ(*bad, 0);
+  absl::StatusOr<std::unique_ptr<Tile>> t = rt->begin_tile(0);
+  ASSERT_TRUE(t.ok());
+  absl::Status w = (*t)->require(a, B({0}, {4}), Access::kWrite);
+  EXPECT_EQ(w.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(w.message()).find("read-only"), std::string::npos) << w;
+  EXPECT_EQ((*t)->require(a, B({0}, {4}), Access::kReadWrite).code(),
+            absl::StatusCode::kInvalidArgument);
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(x[i], value(i));
+}
+
+// ------------------------------------------------------------------ shapes
+
+TEST_P(RuntimeConformance, ThreeDimensionalBoxes) {
+  const int64_t n0 = 4, n1 = 5, n2 = 6;
+  std::vector<float> x(n0 * n1 * n2);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  const std::vector<float> orig = x;
+  auto rt = make_runtime(2, 0);
+  Array* a = reg(*rt, "cube", x.data(), 4, {n0, n1, n2});
+  const Box box = B({1, 1, 2}, {3, 4, 5});
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, box, Access::kReadWrite}},
+                       [box](const std::vector<PieceCopy>& v) {
+                         for_each_point(box, [&](const int64_t* idx) {
+                           *static_cast<float*>(v[0].at(idx)) *= 2;
+                         });
+                       })
+                  .ok());
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int64_t i = 0; i < n0; ++i)
+    for (int64_t j = 0; j < n1; ++j)
+      for (int64_t k = 0; k < n2; ++k) {
+        const size_t l = (i * n1 + j) * n2 + k;
+        const bool in = box.contains({i, j, k});
+        EXPECT_EQ(x[l], in ? 2 * orig[l] : orig[l]) << i << "," << j << "," << k;
+      }
+}
+
+TEST_P(RuntimeConformance, RankFourBoxes) {
+  const int64_t e[4] = {3, 3, 4, 5};
+  std::vector<int32_t> x(e[0] * e[1] * e[2] * e[3]);
+  std::iota(x.begin(), x.end(), 0);
+  const std::vector<int32_t> orig = x;
+  auto rt = make_runtime(2, 0);
+  Array* a = reg(*rt, "hyper", x.data(), 4, {e[0], e[1], e[2], e[3]});
+  const Box box = B({1, 0, 1, 1}, {3, 2, 4, 4});
+  // Written on device 0, read (and incremented) on device 1, synced.
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, box, Access::kReadWrite}},
+                       [box](const std::vector<PieceCopy>& v) {
+                         for_each_point(box, [&](const int64_t* idx) {
+                           *static_cast<int32_t*>(v[0].at(idx)) += 1000;
+                         });
+                       })
+                  .ok());
+  const Box all = B({0, 0, 0, 0}, {3, 3, 4, 5});
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, all, Access::kReadWrite}},
+                       [all](const std::vector<PieceCopy>& v) {
+                         for_each_point(all, [&](const int64_t* idx) {
+                           *static_cast<int32_t*>(v[0].at(idx)) *= 2;
+                         });
+                       })
+                  .ok());
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for_each_point(all, [&](const int64_t* idx) {
+    const size_t l = ((idx[0] * e[1] + idx[1]) * e[2] + idx[2]) * e[3] + idx[3];
+    const int32_t want = 2 * (orig[l] + (box.contains(std::span<const int64_t>(idx, 4)) ? 1000 : 0));
+    EXPECT_EQ(x[l], want) << l;
+  });
+}
+
+TEST_P(RuntimeConformance, ElementSizes1To16) {
+  for (size_t elem : {size_t{1}, size_t{4}, size_t{8}, size_t{12}, size_t{16}}) {
+    SCOPED_TRACE(absl::StrCat("element size ", elem));
+    const int64_t n0 = 5, n1 = 7;
+    std::vector<uint8_t> x(n0 * n1 * elem);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>(i * 7 + 3);
+    const std::vector<uint8_t> orig = x;
+    auto rt = make_runtime(2, 0);
+    Array* a = reg(*rt, "bytes", x.data(), elem, {n0, n1});
+    const Box box = B({1, 2}, {4, 6});
+    // Device 0 increments every byte of the box's elements; device 1 then
+    // increments the whole array's elements once more.
+    auto bump = [elem](Box b) {
+      return [elem, b](const std::vector<PieceCopy>& v) {
+        for_each_point(b, [&](const int64_t* idx) {
+          uint8_t* p = static_cast<uint8_t*>(v[0].at(idx));
+          for (size_t k = 0; k < elem; ++k) p[k] = static_cast<uint8_t>(p[k] + 1);
+        });
+      };
+    };
+    ASSERT_TRUE(run_tile(*rt, 0, {{a, box, Access::kReadWrite}}, bump(box)).ok());
+    ASSERT_TRUE(run_tile(*rt, 1, {{a, B({0, 0}, {n0, n1}), Access::kReadWrite}},
+                         bump(B({0, 0}, {n0, n1})))
+                    .ok());
+    ASSERT_TRUE(rt->sync_to_host(a).ok());
+    for (int64_t i = 0; i < n0; ++i)
+      for (int64_t j = 0; j < n1; ++j)
+        for (size_t k = 0; k < elem; ++k) {
+          const size_t l = (i * n1 + j) * elem + k;
+          const int add = box.contains({i, j}) ? 2 : 1;
+          ASSERT_EQ(x[l], static_cast<uint8_t>(orig[l] + add)) << i << "," << j << " byte " << k;
+        }
+  }
+}
+
+TEST_P(RuntimeConformance, PaddedHostArraysKeepTheirPadding) {
+  const int64_t n0 = 6, n1 = 5, pitch = 8;  // 3 padding doubles per row
+  std::vector<double> x(n0 * pitch, -99.0);
+  for (int64_t i = 0; i < n0; ++i)
+    for (int64_t j = 0; j < n1; ++j) x[i * pitch + j] = value(i * n1 + j);
+  auto rt = make_runtime(2, 0);
+  Array* a = reg(*rt, "padded", x.data(), 8, {n0, n1}, {pitch, 1});
+  const Box box = B({1, 1}, {5, 4});
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, box, Access::kReadWrite}},
+                       [box](const std::vector<PieceCopy>& v) {
+                         for_each_point(box, [&](const int64_t* idx) {
+                           *static_cast<double*>(v[0].at(idx)) += 1000;
+                         });
+                       })
+                  .ok());
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int64_t i = 0; i < n0; ++i)
+    for (int64_t j = 0; j < pitch; ++j) {
+      const double got = x[i * pitch + j];
+      if (j >= n1) {
+        EXPECT_EQ(got, -99.0) << "padding " << i << "," << j;
+      } else {
+        EXPECT_EQ(got, value(i * n1 + j) + (box.contains({i, j}) ? 1000 : 0)) << i << "," << j;
+      }
+    }
+}
+
+// ------------------------------------------------------------------ checking mode
+
+TEST_P(RuntimeConformance, CheckingModeReportsOverlappingWritesByTwoDevices) {
+  RuntimeOptions opts;
+  opts.check = true;
+  std::vector<double> x(32, 0.0), y(32, 0.0);
+  auto rt = make_runtime(2, 0, opts);
+  Array* a = reg(*rt, "X", x.data(), 8, {32});
+  Array* b = reg(*rt, "Y", y.data(), 8, {32});
+  auto fill = [](Box box) { return write_1d(box, [](int64_t i) { return value(i); }); };
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {16}), Access::kWrite}}, fill(B({0}, {16}))).ok());
+  // Same device again, other array, reads by another device: all fine.
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({8}, {16}), Access::kReadWrite}},
+                       [](const std::vector<PieceCopy>&) {})
+                  .ok());
+  ASSERT_TRUE(run_tile(*rt, 1, {{b, B({0}, {16}), Access::kWrite}}, fill(B({0}, {16}))).ok());
+  ASSERT_TRUE(touch(*rt, 1, a, B({0}, {32})).ok());
+  // Device 1 writing [8,24) of X overlaps device 0's [0,16).
+  absl::Status s = run_tile(*rt, 1, {{a, B({8}, {24}), Access::kWrite}}, fill(B({8}, {24})));
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  const std::string m(s.message());
+  EXPECT_NE(m.find("'X'"), std::string::npos) << m;
+  EXPECT_NE(m.find("[8,24)"), std::string::npos) << m;
+  EXPECT_NE(m.find("[0,16)"), std::string::npos) << m;
+  // A synchronisation point starts a new epoch.
+  ASSERT_TRUE(rt->synchronize().ok());
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({8}, {24}), Access::kWrite}},
+                       write_1d(B({8}, {24}), [](int64_t i) { return -1.0 * i; }))
+                  .ok());
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int i = 0; i < 32; ++i) {
+    EXPECT_EQ(x[i], i < 8 ? value(i) : i < 24 ? -1.0 * i : 0.0) << i;
+  }
+}
+
+TEST_P(RuntimeConformance, WithoutCheckingModeOverlappingWritesAreNotReported) {
+  std::vector<double> x(32, 0.0);
+  auto rt = make_runtime(2, 0);
+  Array* a = reg(*rt, "X", x.data(), 8, {32});
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {16}), Access::kWrite}},
+                       write_1d(B({0}, {16}), [](int64_t) { return 1.0; }))
+                  .ok());
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({8}, {24}), Access::kWrite}},
+                       write_1d(B({8}, {24}), [](int64_t) { return 2.0; }))
+                  .ok());
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(x[i], i < 8 ? 1.0 : i < 24 ? 2.0 : 0.0) << i;
+}
+
+// ------------------------------------------------------------------ accounting & views
+
+TEST_P(RuntimeConformance, CapacityAccountingIsExact) {
+  const size_t align = GetParam().pitch_alignment;
+  std::vector<uint8_t> h1(7 * 9 * 12), h2(5 * 6 * 7 * 16), h3(100);
+  auto rt = make_runtime(1, 0);
+  Array* a = reg(*rt, "a12", h1.data(), 12, {7, 9});
+  Array* b = reg(*rt, "b16", h2.data(), 16, {5, 6, 7});
+  Array* c = reg(*rt, "c1", h3.data(), 1, {100});
+  const std::vector<std::pair<Array*, Box>> boxes = {
+      {a, B({0, 0}, {3, 5})}, {a, B({4, 2}, {7, 9})}, {b, B({1, 2, 3}, {3, 5, 6})},
+      {c, B({10}, {13})},     {c, B({50}, {99})}};
+  const size_t elems[] = {12, 12, 16, 1, 1};
+  size_t want = 0;
+  for (size_t k = 0; k < boxes.size(); ++k) {
+    ASSERT_TRUE(touch(*rt, 0, boxes[k].first, boxes[k].second).ok());
+    want += expected_bytes(boxes[k].second, elems[k], align);
+    EXPECT_EQ(rt->stats(0).bytes_allocated, want) << "after " << boxes[k].second;
+  }
+  EXPECT_EQ(rt->stats(0).instances, boxes.size());
+  EXPECT_EQ(rt->stats(0).peak_bytes_allocated, want);
+  if (align == 1) {
+    // Dense rows: exactly volume x element size.
+    size_t dense = 0;
+    for (size_t k = 0; k < boxes.size(); ++k) dense += boxes[k].second.volume() * elems[k];
+    EXPECT_EQ(want, dense);
+  }
+  ASSERT_TRUE(rt->unregister_array(b).ok());
+  EXPECT_EQ(rt->stats(0).bytes_allocated, want - expected_bytes(boxes[2].second, 16, align));
+  EXPECT_EQ(rt->stats(0).peak_bytes_allocated, want);
+}
+
+TEST_P(RuntimeConformance, ViewPiecesAddressEveryElement) {
+  const size_t align = GetParam().pitch_alignment;
+  const int64_t n0 = 6, n1 = 10;
+  std::vector<double> x(n0 * n1, 0.0);
+  auto rt = make_runtime(1, 0);
+  Array* a = reg(*rt, "grid", x.data(), 8, {n0, n1});
+  ASSERT_TRUE(touch(*rt, 0, a, B({0, 0}, {6, 7})).ok());  // instance [0,6)x[0,7)
+  absl::StatusOr<std::unique_ptr<Tile>> t = rt->begin_tile(0);
+  ASSERT_TRUE(t.ok());
+  // A contained box, and a box sticking out of the instance by 3 columns
+  // (with growth disabled by the in-use hold below, this is several pieces).
+  absl::StatusOr<std::unique_ptr<Tile>> hold = rt->begin_tile(0);
+  ASSERT_TRUE((*hold)->require(a, B({0, 0}, {1, 1}), Access::kRead).ok());
+  ASSERT_TRUE((*hold)->acquire().ok());
+  ASSERT_TRUE((*t)->require(a, B({1, 2}, {3, 5}), Access::kWrite).ok());
+  ASSERT_TRUE((*t)->require(a, B({3, 4}, {5, 10}), Access::kWrite).ok());
+  ASSERT_TRUE((*t)->acquire().ok());
+  const bbmm_view v = *(*t)->view(a);
+  ASSERT_GE(v.npieces, 2);
+  for (int p = 0; p < v.npieces; ++p) {
+    const bbmm_piece& pc = v.pieces[p];
+    EXPECT_EQ(pc.stride[1], 1);
+    EXPECT_GE(pc.stride[0], pc.hi[1] - pc.lo[1]);
+    EXPECT_EQ((pc.stride[0] * 8) % std::lcm(align, size_t{8}), 0u) << "rows padded to the alignment";
+    // bbmm_piece_at is offset + elem * sum (i - lo) * stride.
+    const int64_t idx[2] = {pc.hi[0] - 1, pc.hi[1] - 1};
+    EXPECT_EQ(bbmm_piece_at(&pc, 8, 2, idx),
+              static_cast<char*>(pc.data) + pc.offset +
+                  8 * ((idx[0] - pc.lo[0]) * pc.stride[0] + (idx[1] - pc.lo[1])));
+  }
+  const Box b1 = B({1, 2}, {3, 5}), b2 = B({3, 4}, {5, 10});
+  PieceCopy pc(v);
+  ASSERT_TRUE((*t)->launch([pc, b1, b2](const bbmm_launch_info&) {
+                    for (const Box& b : {b1, b2}) {
+                      for_each_point(b, [&](const int64_t* idx) {
+                        *static_cast<double*>(pc.at(idx)) = 100.0 * idx[0] + idx[1];
+                      });
+                    }
+                  }).ok());
+  ASSERT_TRUE((*t)->release().ok());
+  ASSERT_TRUE((*hold)->release().ok());
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int64_t i = 0; i < n0; ++i)
+    for (int64_t j = 0; j < n1; ++j) {
+      const bool in = b1.contains({i, j}) || b2.contains({i, j});
+      EXPECT_EQ(x[i * n1 + j], in ? 100.0 * i + j : 0.0) << i << "," << j;
+    }
+}
+
+// ------------------------------------------------------------------ threads
+
+TEST_P(RuntimeConformance, OneHostThreadPerDevice) {
+  constexpr int kDevices = 4, kRounds = 30;
+  const int64_t rows = 8 * kDevices, cols = 16;
+  // Capacity for about two tiles per device: box-out happens concurrently.
+  std::vector<double> x(rows * cols, 0.0), w(rows, 0.0);
+  for (int64_t i = 0; i < rows; ++i) w[i] = static_cast<double>(i);
+  auto rt = make_runtime(kDevices, 4 * cols * 8 * 3 / 2 + rows * 8);
+  Array* a = reg(*rt, "x", x.data(), 8, {rows, cols});
+  Array* ro = reg(*rt, "w", w.data(), 8, {rows}, {}, /*read_only=*/true);
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> status(kDevices);
+  for (int d = 0; d < kDevices; ++d) {
+    threads.emplace_back([&, d] {
+      for (int r = 0; r < kRounds && status[d].ok(); ++r) {
+        // Two half-blocks of this device's 8 rows, alternately; x += w[i].
+        const int64_t lo = 8 * d + 4 * (r % 2);
+        const Box box = B({lo, 0}, {lo + 4, cols});
+        status[d] = run_tile(*rt, d, {{a, box, Access::kReadWrite}, {ro, B({0}, {rows}), Access::kRead}},
+                             [box](const std::vector<PieceCopy>& v) {
+                               for_each_point(box, [&](const int64_t* idx) {
+                                 *static_cast<double*>(v[0].at(idx)) +=
+                                     *static_cast<const double*>(v[1].at(&idx[0]));
+                               });
+                             });
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int d = 0; d < kDevices; ++d) ASSERT_TRUE(status[d].ok()) << d << ": " << status[d];
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      ASSERT_EQ(x[i * cols + j], (kRounds / 2) * static_cast<double>(i)) << i << "," << j;
+  EXPECT_EQ(rt->stats(-1).tiles, static_cast<uint64_t>(kDevices * kRounds));
+}
+
+}  // namespace
+}  // namespace bbmm::testing
