@@ -5,7 +5,9 @@
 #include <optional>
 #include <sstream>
 
+#include "codegen/generate.h"
 #include "driver/pipeline.h"
+#include "poly/boxes.h"
 #include "poly/print.h"
 
 namespace bbmm::compiler {
@@ -15,8 +17,9 @@ const char* const kBbmmcVersion = "0.1.0";
 namespace {
 
 const char* kUsage =
-    "usage: bbmmc FILE.c [-o OUT] [--target=host|cuda|opencl] [--emit=model|deps]\n"
+    "usage: bbmmc FILE.c [-o OUT] [--target=host|cuda|opencl] [--emit=model|deps|host|kernel]\n"
     "             [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND] [--help] [--version]\n"
+    "             [--emit=boxes [--partition=1d|2d] [--params NAME=V,...]]\n"
     "\n"
     "Reads sequential C with affine loop nests between '#pragma scop' and\n"
     "'#pragma endscop', builds their polyhedral model with isl and analyses them.\n"
@@ -25,6 +28,12 @@ const char* kUsage =
     "  --target=T        code generation target: host (default), cuda or opencl\n"
     "  --emit=model      print domains, schedules and accesses (isl notation)\n"
     "  --emit=deps       print dependences and the serial/parallel verdict per loop\n"
+    "  --emit=boxes      print the partition, tile boxes, flow-out boxes and exactness\n"
+    "  --partition=2d    split two nested parallel loops (blocked, e.g. gemm); default 1d\n"
+    "  --params N=64,... parameter values for the box choice and the exactness report\n"
+    "  --emit=host       print only the host code replacing each scop\n"
+    "  --emit=kernel     print only the generated definitions (kernels, per-phase host code)\n"
+    "  (no --emit)       generate code: the input with each scop replaced\n"
     "  -D, -I, -U        passed to the C preprocessor\n"
     "  --cpp=COMMAND     the preprocessor (default: $BBMM_CPP, else 'cc -E')\n"
     "  --help, --version\n"
@@ -38,6 +47,7 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
     PipelineOptions opts;
     if (const char* e = std::getenv("BBMM_CPP"); e && *e) opts.cpp = e;
     std::string input, output, emit, target = "host";
+    BoxOptions box_opts;
     for (size_t i = 0; i < args.size(); ++i) {
       const std::string& a = args[i];
       auto value = [&](const std::string& opt) -> std::optional<std::string> {
@@ -55,7 +65,7 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
       }
       if (a.rfind("--emit=", 0) == 0) {
         emit = a.substr(7);
-        if (emit != "model" && emit != "deps") {
+        if (emit != "boxes" && emit != "model" && emit != "deps" && emit != "host" && emit != "kernel") {
           err << "bbmmc: error: unknown --emit kind '" << emit
               << "' (this version emits 'model' and 'deps'; boxes, host and kernel come with code "
                  "generation)\n";
@@ -66,6 +76,31 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
         if (target != "host" && target != "cuda" && target != "opencl") {
           err << "bbmmc: error: unknown target '" << target << "' (use host, cuda or opencl)\n";
           return 1;
+        }
+      } else if (a.rfind("--partition=", 0) == 0) {
+        std::string p = a.substr(12);
+        if (p != "1d" && p != "2d") {
+          err << "bbmmc: error: unknown partition '" << p << "' (use 1d or 2d)\n";
+          return 1;
+        }
+        box_opts.partition_2d = p == "2d";
+      } else if (a.rfind("--params", 0) == 0) {
+        auto pv = value("--params");
+        std::string list = pv ? (!pv->empty() && (*pv)[0] == '=' ? pv->substr(1) : *pv) : "";
+        if (list.empty()) {
+          err << "bbmmc: error: --params expects NAME=INTEGER,...\n";
+          return 1;
+        }
+        std::istringstream ls(list);
+        for (std::string item; std::getline(ls, item, ',');) {
+          size_t eq = item.find('=');
+          char* end = nullptr;
+          long long v = eq == std::string::npos ? 0 : std::strtoll(item.c_str() + eq + 1, &end, 10);
+          if (eq == std::string::npos || eq == 0 || !end || *end || end == item.c_str() + eq + 1) {
+            err << "bbmmc: error: --params expects NAME=INTEGER,... (got '" << item << "')\n";
+            return 1;
+          }
+          box_opts.params[item.substr(0, eq)] = v;
         }
       } else if (a.rfind("--cpp=", 0) == 0) {
         opts.cpp = a.substr(6);
@@ -105,14 +140,30 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
     if (diag.has_errors()) return 1;
 
     std::ostringstream text;
-    if (emit.empty()) {
-      err << "bbmmc: note: code generation for --target=" << target
-          << " is not implemented yet (issue 6); printing the dependence report (--emit=deps)\n";
-      emit = "deps";
+    if (emit.empty() || emit == "host" || emit == "kernel") {
+      if (target == "cuda") {
+        err << "bbmmc: error: code generation for --target=cuda is not implemented yet "
+               "(use host or opencl)\n";
+        return 1;
+      }
+      CodegenOptions copts;
+      copts.target = target == "opencl" ? Target::kOpenCL : Target::kHost;
+      std::string generated;
+      Diagnostics cdiag;
+      bool ok = generate_code(*prog, copts,
+                              emit.empty() ? GenerateWhat::kFile
+                              : emit == "host" ? GenerateWhat::kHost
+                                               : GenerateWhat::kKernels,
+                              cdiag, generated);
+      cdiag.render(err, prog->sm.get());
+      if (cdiag.has_internal_error()) return 2;
+      if (!ok || cdiag.has_errors()) return 1;
+      text << generated;
     }
     for (const Scop& s : prog->scops) {
-      if (emit == "model") print_model(text, s);
-      else print_deps(text, s);
+      if (emit == "boxes") print_boxes(text, s, compute_boxes(s, box_opts));
+      else if (emit == "model") print_model(text, s);
+      else if (emit == "deps") print_deps(text, s);
     }
     if (output.empty()) {
       out << text.str();

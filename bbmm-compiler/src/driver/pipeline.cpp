@@ -97,8 +97,7 @@ std::unique_ptr<Program> analyze(std::unique_ptr<Program> prog, const PipelineOp
     prog->tu = std::make_unique<TranslationUnit>(parse_translation_unit(toks, *prog->sm, diag));
     if (prog->tu->scops.empty() && !diag.has_errors()) {
       diag.error({prog->sm->main_file(), 0, 0}) << "no '#pragma scop' region in the file";
-      const_cast<Diagnostic&>(diag.all().back()).hint =
-          "mark the loop nest to compile with '#pragma scop' and '#pragma endscop'";
+      diag.set_last_hint("mark the loop nest to compile with '#pragma scop' and '#pragma endscop'");
       return prog;
     }
     prog->isl->set_max_operations(opts.max_isl_operations);

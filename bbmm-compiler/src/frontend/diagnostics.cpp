@@ -3,6 +3,7 @@
 namespace bbmm::compiler {
 
 void Diagnostics::add(Diagnostic d) {
+  last_kept_ = false;
   if (d.severity == Severity::kError) {
     if (errors_ >= kMaxErrors) return;
     ++errors_;
@@ -16,6 +17,7 @@ void Diagnostics::add(Diagnostic d) {
       return;
     }
   list_.push_back(std::move(d));
+  last_kept_ = true;
   if (errors_ == kMaxErrors && list_.back().severity == Severity::kError)
     list_.push_back({Severity::kNote, {}, "too many errors; stopping", ""});
 }

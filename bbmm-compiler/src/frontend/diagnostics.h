@@ -64,6 +64,10 @@ class Diagnostics {
   Builder note(const SourceLoc& loc) { return Builder(this, Severity::kNote, loc); }
 
   void add(Diagnostic d);
+  // Attaches hint "h" to the diagnostic just reported (if it was kept, not a duplicate).
+  void set_last_hint(std::string h) {
+    if (last_kept_ && !list_.empty()) list_.back().hint = std::move(h);
+  }
   // Records a compiler bug (an isl failure, a broken invariant) found by pass "pass":
   // reported as an error, and bbmmc exits with status 2.
   void internal_error(const std::string& pass, const std::string& what) {
@@ -85,6 +89,7 @@ class Diagnostics {
   std::vector<Diagnostic> list_;
   int errors_ = 0;
   bool internal_ = false;
+  bool last_kept_ = false;
 };
 
 }  // namespace bbmm::compiler

@@ -634,7 +634,7 @@ StmtPtr Parser::reject_statement(std::string_view kw) {
     hint = "remove the label; 'goto' is not supported inside a scop";
   }
   error_at(off) << what;
-  if (!diag_.all().empty()) const_cast<Diagnostic&>(diag_.all().back()).hint = hint;
+  if (!diag_.all().empty()) diag_.set_last_hint(hint);
   // Recovery: skip the header, parse (and drop) the body so later errors still show.
   if (kw == "while") {
     advance();
@@ -689,7 +689,7 @@ StmtPtr Parser::parse_stmt() {
     }
     if (x.text.substr(0, 4) == "bbmm") {
       error_at(x.offset) << "unknown bbmm pragma '#pragma " << x.text << "'";
-      const_cast<Diagnostic&>(diag_.all().back()).hint = "the only bbmm pragma is '#pragma bbmm parallel'";
+      diag_.set_last_hint("the only bbmm pragma is '#pragma bbmm parallel'");
       advance();
       return nullptr;
     }

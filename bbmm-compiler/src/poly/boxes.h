@@ -18,7 +18,8 @@
 // are the scop parameters, then the serial iterators (isl names = the C names), then the
 // tile parameters.
 //
-// Thread-safety: plain data; the isl objects belong to the Program's isl context.
+// Thread-safety: plain data; the isl objects belong to the Program's isl context and are
+// never null (an empty set where there is nothing).
 
 #include <cstdint>
 #include <map>
@@ -174,7 +175,7 @@ struct ScopBoxes {
 struct BoxOptions {
   bool partition_2d = false;  // --partition=2d: split two nested parallel loops (gemm)
   // Concrete parameter values for the choice and the exactness report (--params N=64,T=4);
-  // parameters not given default to 64 (time-like ones too).
+  // parameters not given default to 32 (time-like ones too).
   std::map<std::string, int64_t> params;
   int report_tiles = 4;  // tiles per partition dimension in the exactness report
   double convex_waste_limit = 0.10;  // the convex hull is chosen when it wastes <= this

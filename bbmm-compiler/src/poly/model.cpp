@@ -108,7 +108,7 @@ class ModelBuilder {
  public:
   ModelBuilder(const TranslationUnit& tu, const ScopAst& ast, int index, SourceManager& sm,
                Diagnostics& diag, IslContext& isl)
-      : tu_(tu), ast_(ast), sm_(sm), diag_(diag), isl_(isl), ctx_(isl.ctx()) {
+      : tu_(tu), ast_(ast), sm_(sm), diag_(diag), ctx_(isl.ctx()) {
     scop_.index = index;
     // isl's C++ objects cannot be copied while null: start every member non-null.
     scop_.context = isl::set::universe(make_set_space(ctx_, {}, "", {}).params());
@@ -207,7 +207,6 @@ class ModelBuilder {
   const Function* fn_ = nullptr;
   SourceManager& sm_;
   Diagnostics& diag_;
-  IslContext& isl_;
   isl::ctx ctx_;
   Scop scop_;
   bool ok_ = true;
@@ -603,9 +602,7 @@ bool ModelBuilder::array_access(const Expr& e, AccessKind kind, std::vector<Pend
   std::reverse(subs.begin(), subs.end());
   if (base->kind != Expr::Kind::kIdent) {
     error(base->begin) << "subscripted expression '" << text(*base) << "' is not an array name";
-    diag_.all().back();
-    const_cast<Diagnostic&>(diag_.all().back()).hint =
-        "pointer arithmetic is not supported inside a scop; index the array directly, as in A[i + 1]";
+    diag_.set_last_hint("pointer arithmetic is not supported inside a scop; index the array directly, as in A[i + 1]");
     return false;
   }
   const std::string& name = base->text;
@@ -616,22 +613,19 @@ bool ModelBuilder::array_access(const Expr& e, AccessKind kind, std::vector<Pend
   const Decl* d = lookup(name);
   if (!d) {
     error(base->begin) << "unknown array extent: '" << name << "' is not declared";
-    const_cast<Diagnostic&>(diag_.all().back()).hint =
-        "declare the array with its extents before the scop, e.g. as a C99 array parameter 'double " +
-        name + "[n][m]'";
+    diag_.set_last_hint("declare the array with its extents before the scop, e.g. as a C99 array parameter 'double " +
+        name + "[n][m]'");
     return false;
   }
   if (d->is_pointer()) {
     if (d->where == Decl::Where::kParam || d->where == Decl::Where::kGlobal || !d->has_init) {
       error(base->begin) << "unknown array extent: '" << name << "' is declared as a pointer";
-      const_cast<Diagnostic&>(diag_.all().back()).hint =
-          "declare it with its extents, e.g. as a C99 array parameter '" + d->base_type + " " + name +
-          "[n]' instead of '" + d->base_type + " *" + name + "'";
+      diag_.set_last_hint("declare it with its extents, e.g. as a C99 array parameter '" + d->base_type + " " + name +
+          "[n]' instead of '" + d->base_type + " *" + name + "'");
     } else {
       error(base->begin) << (kind == AccessKind::kWrite ? "write" : "read") << " through pointer '"
                          << name << "', which may alias another array";
-      const_cast<Diagnostic&>(diag_.all().back()).hint =
-          "index the array it points to directly; bbmmc cannot see which array a pointer designates";
+      diag_.set_last_hint("index the array it points to directly; bbmmc cannot see which array a pointer designates");
     }
     return false;
   }
@@ -643,9 +637,8 @@ bool ModelBuilder::array_access(const Expr& e, AccessKind kind, std::vector<Pend
     if (!d->dims[k]) {
       error(base->begin) << "unknown array extent: dimension " << k + 1 << " of '" << name
                          << "' has no size";
-      const_cast<Diagnostic&>(diag_.all().back()).hint =
-          "give every dimension an extent, e.g. '" + d->base_type + " " + name +
-          "[n][m]' (a C99 array parameter) instead of '[]' or a pointer";
+      diag_.set_last_hint("give every dimension an extent, e.g. '" + d->base_type + " " + name +
+          "[n][m]' (a C99 array parameter) instead of '[]' or a pointer");
       return false;
     }
   if (subs.size() != d->dims.size()) {
@@ -672,8 +665,7 @@ bool ModelBuilder::lvalue(const Expr& e, std::vector<PendingAccess>& acc,
   if (e.kind == Expr::Kind::kIdent) {
     if (frame_of(e.text, f)) {
       error(e.begin) << "loop iterator '" << e.text << "' is assigned inside its loop";
-      const_cast<Diagnostic&>(diag_.all().back()).hint =
-          "the iterator may only change in the for header; use another variable";
+      diag_.set_last_hint("the iterator may only change in the for header; use another variable");
       return false;
     }
     const Decl* d = lookup(e.text);
@@ -683,7 +675,7 @@ bool ModelBuilder::lvalue(const Expr& e, std::vector<PendingAccess>& acc,
     }
     if (d && d->is_pointer()) {
       error(e.begin) << "pointer '" << e.text << "' is assigned inside the scop";
-      const_cast<Diagnostic&>(diag_.all().back()).hint = "pointers cannot be analysed; index arrays directly";
+      diag_.set_last_hint("pointers cannot be analysed; index arrays directly");
       return false;
     }
     if (d && iterator_decls_.count(d)) {
@@ -697,7 +689,7 @@ bool ModelBuilder::lvalue(const Expr& e, std::vector<PendingAccess>& acc,
   }
   if (e.kind == Expr::Kind::kUnary && e.text == "*") {
     error(e.begin) << "write through a pointer dereference '" << text(e) << "', which may alias any array";
-    const_cast<Diagnostic&>(diag_.all().back()).hint = "index the array itself, as in A[i] = ...";
+    diag_.set_last_hint("index the array itself, as in A[i] = ...");
     return false;
   }
   if (e.kind == Expr::Kind::kMember) {
@@ -722,20 +714,18 @@ void ModelBuilder::rhs_reads(const Expr& e, std::vector<PendingAccess>& acc,
       const Decl* d = lookup(e.text);
       if (d && d->is_array()) {
         error(e.begin) << "array '" << e.text << "' is used without subscripts";
-        const_cast<Diagnostic&>(diag_.all().back()).hint =
-            "inside a scop arrays may only be accessed element by element, as in " + e.text + "[i]";
+        diag_.set_last_hint("inside a scop arrays may only be accessed element by element, as in " + e.text + "[i]");
         return;
       }
       if (d && d->is_pointer()) {
         error(e.begin) << "pointer '" << e.text << "' is used inside the scop";
-        const_cast<Diagnostic&>(diag_.all().back()).hint = "index arrays directly; pointers cannot be analysed";
+        diag_.set_last_hint("index arrays directly; pointers cannot be analysed");
         return;
       }
       if (d && d->is_function) return;
       if (d && iterator_decls_.count(d)) {
         error(e.begin) << "'" << e.text << "' is a loop iterator used outside its loop";
-        const_cast<Diagnostic&>(diag_.all().back()).hint =
-            "its value after the loop is not modelled; use the bound expression instead";
+        diag_.set_last_hint("its value after the loop is not modelled; use the bound expression instead");
         return;
       }
       int ai = array_for_decl(d, e.text, e.begin, true);
@@ -758,28 +748,27 @@ void ModelBuilder::rhs_reads(const Expr& e, std::vector<PendingAccess>& acc,
       if (e.text == "*" || e.text == "&") {
         error(e.begin) << (e.text == "*" ? "pointer dereference" : "address-of") << " '" << text(e)
                        << "' is not supported inside a scop";
-        const_cast<Diagnostic&>(diag_.all().back()).hint =
-            "pointer arithmetic cannot be analysed; use array subscripts, as in A[i + 1]";
+        diag_.set_last_hint("pointer arithmetic cannot be analysed; use array subscripts, as in A[i + 1]");
         return;
       }
       if (e.text == "++" || e.text == "--") {
         error(e.begin) << "'" << e.text << "' inside an expression is not supported";
-        const_cast<Diagnostic&>(diag_.all().back()).hint = "make the increment a statement of its own";
+        diag_.set_last_hint("make the increment a statement of its own");
         return;
       }
       rhs_reads(*e.kids[0], acc, f, depth + 1);
       return;
     case Expr::Kind::kPostfix:
       error(e.op) << "'" << e.text << "' inside an expression is not supported";
-      const_cast<Diagnostic&>(diag_.all().back()).hint = "make the increment a statement of its own";
+      diag_.set_last_hint("make the increment a statement of its own");
       return;
     case Expr::Kind::kAssign:
       error(e.op) << "assignment inside an expression is not supported";
-      const_cast<Diagnostic&>(diag_.all().back()).hint = "split it into separate statements";
+      diag_.set_last_hint("split it into separate statements");
       return;
     case Expr::Kind::kComma:
       error(e.op) << "the comma operator is not supported inside a scop";
-      const_cast<Diagnostic&>(diag_.all().back()).hint = "split it into separate statements";
+      diag_.set_last_hint("split it into separate statements");
       return;
     case Expr::Kind::kMember:
       error(e.begin) << "struct members are not supported inside a scop";
@@ -791,8 +780,7 @@ void ModelBuilder::rhs_reads(const Expr& e, std::vector<PendingAccess>& acc,
             const Decl* d = lookup(k->text);
             if (d && (d->is_array() || d->is_pointer()) && !frame_of(k->text, f)) {
               error(e.begin) << "pointer arithmetic on '" << k->text << "' is not supported";
-              const_cast<Diagnostic&>(diag_.all().back()).hint =
-                  "use array subscripts: write " + k->text + "[i] instead of *(" + k->text + " + i)";
+              diag_.set_last_hint("use array subscripts: write " + k->text + "[i] instead of *(" + k->text + " + i)");
               return;
             }
           }
@@ -826,18 +814,16 @@ void ModelBuilder::build_statement(const Stmt& s, const Expr* assign, const Decl
       good = lvalue(*e.kids[0], acc, c.frames, true);
     } else if (e.kind == Expr::Kind::kCall) {
       error(e.begin) << "call '" << text(*e.kids[0]) << "(...)' as a statement";
-      const_cast<Diagnostic&>(diag_.all().back()).hint =
-          "bbmmc treats calls as pure functions, so only their results can be used: assign the "
-          "result, or move the call outside the scop";
+      diag_.set_last_hint("bbmmc treats calls as pure functions, so only their results can be used: assign the "
+          "result, or move the call outside the scop");
       good = false;
     } else if (e.kind == Expr::Kind::kComma) {
       error(e.op) << "the comma operator is not supported inside a scop";
-      const_cast<Diagnostic&>(diag_.all().back()).hint = "split it into separate statements";
+      diag_.set_last_hint("split it into separate statements");
       good = false;
     } else {
       error(e.begin) << "statement '" << text(e) << "' has no effect";
-      const_cast<Diagnostic&>(diag_.all().back()).hint =
-          "statements inside a scop are assignments to array elements or scalars";
+      diag_.set_last_hint("statements inside a scop are assignments to array elements or scalars");
       good = false;
     }
   }
@@ -970,11 +956,10 @@ void ModelBuilder::build_stmt(const Stmt& s, BuildCtx& c, std::vector<Node>& out
       for (const Decl& d : s.decls) {
         if (d.is_array()) {
           error(d.offset) << "arrays declared inside a scop are not supported";
-          const_cast<Diagnostic&>(diag_.all().back()).hint = "declare '" + d.name + "' before '#pragma scop'";
+          diag_.set_last_hint("declare '" + d.name + "' before '#pragma scop'");
         } else if (d.pointer_depth > 0) {
           error(d.offset) << "pointer '" << d.name << "' declared inside a scop";
-          const_cast<Diagnostic&>(diag_.all().back()).hint =
-              "pointers may alias arrays, which bbmmc cannot analyse; index arrays directly";
+          diag_.set_last_hint("pointers may alias arrays, which bbmmc cannot analyse; index arrays directly");
         }
         scopes_.back().push_back(&d);
         if (d.init && !d.is_array() && d.pointer_depth == 0) build_statement(s, nullptr, &d, c, out);
@@ -1056,7 +1041,7 @@ void ModelBuilder::build_for(const Stmt& s, BuildCtx& c, std::vector<Node>& out)
   int64_t step = 0;
   if (!s.inc) {
     error(s.begin) << "loop without an increment";
-    const_cast<Diagnostic&>(diag_.all().back()).hint = "loops inside a scop need a constant step, e.g. 'i++'";
+    diag_.set_last_hint("loops inside a scop need a constant step, e.g. 'i++'");
     header_ok = false;
   } else {
     const Expr& inc = *s.inc;
@@ -1091,7 +1076,7 @@ void ModelBuilder::build_for(const Stmt& s, BuildCtx& c, std::vector<Node>& out)
       header_ok = false;
     } else if (step == 0) {
       error(inc.begin) << "loop step '" << text(inc) << "' is not a constant increment of the iterator";
-      const_cast<Diagnostic&>(diag_.all().back()).hint = "use i++, i--, i += c or i -= c with a positive integer constant c";
+      diag_.set_last_hint("use i++, i--, i += c or i -= c with a positive integer constant c");
       header_ok = false;
     }
   }
@@ -1134,7 +1119,7 @@ void ModelBuilder::build_for(const Stmt& s, BuildCtx& c, std::vector<Node>& out)
   if (!s.cond) {
     if (header_ok) {
       error(s.begin) << "loop without a condition";
-      const_cast<Diagnostic&>(diag_.all().back()).hint = "give the loop an affine bound, e.g. 'i < n'";
+      diag_.set_last_hint("give the loop an affine bound, e.g. 'i < n'");
     }
     header_ok = false;
   } else if (header_ok) {
@@ -1162,10 +1147,9 @@ void ModelBuilder::build_for(const Stmt& s, BuildCtx& c, std::vector<Node>& out)
       if (!bad.is_empty()) {
         error(s.cond->begin) << "loop condition '" << text(*s.cond) << "' is not a bound on '" << iter
                              << "': it can become false and then true again";
-        const_cast<Diagnostic&>(diag_.all().back()).hint =
-            std::string("write the condition as ") + (step > 0 ? "upper" : "lower") +
+        diag_.set_last_hint(std::string("write the condition as ") + (step > 0 ? "upper" : "lower") +
             " bounds on the iterator, e.g. '" + iter + (step > 0 ? " < n" : " >= 0") +
-            "'; put other tests in an if statement";
+            "'; put other tests in an if statement");
         header_ok = false;
       } else if (!bounded && !full.is_empty()) {
         error(s.cond->begin) << "loop condition '" << text(*s.cond) << "' does not bound '" << iter
@@ -1244,8 +1228,7 @@ std::optional<Scop> ModelBuilder::build() {
 
   if (ok_ && scop_.statements.empty()) {
     error(ast_.begin_offset) << "scop contains no statements";
-    const_cast<Diagnostic&>(diag_.all().back()).hint =
-        "put the loop nest between '#pragma scop' and '#pragma endscop', or remove the pragmas";
+    diag_.set_last_hint("put the loop nest between '#pragma scop' and '#pragma endscop', or remove the pragmas");
   }
   if (!ok_) return std::nullopt;
 

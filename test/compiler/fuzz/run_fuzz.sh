@@ -18,5 +18,5 @@ mkdir -p "$build/corpus" "$build/artifacts"
 cp -n "$root"/test/compiler/golden/*.c "$root"/test/compiler/diagnostics/*.c "$build/corpus/" 2>/dev/null || true
 cp -n "$root"/test/compiler/fuzz_corpus/* "$build/corpus/" 2>/dev/null || true
 cd "$build"
-exec ./bbmm-compiler/bbmmc_fuzz corpus -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+exec ./bbmm-compiler/bbmmc_fuzz corpus -max_total_time="$secs" -timeout=25 -rss_limit_mb=2048 \
   -max_len=4096 -artifact_prefix=artifacts/ -print_final_stats=1 "$@"

@@ -1,0 +1,20 @@
+#pragma once
+// Code generation as one call for the driver: partition and boxes (poly/boxes.h), then the
+// host code and kernels of every scop, assembled into the output file (or only the host code
+// or only the kernels for --emit=host / --emit=kernel).
+
+#include <string>
+
+#include "codegen/host_codegen.h"
+#include "frontend/diagnostics.h"
+#include "poly/model.h"
+
+namespace bbmm::compiler {
+
+enum class GenerateWhat { kFile, kHost, kKernels };
+
+// Generates "prog" for "opts" into "out". Problems go to "diag"; returns false then.
+bool generate_code(const Program& prog, const CodegenOptions& opts, GenerateWhat what,
+                   Diagnostics& diag, std::string& out);
+
+}  // namespace bbmm::compiler

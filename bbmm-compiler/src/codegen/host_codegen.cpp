@@ -1,0 +1,713 @@
+#include "codegen/host_codegen.h"
+
+#include <isl/map.h>
+#include <isl/set.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "codegen/c_printer.h"
+#include "codegen/kernel_codegen.h"
+#include "codegen/loop_ast.h"
+#include "codegen/opencl_codegen.h"
+
+namespace bbmm::compiler {
+namespace {
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string r;
+  for (size_t i = 0; i < v.size(); ++i) r += (i ? sep : "") + v[i];
+  return r;
+}
+
+// Box expressions come from isl's printer; use the prelude's helpers.
+std::string cx(const std::string& e) { return rename_isl_macros(e); }
+
+std::string access_name(BoxAccess a) {
+  switch (a) {
+    case BoxAccess::kRead: return "BBMM_READ";
+    case BoxAccess::kWrite: return "BBMM_WRITE";
+    case BoxAccess::kReadWrite: return "BBMM_READ_WRITE";
+  }
+  return "BBMM_READ_WRITE";
+}
+
+// Prints, indented by "ind", the call "fn(tile, array, rank, lo, hi[, mode], ...)" for "box",
+// under its guard.
+void emit_box(std::ostream& os, const std::string& ind, const Box& box, const std::string& call,
+              const std::string& array, const std::string& tail) {
+  const size_t rank = box.dims.size();
+  std::vector<std::string> lo, hi;
+  for (const BoxDim& d : box.dims) {
+    lo.push_back(cx(d.lo));
+    hi.push_back(cx(d.hi));
+  }
+  std::string inner = ind + (box.guard == "1" ? "" : "  ");
+  if (box.guard != "1") os << ind << "if (" << cx(box.guard) << ") {\n";
+  else os << ind << "{\n";
+  os << inner << "  const int64_t bbmm_blo[" << rank << "] = {" << join(lo, ", ") << "};\n";
+  os << inner << "  const int64_t bbmm_bhi[" << rank << "] = {" << join(hi, ", ") << "};\n";
+  os << inner << "  " << call << "(bbmm_t, " << array << ", " << rank << ", bbmm_blo, bbmm_bhi"
+     << tail << ");\n";
+  if (box.guard != "1") os << ind << "}\n";
+  else os << ind << "}\n";
+}
+
+// The same for every row segment of "rows" (per-row enumeration).
+void emit_rows(std::ostream& os, const std::string& ind, const RowEnumeration& rows,
+               const std::string& call, const std::string& array, const std::string& tail) {
+  const size_t outer = rows.rows.dims.size();
+  const size_t rank = outer + 1;
+  os << ind << "if (" << cx(rows.rows.guard) << ") {  /* row by row */\n";
+  std::string in = ind + "  ";
+  for (size_t d = 0; d < outer; ++d) {
+    const std::string r = "bbmm_r" + std::to_string(d);
+    os << in << "for (int64_t " << r << " = " << cx(rows.rows.dims[d].lo) << "; " << r << " < "
+       << cx(rows.rows.dims[d].hi) << "; ++" << r << ")\n";
+    in += "  ";
+  }
+  os << in << "if (" << cx(rows.seg_guard) << ") {\n";
+  std::vector<std::string> lo, hi;
+  for (size_t d = 0; d < outer; ++d) {
+    lo.push_back("bbmm_r" + std::to_string(d));
+    hi.push_back("bbmm_r" + std::to_string(d) + " + 1");
+  }
+  lo.push_back(cx(rows.seg_lo));
+  hi.push_back(cx(rows.seg_hi));
+  os << in << "  const int64_t bbmm_blo[" << rank << "] = {" << join(lo, ", ") << "};\n";
+  os << in << "  const int64_t bbmm_bhi[" << rank << "] = {" << join(hi, ", ") << "};\n";
+  os << in << "  " << call << "(bbmm_t, " << array << ", " << rank << ", bbmm_blo, bbmm_bhi"
+     << tail << ");\n";
+  os << in << "}\n";
+  os << ind << "}\n";
+}
+
+class ScopGenerator {
+ public:
+  ScopGenerator(const Scop& scop, const ScopBoxes& boxes, const CodegenOptions& opts,
+                Diagnostics& diag)
+      : s_(scop), b_(boxes), opts_(opts), diag_(diag), pre_("bbmm_s" + std::to_string(scop.index)) {}
+
+  bool run(GeneratedScop& out) {
+    if (!check()) return false;
+    std::ostringstream k;
+    k << "/* ---- bbmmc: scop " << s_.index << " of " << s_.function << " (lines " << s_.begin_loc.line
+      << "-" << s_.end_loc.line << "), target " << (opts_.target == Target::kHost ? "host" : "opencl")
+      << " ---- */\n\n";
+    k << context_struct();
+    for (size_t p = 0; p < s_.phases.size(); ++p) k << phase_code(static_cast<int>(p));
+    out.kernels = k.str();
+    out.body = body();
+    return true;
+  }
+
+ private:
+  bool check() {
+    bool ok = true;
+    for (const ArrayInfo& a : s_.arrays) {
+      if (a.is_scalar && a.written) {
+        diag_.error(a.decl_loc) << "code generation does not support the scalar '" << a.c_name
+                                << "' written inside the scop yet";
+        diag_.set_last_hint("use a one-element array, or compute the value outside the scop");
+        ok = false;
+      } else if (a.elem_type == "?" || a.elem_type.empty()) {
+        diag_.error(a.decl_loc) << "code generation needs the type of '" << a.c_name << "'";
+        diag_.set_last_hint("declare it before the scop");
+        ok = false;
+      }
+    }
+    for (const Statement& st : s_.statements) {
+      if (!st.expr) {
+        diag_.error(st.loc) << "code generation does not support declarations inside the scop yet";
+        ok = false;
+      }
+    }
+    if (b_.phases.size() != s_.phases.size()) {
+      diag_.internal_error("codegen", "boxes and phases disagree");
+      ok = false;
+    }
+    return ok;
+  }
+
+  std::vector<int> arrays() const {
+    std::vector<int> r;
+    for (size_t a = 0; a < s_.arrays.size(); ++a) {
+      if (!s_.arrays[a].is_scalar) r.push_back(static_cast<int>(a));
+    }
+    return r;
+  }
+  std::vector<int> scalars() const {
+    std::vector<int> r;
+    for (size_t a = 0; a < s_.arrays.size(); ++a) {
+      const ArrayInfo& arr = s_.arrays[a];
+      if (arr.is_scalar &&
+          std::find(s_.params.begin(), s_.params.end(), arr.c_name) == s_.params.end()) {
+        r.push_back(static_cast<int>(a));
+      }
+    }
+    return r;
+  }
+
+  std::string context_struct() {
+    std::ostringstream os;
+    os << "/* What every phase of the scop needs: the runtime, the scop parameters, read-only\n"
+          "   scalars and the registered arrays. */\n";
+    os << "struct " << pre_ << "_ctx {\n";
+    os << "  bbmm_runtime* rt;\n  int devices, tiles_per_device;\n";
+    if (!s_.params.empty()) os << "  int64_t " << join(s_.params, ", ") << ";\n";
+    for (int a : scalars()) os << "  " << s_.arrays[a].elem_type << " " << s_.arrays[a].c_name << ";\n";
+    std::vector<std::string> arr;
+    for (int a : arrays()) arr.push_back("*" + s_.arrays[a].c_name);
+    if (!arr.empty()) os << "  bbmm_array " << join(arr, ", ") << ";\n";
+    os << "};\n\n";
+    return os.str();
+  }
+
+  // Locals "const int64_t N = bbmm_x->N;" for the scop parameters.
+  std::string param_locals(const std::string& ind) {
+    std::ostringstream os;
+    for (const std::string& p : s_.params) {
+      os << ind << "const int64_t " << p << " = bbmm_x->" << p << ";\n";
+      os << ind << "(void)" << p << ";\n";
+    }
+    return os.str();
+  }
+
+  std::string phase_code(int p) {
+    const Phase& ph = s_.phases[p];
+    const PhaseBoxes& pb = b_.phases[p];
+    const Partition& part = b_.partitions[pb.partition];
+    const KernelSignature sig = kernel_signature(s_, b_, p);
+    const std::string name = pre_ + "_p" + std::to_string(p);
+    std::ostringstream os;
+    os << "/* Phase " << p << ": statements";
+    for (int st : ph.statements) os << " " << s_.statements[st].name;
+    if (ph.parallel_loop >= 0) os << ", parallel loop " << s_.loops[ph.parallel_loop].c_name;
+    if (!ph.serial_loops.empty()) {
+      os << " inside serial loops";
+      for (int l : ph.serial_loops) os << " " << s_.loops[l].c_name;
+    }
+    os << "; partition " << part.id;
+    if (pb.single_device) os << " (runs on one device: a write set is not a union of boxes)";
+    os << ". */\n";
+    for (int st : ph.statements) {
+      os << "/*   " << s_.statements[st].name << ": " << comment_safe(s_.statements[st].text) << " */\n";
+    }
+    os << host_kernel_args_struct(s_, sig, name) << "\n";
+    if (opts_.target == Target::kHost) {
+      os << host_kernel_functions(s_, b_, p, sig, name);
+    } else {
+      os << opencl_kernel_launcher(s_, b_, p, sig, name);
+    }
+    os << tile_function(p, sig, name);
+    os << phase_function(p, sig, name);
+    return os.str();
+  }
+
+  std::string serial_params_decl(const KernelSignature& sig) {
+    std::string r;
+    for (const std::string& v : sig.serial) r += ", int64_t " + v;
+    return r;
+  }
+
+  std::string tile_function(int p, const KernelSignature& sig, const std::string& name) {
+    const PhaseBoxes& pb = b_.phases[p];
+    std::ostringstream os;
+    os << "/* One tile of phase " << p << " on device \"bbmm_dev\": require, acquire, launch, "
+          "flow out, release. */\n";
+    os << "static void " << name << "_tile(const struct " << pre_ << "_ctx* bbmm_x"
+       << serial_params_decl(sig);
+    for (const std::string& t : sig.tile) os << ", int64_t " << t;
+    os << ", int bbmm_dev) {\n";
+    os << param_locals("  ");
+    for (const std::string& v : sig.serial) os << "  (void)" << v << ";\n";
+    for (const std::string& v : sig.tile) os << "  (void)" << v << ";\n";
+    os << "  bbmm_tile* bbmm_t;\n";
+    os << "  int bbmm_required[" << std::max<size_t>(sig.arrays.size(), 1) << "] = {0};\n";
+    os << "  bbmm_gen_check(bbmm_tile_begin(bbmm_x->rt, bbmm_dev, &bbmm_t), \"bbmm_tile_begin\");\n";
+    // Require.
+    for (size_t k = 0; k < sig.arrays.size(); ++k) {
+      const int a = sig.arrays[k];
+      const ArrayBoxes* ab = array_boxes(pb, a);
+      const std::string arr = "bbmm_x->" + s_.arrays[a].c_name;
+      const std::string count = ", &bbmm_required[" + std::to_string(k) + "]";
+      if (!ab) continue;
+      os << "  /* " << s_.arrays[a].c_name << ": " << (ab->read ? "read" : "")
+         << (ab->read && ab->written ? ", " : "") << (ab->written ? "written" : "");
+      if (ab->written) os << " (" << write_strategy_name(ab->write_strategy) << ")";
+      os << "; " << (ab->choice == BoxChoice::kConvex ? "convex hull" : "disjoint boxes") << " */\n";
+      const bool per_row = ab->written && ab->write_strategy == WriteStrategy::kPerRow;
+      for (size_t r = 0; r < ab->required.size(); ++r) {
+        BoxAccess mode = ab->required_mode[r];
+        // Per-row writes: the covering boxes are read here; the rows actually written are
+        // declared READ_WRITE below, so that the runtime takes only those as written.
+        if (per_row && mode != BoxAccess::kRead) mode = BoxAccess::kRead;
+        emit_box(os, "  ", ab->required[r], "bbmm_gen_require", arr, ", " + access_name(mode) + count);
+      }
+      if (per_row) {
+        for (const RowEnumeration& rows : ab->write_rows) {
+          emit_rows(os, "  ", rows, "bbmm_gen_require", arr, ", BBMM_READ_WRITE" + count);
+        }
+      }
+    }
+    os << "  bbmm_gen_check(bbmm_tile_acquire(bbmm_t), \"bbmm_tile_acquire\");\n";
+    // Launch.
+    os << "  {\n";
+    const size_t na = std::max<size_t>(sig.arrays.size(), 1);
+    os << "    bbmm_view bbmm_v[" << na << "];\n";
+    os << "    size_t bbmm_size = sizeof(struct " << name << "_args);\n";
+    os << "    int bbmm_single = 1;\n";
+    os << "    memset(bbmm_v, 0, sizeof bbmm_v);\n";
+    for (size_t k = 0; k < sig.arrays.size(); ++k) {
+      os << "    if (bbmm_required[" << k << "]) bbmm_gen_check(bbmm_tile_view(bbmm_t, bbmm_x->"
+         << s_.arrays[sig.arrays[k]].c_name << ", &bbmm_v[" << k << "]), \"bbmm_tile_view\");\n";
+    }
+    os << "    for (int bbmm_k = 0; bbmm_k < " << sig.arrays.size() << "; ++bbmm_k) {\n";
+    os << "      bbmm_size += (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece);\n";
+    os << "      if (bbmm_v[bbmm_k].npieces != 1) bbmm_single = 0;\n";
+    os << "    }\n";
+    os << "    struct " << name << "_args* bbmm_a = (struct " << name
+       << "_args*)bbmm_gen_calloc(bbmm_size);\n";
+    for (const auto* v : {&sig.params, &sig.serial, &sig.tile}) {
+      for (const std::string& x : *v) os << "    bbmm_a->" << x << " = " << x << ";\n";
+    }
+    for (int a : sig.scalars) {
+      os << "    bbmm_a->" << s_.arrays[a].c_name << " = bbmm_x->" << s_.arrays[a].c_name << ";\n";
+    }
+    os << "    size_t bbmm_off = sizeof(struct " << name << "_args);\n";
+    os << "    for (int bbmm_k = 0; bbmm_k < " << sig.arrays.size() << "; ++bbmm_k) {\n";
+    os << "      bbmm_a->npieces[bbmm_k] = bbmm_v[bbmm_k].npieces;\n";
+    os << "      bbmm_a->offset[bbmm_k] = (int64_t)bbmm_off;\n";
+    os << "      if (bbmm_v[bbmm_k].npieces > 0) memcpy((char*)bbmm_a + bbmm_off, bbmm_v[bbmm_k].pieces, "
+          "(size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece));\n";
+    os << "      bbmm_off += (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece);\n";
+    os << "    }\n";
+    if (opts_.target == Target::kHost) {
+      os << "    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? " << name << " : " << name
+         << "_pieces, bbmm_a, bbmm_size), \"bbmm_tile_launch\");\n";
+    } else {
+      os << "    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? " << name << "_launch : "
+         << name << "_launch_pieces, bbmm_a, bbmm_size), \"bbmm_tile_launch\");\n";
+    }
+    os << "    free(bbmm_a);\n";
+    os << "  }\n";
+    // Flow out.
+    for (size_t k = 0; k < sig.arrays.size(); ++k) {
+      const int a = sig.arrays[k];
+      const ArrayBoxes* ab = array_boxes(pb, a);
+      if (!ab || (ab->flow_out.empty() && ab->flow_out_rows.empty())) continue;
+      const std::string arr = "bbmm_x->" + s_.arrays[a].c_name;
+      os << "  /* " << s_.arrays[a].c_name << ": what other tiles read of what this tile wrote */\n";
+      for (const Box& box : ab->flow_out) emit_box(os, "  ", box, "bbmm_gen_flow_out", arr, "");
+      for (const RowEnumeration& rows : ab->flow_out_rows) {
+        emit_rows(os, "  ", rows, "bbmm_gen_flow_out", arr, "");
+      }
+    }
+    os << "  bbmm_gen_check(bbmm_tile_release(bbmm_t), \"bbmm_tile_release\");\n";
+    os << "}\n\n";
+    return os.str();
+  }
+
+  const ArrayBoxes* array_boxes(const PhaseBoxes& pb, int a) const {
+    for (const ArrayBoxes& ab : pb.arrays) {
+      if (ab.array == a) return &ab;
+    }
+    return nullptr;
+  }
+
+  std::string phase_function(int p, const KernelSignature& sig, const std::string& name) {
+    const PhaseBoxes& pb = b_.phases[p];
+    const Partition& part = b_.partitions[pb.partition];
+    std::ostringstream os;
+    os << "/* Phase " << p << ": splits the partitioned range into tiles (owner computes: every "
+          "phase of\n   partition "
+       << part.id << " gives tile k to the same device). */\n";
+    os << "static void " << pre_ << "_phase" << p << "(const struct " << pre_ << "_ctx* bbmm_x"
+       << serial_params_decl(sig) << ") {\n";
+    os << param_locals("  ");
+    for (const std::string& v : sig.serial) os << "  (void)" << v << ";\n";
+    std::string serial_args;
+    for (const std::string& v : sig.serial) serial_args += ", " + v;
+    const size_t nd = part.dims.size();
+    if (nd == 0) {
+      os << "  " << name << "_tile(bbmm_x" << serial_args << ", 0);\n";
+      os << "}\n\n";
+      return os.str();
+    }
+    for (size_t d = 0; d < nd; ++d) {
+      os << "  const int64_t bbmm_from" << d << " = " << cx(part.dims[d].range_lo)
+         << ", bbmm_to" << d << " = " << cx(part.dims[d].range_hi) << ";\n";
+      os << "  if (bbmm_from" << d << " >= bbmm_to" << d << ") return;\n";
+    }
+    if (pb.single_device) {
+      os << "  /* single device: one tile covering the whole range */\n";
+      os << "  " << name << "_tile(bbmm_x" << serial_args;
+      for (size_t d = 0; d < nd; ++d) os << ", bbmm_from" << d << ", bbmm_to" << d;
+      os << ", 0);\n}\n\n";
+      return os.str();
+    }
+    if (nd == 1) {
+      os << "  int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;\n";
+      os << "  if (bbmm_n > bbmm_to0 - bbmm_from0) bbmm_n = bbmm_to0 - bbmm_from0;\n";
+      os << "  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {\n";
+      os << "    const int64_t " << part.dims[0].lo_param
+         << " = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;\n";
+      os << "    const int64_t " << part.dims[0].hi_param
+         << " = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;\n";
+      os << "    " << name << "_tile(bbmm_x" << serial_args << ", " << part.dims[0].lo_param << ", "
+         << part.dims[0].hi_param << ", (int)(bbmm_k * bbmm_x->devices / bbmm_n));\n";
+      os << "  }\n}\n\n";
+      return os.str();
+    }
+    // 2-D: a grid of devices (d0 x d1, as square as possible), each block split along the
+    // outer dimension into tiles_per_device tiles.
+    os << "  int bbmm_d0 = 1;\n";
+    os << "  for (int bbmm_f = 1; bbmm_f * bbmm_f <= bbmm_x->devices; ++bbmm_f)\n";
+    os << "    if (bbmm_x->devices % bbmm_f == 0) bbmm_d0 = bbmm_f;\n";
+    os << "  const int bbmm_d1 = bbmm_x->devices / bbmm_d0;\n";
+    os << "  int64_t bbmm_n0 = (int64_t)bbmm_d0 * bbmm_x->tiles_per_device, bbmm_n1 = bbmm_d1;\n";
+    os << "  if (bbmm_n0 > bbmm_to0 - bbmm_from0) bbmm_n0 = bbmm_to0 - bbmm_from0;\n";
+    os << "  if (bbmm_n1 > bbmm_to1 - bbmm_from1) bbmm_n1 = bbmm_to1 - bbmm_from1;\n";
+    os << "  for (int64_t bbmm_k0 = 0; bbmm_k0 < bbmm_n0; ++bbmm_k0)\n";
+    os << "    for (int64_t bbmm_k1 = 0; bbmm_k1 < bbmm_n1; ++bbmm_k1) {\n";
+    for (int d = 0; d < 2; ++d) {
+      const std::string k = "bbmm_k" + std::to_string(d), n = "bbmm_n" + std::to_string(d),
+                        f = "bbmm_from" + std::to_string(d), t = "bbmm_to" + std::to_string(d);
+      os << "      const int64_t " << part.dims[d].lo_param << " = " << f << " + (" << t << " - " << f
+         << ") * " << k << " / " << n << ";\n";
+      os << "      const int64_t " << part.dims[d].hi_param << " = " << f << " + (" << t << " - " << f
+         << ") * (" << k << " + 1) / " << n << ";\n";
+    }
+    os << "      const int bbmm_dev = (int)((bbmm_k0 * bbmm_d0 / bbmm_n0) * bbmm_d1 + bbmm_k1 * bbmm_d1 / bbmm_n1);\n";
+    os << "      " << name << "_tile(bbmm_x" << serial_args;
+    for (size_t d = 0; d < 2; ++d) os << ", " << part.dims[d].lo_param << ", " << part.dims[d].hi_param;
+    os << ", bbmm_dev);\n";
+    os << "    }\n}\n\n";
+    return os.str();
+  }
+
+  // The serial loops over the phases, as the scop's replacement.
+  std::string body() {
+    std::ostringstream os;
+    os << "  /* bbmmc: scop " << s_.index << " runs on the devices of libbbmm (generated code; "
+          "see the definitions above the function) */\n";
+    os << "  {\n";
+    os << "    struct " << pre_ << "_ctx bbmm_ctx;\n";
+    os << "    memset(&bbmm_ctx, 0, sizeof bbmm_ctx);\n";
+    os << "    bbmm_ctx.rt = bbmm_gen_runtime();\n";
+    os << "    bbmm_ctx.devices = bbmm_device_count(bbmm_ctx.rt);\n";
+    os << "    bbmm_ctx.tiles_per_device = bbmm_gen_tiles_per_device;\n";
+    for (const std::string& p : s_.params) os << "    bbmm_ctx." << p << " = " << p << ";\n";
+    for (int a : scalars()) os << "    bbmm_ctx." << s_.arrays[a].c_name << " = " << s_.arrays[a].c_name << ";\n";
+    for (int a : arrays()) {
+      const ArrayInfo& arr = s_.arrays[a];
+      std::vector<std::string> ext;
+      for (const isl::pw_aff& e : arr.extents) ext.push_back(c_expr_from_pw_aff(e, s_.context));
+      os << "    {\n";
+      os << "      const int64_t bbmm_ext[" << ext.size() << "] = {" << join(ext, ", ") << "};\n";
+      os << "      bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, \"" << arr.c_name << "\", (void*)("
+         << arr.c_name << "), sizeof(" << arr.elem_type << "), " << ext.size()
+         << ", bbmm_ext, NULL, " << (arr.written ? "0" : "BBMM_ARRAY_READ_ONLY") << ", &bbmm_ctx."
+         << arr.c_name << "), \"bbmm_array_register(" << arr.c_name << ")\");\n";
+      os << "    }\n";
+    }
+    os << loops();
+    os << "    /* The host copies become current; the device instances are freed. */\n";
+    for (int a : arrays()) {
+      os << "    bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx." << s_.arrays[a].c_name
+         << "), \"bbmm_array_unregister(" << s_.arrays[a].c_name << ")\");\n";
+    }
+    os << "  }\n";
+    return os.str();
+  }
+
+  std::string loops() {
+    isl::ctx ctx = s_.context.ctx();
+    int max_ns = 0;
+    for (const Phase& ph : s_.phases) max_ns = std::max(max_ns, static_cast<int>(ph.serial_loops.size()));
+    const int out_dims = 2 * max_ns + 1;
+    isl::union_map sched = isl::union_map::empty(ctx);
+    for (size_t p = 0; p < s_.phases.size(); ++p) {
+      const Phase& ph = s_.phases[p];
+      const int ns = static_cast<int>(ph.serial_loops.size());
+      const std::string tuple = "P" + std::to_string(p);
+      // The phase's instances: its statements' domains projected on the serial dimensions.
+      isl::set dom;
+      int first_pos = -1;
+      std::vector<int> pos;
+      for (int st_i : ph.statements) {
+        const Statement& st = s_.statements[st_i];
+        const int depth = static_cast<int>(st.iterators.size());
+        isl_set* d = isl_set_project_out(st.domain.copy(), isl_dim_set, ns, depth - ns);
+        d = isl_set_set_tuple_name(d, tuple.c_str());
+        isl::set ds = isl::manage(d);
+        dom = dom.is_null() ? ds : dom.unite(ds);
+        if (pos.empty()) pos.assign(st.position.begin(), st.position.begin() + ns + 1);
+        first_pos = first_pos < 0 ? st.position[ns] : std::min(first_pos, st.position[ns]);
+      }
+      pos[ns] = first_pos;
+      std::vector<std::string> dims, out;
+      for (int k = 0; k < ns; ++k) dims.push_back("bbmm_i" + std::to_string(k));
+      for (int k = 0; k <= ns; ++k) {
+        out.push_back(std::to_string(pos[k]));
+        if (k < ns) {
+          bool down = s_.loops[ph.serial_loops[k]].step < 0;
+          out.push_back((down ? "-" : "") + dims[k]);
+        }
+      }
+      while (static_cast<int>(out.size()) < out_dims) out.push_back("0");
+      isl::map m(ctx, "[" + join(s_.params, ", ") + "] -> { " + tuple + "[" + join(dims, ", ") +
+                          "] -> [" + join(out, ", ") + "] }");
+      m = m.intersect_domain(dom.coalesce());
+      sched = sched.unite(isl::union_map(m));
+    }
+    PrintInstance print = [&](const std::string& name, const std::vector<std::string>& args,
+                              std::vector<std::string>& lines) {
+      const int p = std::stoi(name.substr(1));
+      std::string call = pre_ + "_phase" + std::to_string(p) + "(&bbmm_ctx";
+      for (const std::string& a : args) call += ", " + a;
+      lines.push_back(call + ");");
+    };
+    return print_loops(sched, s_.context, "bbmm_c", 4, print);
+  }
+
+  const Scop& s_;
+  const ScopBoxes& b_;
+  const CodegenOptions& opts_;
+  Diagnostics& diag_;
+  std::string pre_;
+};
+
+// Byte offset in "text" of the start of the line holding byte "pos".
+size_t line_start(const std::string& text, size_t pos) {
+  while (pos > 0 && text[pos - 1] != '\n') --pos;
+  return pos;
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+// Where a function's definition starts: the line of its name, moved up over the lines of
+// its declaration specifiers (a return type on its own line).
+size_t function_start(const std::string& text, size_t name_line) {
+  size_t pos = name_line;
+  while (pos > 0) {
+    size_t prev = line_start(text, pos - 1);
+    std::string line = trim(text.substr(prev, pos - 1 - prev));
+    if (line.empty() || line[0] == '#' || line.back() == ';' || line.back() == '}' ||
+        line.back() == '{' || line.rfind("//", 0) == 0 ||
+        (line.size() >= 2 && line.compare(line.size() - 2, 2, "*/") == 0)) {
+      break;
+    }
+    pos = prev;
+  }
+  return pos;
+}
+
+}  // namespace
+
+bool generate_scop(const Scop& scop, const ScopBoxes& boxes, const CodegenOptions& opts,
+                   Diagnostics& diag, GeneratedScop& out) {
+  ScopGenerator g(scop, boxes, opts, diag);
+  return g.run(out);
+}
+
+std::string generated_prelude(const CodegenOptions& opts) {
+  std::ostringstream os;
+  os << R"(/* ---- bbmmc: helpers of the generated code (libbbmm's public C API only) ---- */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bbmm/bbmm.h"
+)";
+  if (opts.target == Target::kOpenCL) os << "#define CL_TARGET_OPENCL_VERSION 120\n#include <CL/cl.h>\n";
+  os << R"(
+static inline int64_t bbmm_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t bbmm_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t bbmm_floord(int64_t n, int64_t d) {
+  int64_t q = n / d;
+  return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q;
+}
+
+/* A failed runtime call ends the program: the generated function keeps its original
+   signature and has no way to return an error. */
+static void bbmm_gen_check(bbmm_status s, const char* what) {
+  if (s != BBMM_OK) {
+    fprintf(stderr, "bbmm: %s failed: %s\n", what, bbmm_last_error_message());
+    exit(1);
+  }
+}
+
+static void* bbmm_gen_calloc(size_t n) {
+  void* p = calloc(1, n);
+  if (!p) {
+    fprintf(stderr, "bbmm: out of host memory (%zu bytes)\n", n);
+    exit(1);
+  }
+  return p;
+}
+
+/* The runtime of this file, created on first use from the BBMM_* environment and destroyed
+   at exit (after printing the statistics when BBMM_STATS is "table", "1" or "json").
+   Not thread-safe: call the generated functions from one thread at a time. */
+static bbmm_runtime* bbmm_gen_rt;
+static int bbmm_gen_tiles_per_device = 1;
+
+static void bbmm_gen_exit(void) {
+  const char* s = getenv("BBMM_STATS");
+  if (bbmm_gen_rt && s && *s && strcmp(s, "0") != 0) {
+    fflush(stdout);
+    if (strcmp(s, "json") == 0) bbmm_stats_print_json(bbmm_gen_rt, stdout);
+    else bbmm_stats_print(bbmm_gen_rt, stdout);
+    fflush(stdout);
+  }
+  if (bbmm_gen_rt) bbmm_runtime_destroy(bbmm_gen_rt);
+  bbmm_gen_rt = NULL;
+}
+
+static bbmm_runtime* bbmm_gen_runtime(void) {
+  if (!bbmm_gen_rt) {
+    bbmm_options o;
+    bbmm_gen_check(bbmm_options_init(&o), "reading the BBMM_* environment");
+)";
+  if (opts.target == Target::kHost) {
+    os << R"(    if (o.backend == BBMM_BACKEND_AUTO) o.backend = BBMM_BACKEND_HOST;
+    if (o.backend != BBMM_BACKEND_HOST) {
+      fprintf(stderr, "bbmm: this program was generated with --target=host: its kernels run "
+                      "on the host backend only (unset BBMM_BACKEND or set it to 'host')\n");
+      exit(1);
+    }
+)";
+  } else {
+    os << R"(    if (o.backend == BBMM_BACKEND_AUTO) o.backend = BBMM_BACKEND_OPENCL;
+    if (o.backend != BBMM_BACKEND_OPENCL) {
+      fprintf(stderr, "bbmm: this program was generated with --target=opencl: its kernels run "
+                      "on the OpenCL backend only (unset BBMM_BACKEND or set it to 'opencl')\n");
+      exit(1);
+    }
+)";
+  }
+  os << R"(    const char* t = getenv("BBMM_TILES_PER_DEVICE");
+    if (t && *t) {
+      char* end;
+      long v = strtol(t, &end, 10);
+      if (*end || v < 1 || v > 4096) {
+        fprintf(stderr, "bbmm: BBMM_TILES_PER_DEVICE='%s' is not an integer in [1, 4096]\n", t);
+        exit(1);
+      }
+      bbmm_gen_tiles_per_device = (int)v;
+    }
+    bbmm_gen_check(bbmm_runtime_create(&o, &bbmm_gen_rt), "bbmm_runtime_create");
+    atexit(bbmm_gen_exit);
+  }
+  return bbmm_gen_rt;
+}
+
+/* Requires box [lo, hi) unless it is empty; counts the boxes required. */
+static void bbmm_gen_require(bbmm_tile* t, bbmm_array* a, int rank, const int64_t* lo,
+                             const int64_t* hi, bbmm_access mode, int* count) {
+  for (int d = 0; d < rank; ++d) {
+    if (lo[d] >= hi[d]) return;
+  }
+  bbmm_gen_check(bbmm_tile_require(t, a, lo, hi, mode), "bbmm_tile_require");
+  ++*count;
+}
+
+/* Flows out box [lo, hi) unless it is empty. */
+static void bbmm_gen_flow_out(bbmm_tile* t, bbmm_array* a, int rank, const int64_t* lo,
+                              const int64_t* hi) {
+  for (int d = 0; d < rank; ++d) {
+    if (lo[d] >= hi[d]) return;
+  }
+  bbmm_gen_check(bbmm_tile_flow_out(t, a, lo, hi), "bbmm_tile_flow_out");
+}
+)";
+  if (opts.target == Target::kHost) {
+    os << R"(
+/* The address of element "idx" in the piece holding it (access-function split). */
+static inline void* bbmm_gen_at(const bbmm_piece* p, int n, int rank, const int64_t* idx,
+                                size_t elem_size, const char* array) {
+  for (int k = 0; k < n; ++k) {
+    if (bbmm_piece_contains(&p[k], rank, idx)) return bbmm_piece_at(&p[k], elem_size, rank, idx);
+  }
+  fprintf(stderr, "bbmm: internal error: an element of '%s' is in none of the tile's %d pieces\n",
+          array, n);
+  abort();
+}
+)";
+  } else {
+    os << opencl_prelude();
+  }
+  os << "/* ---- end of the helpers ---- */\n\n";
+  return os.str();
+}
+
+bool generate_file(const Program& prog, const std::vector<GeneratedScop>& gen,
+                   const CodegenOptions& opts, Diagnostics& diag, std::string& out) {
+  const std::string& main = prog.sm->main_file();
+  const std::string* text = prog.sm->file_contents(main);
+  if (!text) {
+    diag.error({main, 0, 0}) << "cannot read '" << main << "' again to generate code";
+    return false;
+  }
+  // Insertion points: before the function holding each scop.
+  std::map<size_t, std::string> inserts;  // offset -> text (ordered: deterministic)
+  std::vector<std::pair<size_t, size_t>> replaced;
+  bool prelude_done = false;
+  for (size_t k = 0; k < prog.scops.size() && k < gen.size(); ++k) {
+    const Scop& s = prog.scops[k];
+    if (s.file != main) {
+      diag.error(s.begin_loc) << "code generation needs the scop in the main file, not in '"
+                              << s.file << "'";
+      return false;
+    }
+    size_t at = line_start(*text, s.begin_byte);
+    const ScopAst& ast = prog.tu->scops[s.index];
+    if (ast.function >= 0) {
+      const Function& fn = *prog.tu->functions[ast.function];
+      SourceLoc l = prog.sm->resolve(fn.offset);
+      std::optional<size_t> ls = prog.sm->line_start_offset(main, l.line);
+      if (l.file == main && ls) at = function_start(*text, *ls);
+    }
+    std::string block;
+    if (!prelude_done) {
+      block += generated_prelude(opts);
+      prelude_done = true;
+    }
+    block += gen[k].kernels;
+    inserts[at] += block;
+    replaced.emplace_back(s.begin_byte, s.end_byte);
+  }
+  std::ostringstream os;
+  os << "/* Generated by bbmmc " << "from " << main
+     << ": the scops run on libbbmm's devices. Edit the input, not this file. */\n";
+  size_t pos = 0;
+  auto ins = inserts.begin();
+  for (size_t k = 0; k <= replaced.size(); ++k) {
+    size_t stop = k < replaced.size() ? replaced[k].first : text->size();
+    while (ins != inserts.end() && ins->first <= stop) {
+      if (ins->first >= pos) {
+        os << text->substr(pos, ins->first - pos);
+        pos = ins->first;
+      }
+      os << ins->second;
+      ++ins;
+    }
+    os << text->substr(pos, stop - pos);
+    if (k < replaced.size()) {
+      os << gen[k].body;
+      pos = replaced[k].second;
+    }
+  }
+  out = os.str();
+  return true;
+}
+
+}  // namespace bbmm::compiler

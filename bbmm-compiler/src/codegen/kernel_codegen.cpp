@@ -1,0 +1,272 @@
+#include "codegen/kernel_codegen.h"
+
+#include <isl/map.h>
+#include <isl/set.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "codegen/c_printer.h"
+#include "codegen/loop_ast.h"
+
+namespace bbmm::compiler {
+namespace {
+
+// Position of "phase" in its partition's phase list.
+int phase_slot(const Partition& part, int phase) {
+  for (size_t k = 0; k < part.phases.size(); ++k) {
+    if (part.phases[k] == phase) return static_cast<int>(k);
+  }
+  return -1;
+}
+
+// "m" with its range padded with zero dimensions up to "n".
+isl::map pad_range(isl::map m, int n) {
+  int have = static_cast<int>(isl_map_dim(m.get(), isl_dim_out));
+  if (have >= n) return m;
+  isl_map* r = isl_map_add_dims(m.release(), isl_dim_out, n - have);
+  for (int k = have; k < n; ++k) r = isl_map_fix_si(r, isl_dim_out, k, 0);
+  return isl::manage(r);
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string r;
+  for (size_t i = 0; i < v.size(); ++i) r += (i ? sep : "") + v[i];
+  return r;
+}
+
+}  // namespace
+
+KernelSignature kernel_signature(const Scop& scop, const ScopBoxes& boxes, int phase) {
+  KernelSignature sig;
+  sig.params = scop.params;
+  const Phase& ph = scop.phases[phase];
+  for (int l : ph.serial_loops) sig.serial.push_back(scop.loops[l].c_name);
+  const PhaseBoxes& pb = boxes.phases[phase];
+  const Partition& part = boxes.partitions[pb.partition];
+  for (const PartitionDim& d : part.dims) {
+    sig.tile.push_back(d.lo_param);
+    sig.tile.push_back(d.hi_param);
+  }
+  std::vector<bool> used(scop.arrays.size(), false);
+  for (int s : ph.statements) {
+    for (int a : scop.statements[s].accesses) used[scop.accesses[a].array] = true;
+  }
+  for (size_t a = 0; a < scop.arrays.size(); ++a) {
+    if (!used[a]) continue;
+    const ArrayInfo& arr = scop.arrays[a];
+    if (arr.is_scalar) {
+      // A scalar that is also a parameter is passed as a parameter already.
+      if (std::find(sig.params.begin(), sig.params.end(), arr.c_name) == sig.params.end()) {
+        sig.scalars.push_back(static_cast<int>(a));
+      }
+    } else {
+      sig.arrays.push_back(static_cast<int>(a));
+    }
+  }
+  return sig;
+}
+
+std::string host_kernel_args_struct(const Scop& scop, const KernelSignature& sig,
+                                    const std::string& name) {
+  std::ostringstream os;
+  os << "struct " << name << "_args {\n";
+  auto ints = [&](const char* what, const std::vector<std::string>& v) {
+    if (v.empty()) return;
+    os << "  int64_t " << join(v, ", ") << ";  /* " << what << " */\n";
+  };
+  ints("scop parameters", sig.params);
+  ints("serial iterators", sig.serial);
+  ints("tile", sig.tile);
+  for (int a : sig.scalars) {
+    os << "  " << scop.arrays[a].elem_type << " " << scop.arrays[a].c_name
+       << ";  /* read-only scalar */\n";
+  }
+  size_t n = std::max<size_t>(sig.arrays.size(), 1);
+  os << "  /* per array (";
+  for (size_t k = 0; k < sig.arrays.size(); ++k) os << (k ? ", " : "") << scop.arrays[sig.arrays[k]].c_name;
+  os << "): the number of pieces and the byte offset of the pieces after this struct */\n";
+  os << "  int64_t npieces[" << n << "], offset[" << n << "];\n";
+  os << "};\n";
+  return os.str();
+}
+
+std::string rewrite_statement(
+    const Scop& scop, int stmt,
+    const std::function<std::string(int array, const std::vector<std::string>& subs)>& access) {
+  const Statement& st = scop.statements[stmt];
+  std::map<const Expr*, int> by_expr;
+  for (int a : st.accesses) {
+    const Access& acc = scop.accesses[a];
+    if (acc.expr && !scop.arrays[acc.array].is_scalar) by_expr.emplace(acc.expr, acc.array);
+  }
+  std::function<std::string(const Expr&)> rewrite = [&](const Expr& e) -> std::string {
+    auto it = by_expr.find(&e);
+    if (it == by_expr.end()) return "";
+    std::string base;
+    std::vector<const Expr*> subs;
+    access_subscripts(e, base, subs);
+    std::vector<std::string> texts;
+    for (const Expr* s : subs) texts.push_back(print_c_expr(*s, rewrite));
+    return access(it->second, texts);
+  };
+  if (!st.expr) return "";
+  return print_c_expr(*st.expr, rewrite) + ";";
+}
+
+std::string tile_loops(const Scop& scop, const ScopBoxes& boxes, int phase,
+                       const KernelSignature& sig, const TileLoopOptions& opts,
+                       const std::function<void(int stmt, const std::vector<std::string>& bind,
+                                                std::vector<std::string>& lines)>& print_stmt) {
+  const Phase& ph = scop.phases[phase];
+  const PhaseBoxes& pb = boxes.phases[phase];
+  const Partition& part = boxes.partitions[pb.partition];
+  const int slot = phase_slot(part, phase);
+  const int ns = static_cast<int>(ph.serial_loops.size());
+
+  std::vector<std::string> names = sig.params;
+  names.insert(names.end(), sig.serial.begin(), sig.serial.end());
+  names.insert(names.end(), sig.tile.begin(), sig.tile.end());
+  if (opts.one_iteration_per_item) names.push_back("bbmm_x");
+  const std::string pspace = "[" + join(names, ", ") + "]";
+
+  std::vector<std::string> ctx_cons;
+  for (const PartitionDim& d : part.dims) ctx_cons.push_back(d.lo_param + " < " + d.hi_param);
+  isl::set context(scop.context.ctx(), pspace + " -> { : " +
+                                           (ctx_cons.empty() ? "true" : join(ctx_cons, " and ")) +
+                                           " }");
+
+  std::vector<isl::map> maps;
+  int max_out = 0;
+  for (int s : ph.statements) {
+    const Statement& st = scop.statements[s];
+    const int depth = static_cast<int>(st.iterators.size());
+    std::vector<std::string> dims, cons;
+    for (int d = 0; d < depth; ++d) dims.push_back("bbmm_d" + std::to_string(d));
+    for (int d = 0; d < ns && d < depth; ++d) cons.push_back(dims[d] + " = " + sig.serial[d]);
+    for (size_t pd = 0; pd < part.dims.size(); ++pd) {
+      if (slot < 0 || slot >= static_cast<int>(part.dims[pd].loops.size())) continue;
+      int loop = part.dims[pd].loops[slot];
+      for (int d = 0; d < depth; ++d) {
+        if (st.loops[d] != loop) continue;
+        if (opts.one_iteration_per_item && pd == 0) {
+          cons.push_back(dims[d] + " = bbmm_x");
+        }
+        cons.push_back(part.dims[pd].lo_param + " <= " + dims[d] + " < " + part.dims[pd].hi_param);
+      }
+    }
+    isl::set tile(scop.context.ctx(), pspace + " -> { " + st.name + "[" + join(dims, ", ") +
+                                          "] : " + (cons.empty() ? "true" : join(cons, " and ")) +
+                                          " }");
+    isl::set dom = st.domain.intersect(tile);
+    isl::map sched = st.schedule.intersect_domain(dom);
+    // Drop the serial part of the schedule (constant within the tile).
+    sched = isl::manage(isl_map_project_out(sched.release(), isl_dim_out, 0, 2 * ns));
+    max_out = std::max(max_out, static_cast<int>(isl_map_dim(sched.get(), isl_dim_out)));
+    maps.push_back(sched);
+  }
+  isl::union_map schedule = isl::union_map::empty(scop.context.ctx());
+  for (isl::map& m : maps) schedule = schedule.unite(isl::union_map(pad_range(m, max_out)));
+
+  PrintInstance print = [&](const std::string& name, const std::vector<std::string>& args,
+                            std::vector<std::string>& lines) {
+    int s = scop.statement_index(name);
+    const Statement& st = scop.statements[s];
+    std::vector<std::string> bind;
+    for (size_t d = ns; d < args.size() && d < st.loops.size(); ++d) {
+      bind.push_back(scop.loops[st.loops[d]].c_name + " = " + args[d]);
+    }
+    print_stmt(s, bind, lines);
+  };
+  return print_loops(schedule, context, "bbmm_k", opts.indent, print);
+}
+
+std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int phase,
+                                  const KernelSignature& sig, const std::string& name) {
+  std::ostringstream os;
+  for (int variant = 0; variant < 2; ++variant) {
+    const bool pieces = variant == 1;
+    const std::string fn = name + (pieces ? "_pieces" : "");
+    os << "/* " << (pieces ? "Any number of pieces per array: each access finds its piece."
+                           : "One piece per array: direct box-local addressing.")
+       << " */\n";
+    os << "static void " << fn << "(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {\n";
+    os << "  const struct " << name << "_args* bbmm_a = (const struct " << name
+       << "_args*)bbmm_argp;\n";
+    std::vector<std::string> locals;
+    for (const auto* v : {&sig.params, &sig.serial, &sig.tile}) {
+      for (const std::string& p : *v) {
+        os << "  const int64_t " << p << " = bbmm_a->" << p << ";\n";
+        locals.push_back(p);
+      }
+    }
+    for (int a : sig.scalars) {
+      const ArrayInfo& arr = scop.arrays[a];
+      os << "  const " << arr.elem_type << " " << arr.c_name << " = bbmm_a->" << arr.c_name << ";\n";
+      locals.push_back(arr.c_name);
+    }
+    for (size_t k = 0; k < sig.arrays.size(); ++k) {
+      const ArrayInfo& arr = scop.arrays[sig.arrays[k]];
+      const std::string p = "bbmm_" + arr.c_name;
+      os << "  const bbmm_piece* " << p << "_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset["
+         << k << "]);\n";
+      if (pieces) {
+        os << "  const int " << p << "_n = (int)bbmm_a->npieces[" << k << "];\n";
+        locals.push_back(p + "_n");
+      } else {
+        const int rank = static_cast<int>(arr.extents.size());
+        os << "  " << arr.elem_type << "* const " << p << "_d = (" << arr.elem_type << "*)((char*)"
+           << p << "_p->data + " << p << "_p->offset);\n";
+        std::string off;
+        for (int d = 0; d < rank; ++d) {
+          if (d + 1 < rank) {
+            os << "  const int64_t " << p << "_s" << d << " = " << p << "_p->stride[" << d << "];\n";
+            off += (d ? " + " : "") + p + "_p->lo[" + std::to_string(d) + "] * " + p + "_s" +
+                   std::to_string(d);
+          } else {
+            off += (d ? " + " : "") + p + "_p->lo[" + std::to_string(d) + "]";
+          }
+        }
+        os << "  const int64_t " << p << "_o = -(" << off << ");\n";
+        locals.push_back(p + "_d");
+        locals.push_back(p + "_o");
+      }
+      locals.push_back(p + "_p");
+    }
+    os << "  (void)bbmm_info;\n";
+    for (const std::string& l : locals) os << "  (void)" << l << ";\n";
+
+    auto access = [&](int array, const std::vector<std::string>& subs) -> std::string {
+      const ArrayInfo& arr = scop.arrays[array];
+      const std::string p = "bbmm_" + arr.c_name;
+      const int rank = static_cast<int>(subs.size());
+      if (pieces) {
+        return "(*(" + arr.elem_type + "*)bbmm_gen_at(" + p + "_p, " + p + "_n, " +
+               std::to_string(rank) + ", (const int64_t[]){" + join(subs, ", ") + "}, sizeof(" +
+               arr.elem_type + "), \"" + arr.c_name + "\"))";
+      }
+      std::string idx = p + "_o";
+      for (int d = 0; d < rank; ++d) {
+        idx += " + (" + subs[d] + ")";
+        if (d + 1 < rank) idx += " * " + p + "_s" + std::to_string(d);
+      }
+      return p + "_d[" + idx + "]";
+    };
+    TileLoopOptions opts;
+    opts.indent = 2;
+    os << tile_loops(scop, boxes, phase, sig, opts,
+                     [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
+                       const Statement& st = scop.statements[s];
+                       lines.push_back("{");
+                       lines.push_back("  /* " + st.name + ": " + comment_safe(st.text) + " */");
+                       if (!bind.empty()) lines.push_back("  const int64_t " + join(bind, ", ") + ";");
+                       lines.push_back("  " + rewrite_statement(scop, s, access));
+                       lines.push_back("}");
+                     });
+    os << "}\n\n";
+  }
+  return os.str();
+}
+
+}  // namespace bbmm::compiler

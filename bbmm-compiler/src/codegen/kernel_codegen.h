@@ -1,0 +1,58 @@
+#pragma once
+// Tile kernels of one phase (ARCHITECTURE.md section 5, pass 6): the intra-tile loops from
+// isl's AST generator, with every access rewritten to box-local addressing.
+// - host target: two plain C functions taking their arguments (the scop parameters, the
+//   serial iterators, the tile parameters, read-only scalars and the pieces of every array,
+//   by value) as one byte block: "<name>" addresses a single piece per array directly,
+//   "<name>_pieces" picks the piece holding each access (access-function split);
+// - opencl target: OpenCL C source of one kernel, one work-item per value of the
+//   partitioned iterator (see opencl_codegen.h).
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "frontend/diagnostics.h"
+#include "poly/boxes.h"
+#include "poly/model.h"
+
+namespace bbmm::compiler {
+
+// What a phase's kernel receives, in this order. Shared by the host code and the kernel.
+struct KernelSignature {
+  std::vector<std::string> params;    // scop parameters (int64_t)
+  std::vector<std::string> serial;    // serial iterators, C names (int64_t)
+  std::vector<std::string> tile;      // tile parameters: bbmm_lo, bbmm_hi, ... (int64_t)
+  std::vector<int> scalars;           // read-only scalars (indices into Scop::arrays)
+  std::vector<int> arrays;            // arrays with pieces (indices into Scop::arrays)
+};
+
+KernelSignature kernel_signature(const Scop& scop, const ScopBoxes& boxes, int phase);
+
+// The C declaration of the argument block "struct <name>_args { ... };".
+std::string host_kernel_args_struct(const Scop& scop, const KernelSignature& sig,
+                                    const std::string& name);
+
+// The two host-target kernel functions "<name>" and "<name>_pieces" of "phase".
+std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int phase,
+                                  const KernelSignature& sig, const std::string& name);
+
+// The intra-tile loops of "phase" (statement instances of the tile, in the original order)
+// with each statement printed by "print_statement" (given the statement index and the
+// lines to fill; the statement's iterators are bound by the caller's code). "fixed" names
+// extra parameters equal to partitioned iterators (OpenCL: one work-item per value).
+struct TileLoopOptions {
+  bool one_iteration_per_item = false;  // partitioned iterator == the parameter "bbmm_x"
+  int indent = 2;
+};
+std::string tile_loops(const Scop& scop, const ScopBoxes& boxes, int phase,
+                       const KernelSignature& sig, const TileLoopOptions& opts,
+                       const std::function<void(int stmt, const std::vector<std::string>& bind,
+                                                std::vector<std::string>& lines)>& print_stmt);
+
+// The statement "stmt" with each array access replaced by "access(array, subscripts)".
+std::string rewrite_statement(
+    const Scop& scop, int stmt,
+    const std::function<std::string(int array, const std::vector<std::string>& subs)>& access);
+
+}  // namespace bbmm::compiler

@@ -1,0 +1,138 @@
+#include "codegen/loop_ast.h"
+
+#include <isl/ast.h>
+#include <isl/ast_build.h>
+#include <isl/id.h>
+#include <isl/options.h>
+#include <isl/printer.h>
+
+#include <cctype>
+#include <sstream>
+#include <stdexcept>
+
+namespace bbmm::compiler {
+namespace {
+
+struct UserData {
+  const PrintInstance* print = nullptr;
+};
+
+isl_printer* set_names(isl_printer* p) {
+  p = isl_ast_expr_op_type_set_print_name(p, isl_ast_expr_op_min, "bbmm_min");
+  p = isl_ast_expr_op_type_set_print_name(p, isl_ast_expr_op_max, "bbmm_max");
+  p = isl_ast_expr_op_type_set_print_name(p, isl_ast_expr_op_fdiv_q, "bbmm_floord");
+  return p;
+}
+
+std::string expr_str(isl_ast_expr* e) {
+  isl_printer* p = isl_printer_to_str(isl_ast_expr_get_ctx(e));
+  p = isl_printer_set_output_format(p, ISL_FORMAT_C);
+  p = set_names(p);
+  p = isl_printer_print_ast_expr(p, e);
+  char* s = isl_printer_get_str(p);
+  isl_printer_free(p);
+  std::string r = s ? s : "";
+  free(s);
+  return r;
+}
+
+isl_printer* print_user(isl_printer* p, isl_ast_print_options* options, isl_ast_node* node,
+                        void* user) {
+  auto* data = static_cast<UserData*>(user);
+  isl_ast_expr* call = isl_ast_node_user_get_expr(node);
+  isl_ast_expr* fn = isl_ast_expr_get_op_arg(call, 0);
+  isl_id* id = isl_ast_expr_get_id(fn);
+  std::string name = isl_id_get_name(id);
+  isl_id_free(id);
+  isl_ast_expr_free(fn);
+  std::vector<std::string> args;
+  int n = isl_ast_expr_get_op_n_arg(call);
+  for (int k = 1; k < n; ++k) {
+    isl_ast_expr* a = isl_ast_expr_get_op_arg(call, k);
+    args.push_back(expr_str(a));
+    isl_ast_expr_free(a);
+  }
+  isl_ast_expr_free(call);
+  std::vector<std::string> lines;
+  (*data->print)(name, args, lines);
+  for (const std::string& l : lines) {
+    p = isl_printer_start_line(p);
+    p = isl_printer_print_str(p, l.c_str());
+    p = isl_printer_end_line(p);
+  }
+  isl_ast_print_options_free(options);
+  return p;
+}
+
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+}  // namespace
+
+std::string rename_isl_macros(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    if (ident_char(text[i]) && (i == 0 || !ident_char(text[i - 1]))) {
+      size_t j = i;
+      while (j < text.size() && ident_char(text[j])) ++j;
+      std::string word = text.substr(i, j - i);
+      size_t k = j;
+      while (k < text.size() && text[k] == ' ') ++k;
+      bool call = k < text.size() && text[k] == '(';
+      if (call && (word == "min" || word == "max" || word == "floord")) out += "bbmm_";
+      out += word;
+      i = j;
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+std::string print_loops(const isl::union_map& schedule, const isl::set& context,
+                        const std::string& iterator_prefix, int indent,
+                        const PrintInstance& print_instance) {
+  isl_ctx* ctx = schedule.ctx().get();
+  isl_options_set_ast_iterator_type(ctx, "int64_t");
+  isl_ast_build* build = isl_ast_build_from_context(context.copy());
+  int dims = 0;
+  for (const isl::map& m : sorted_maps(schedule)) {
+    dims = std::max(dims, static_cast<int>(isl_map_dim(m.get(), isl_dim_out)));
+  }
+  isl_id_list* iters = isl_id_list_alloc(ctx, dims);
+  for (int k = 0; k < dims; ++k) {
+    iters = isl_id_list_add(iters,
+                            isl_id_alloc(ctx, (iterator_prefix + std::to_string(k)).c_str(), nullptr));
+  }
+  build = isl_ast_build_set_iterators(build, iters);
+  isl_ast_node* tree = isl_ast_build_node_from_schedule_map(build, schedule.copy());
+  isl_ast_build_free(build);
+  if (!tree) throw std::runtime_error("codegen: isl's AST generator failed");
+
+  UserData data{&print_instance};
+  isl_printer* p = isl_printer_to_str(ctx);
+  p = isl_printer_set_output_format(p, ISL_FORMAT_C);
+  p = isl_printer_set_indent(p, indent);
+  p = set_names(p);
+  isl_ast_print_options* opts = isl_ast_print_options_alloc(ctx);
+  opts = isl_ast_print_options_set_print_user(opts, &print_user, &data);
+  p = isl_ast_node_print(tree, p, opts);
+  char* s = isl_printer_get_str(p);
+  std::string r = s ? s : "";
+  free(s);
+  isl_printer_free(p);
+  isl_ast_node_free(tree);
+  return r;
+}
+
+std::string c_expr_from_pw_aff(const isl::pw_aff& pa, const isl::set& context) {
+  isl_ast_build* build = isl_ast_build_from_context(context.copy());
+  isl_ast_expr* e = isl_ast_build_expr_from_pw_aff(build, pa.copy());
+  isl_ast_build_free(build);
+  if (!e) throw std::runtime_error("codegen: cannot print a pw_aff");
+  std::string r = expr_str(e);
+  isl_ast_expr_free(e);
+  return r;
+}
+
+}  // namespace bbmm::compiler

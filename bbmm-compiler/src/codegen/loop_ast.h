@@ -1,0 +1,34 @@
+#pragma once
+// Loops from isl's AST generator, printed as C: the serial loops of the host code and the
+// intra-tile loops of the kernels. Expressions use bbmm_min/bbmm_max/bbmm_floord (defined by
+// the generated prelude) instead of isl's min/max/floord macros.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "poly/isl_util.h"
+
+namespace bbmm::compiler {
+
+// Prints one statement instance: "name" is the domain tuple name, "args" the C expressions
+// of its domain dimensions; append lines (without the indentation) to "lines".
+using PrintInstance =
+    std::function<void(const std::string& name, const std::vector<std::string>& args,
+                       std::vector<std::string>& lines)>;
+
+// The C loops executing the domain of "schedule" (S[...] -> [time...]) in the order of its
+// range, under parameter constraints "context". Loop iterators are "<iterator_prefix>0", ...
+// (declared int64_t in the loops). Every line is indented by "indent" spaces. Deterministic.
+std::string print_loops(const isl::union_map& schedule, const isl::set& context,
+                        const std::string& iterator_prefix, int indent,
+                        const PrintInstance& print_instance);
+
+// A C expression for "pa" (defined over "context"'s parameters) valid where "context" holds.
+std::string c_expr_from_pw_aff(const isl::pw_aff& pa, const isl::set& context);
+
+// "text" with the C macros of isl's printer (min, max, floord) renamed to bbmm_min,
+// bbmm_max, bbmm_floord, so generated code never defines macros with common names.
+std::string rename_isl_macros(const std::string& text);
+
+}  // namespace bbmm::compiler

@@ -1,0 +1,339 @@
+#include "poly/box_util.h"
+
+#include <isl/ast.h>
+#include <isl/ast_build.h>
+#include <isl/constraint.h>
+#include <isl/point.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace bbmm::compiler {
+
+namespace {
+
+int param_pos(isl_space* sp, const std::string& name) {
+  return isl_space_find_dim_by_name(sp, isl_dim_param, name.c_str());
+}
+
+// "s" with the constraint sum(coef * x) + cst >= 0 over set dims / params.
+isl::set add_ineq(isl::set s, const std::vector<std::pair<int, int>>& set_coefs,
+                  const std::vector<std::pair<std::string, int>>& param_coefs, int cst) {
+  isl_space* sp = isl_set_get_space(s.get());
+  isl_constraint* c = isl_constraint_alloc_inequality(isl_local_space_from_space(isl_space_copy(sp)));
+  for (auto [d, k] : set_coefs) c = isl_constraint_set_coefficient_si(c, isl_dim_set, d, k);
+  for (auto& [n, k] : param_coefs) {
+    int p = param_pos(sp, n);
+    if (p < 0) {
+      isl_space_free(sp);
+      isl_constraint_free(c);
+      throw std::logic_error("boxes: missing parameter " + n);
+    }
+    c = isl_constraint_set_coefficient_si(c, isl_dim_param, p, k);
+  }
+  c = isl_constraint_set_constant_si(c, cst);
+  isl_space_free(sp);
+  return isl::manage(isl_set_add_constraint(s.release(), c));
+}
+
+}  // namespace
+
+isl::set align(const isl::set& x, const isl::space& model) {
+  return isl::manage(isl_set_align_params(x.copy(), model.copy()));
+}
+isl::pw_aff align(const isl::pw_aff& x, const isl::space& model) {
+  return isl::manage(isl_pw_aff_align_params(x.copy(), model.copy()));
+}
+isl::space align(const isl::space& x, const isl::space& model) {
+  return isl::manage(isl_space_align_params(x.copy(), model.copy()));
+}
+
+isl::set add_param(isl::set s, const std::string& name) {
+  if (isl_set_find_dim_by_name(s.get(), isl_dim_param, name.c_str()) >= 0) return s;
+  isl_size n = isl_set_dim(s.get(), isl_dim_param);
+  isl_set* r = isl_set_add_dims(s.release(), isl_dim_param, 1);
+  r = isl_set_set_dim_name(r, isl_dim_param, n, name.c_str());
+  return isl::manage(r);
+}
+
+isl::map add_param(isl::map m, const std::string& name) {
+  if (isl_map_find_dim_by_name(m.get(), isl_dim_param, name.c_str()) >= 0) return m;
+  isl_size n = isl_map_dim(m.get(), isl_dim_param);
+  isl_map* r = isl_map_add_dims(m.release(), isl_dim_param, 1);
+  r = isl_map_set_dim_name(r, isl_dim_param, n, name.c_str());
+  return isl::manage(r);
+}
+
+isl::set tile_instances(const Statement& stmt, const TileFrame& frame, bool with_tile) {
+  isl::set d = stmt.domain;
+  for (const std::string& n : frame.serial_names) d = add_param(d, n);
+  if (with_tile)
+    for (size_t k = 0; k < frame.part_depths.size(); ++k) {
+      d = add_param(d, frame.lo_params[k]);
+      d = add_param(d, frame.hi_params[k]);
+    }
+  for (size_t i = 0; i < frame.serial_names.size(); ++i) {
+    int p = isl_set_find_dim_by_name(d.get(), isl_dim_param, frame.serial_names[i].c_str());
+    d = isl::manage(isl_set_equate(d.release(), isl_dim_param, p, isl_dim_set, i));
+  }
+  if (with_tile)
+    for (size_t k = 0; k < frame.part_depths.size(); ++k) {
+      int x = frame.part_depths[k];
+      d = add_ineq(d, {{x, 1}}, {{frame.lo_params[k], -1}}, 0);   // x - lo >= 0
+      d = add_ineq(d, {{x, -1}}, {{frame.hi_params[k], 1}}, -1);  // hi - x - 1 >= 0
+    }
+  return d;
+}
+
+isl::set outside_instances(const Statement& stmt, const TileFrame& frame) {
+  isl::set u = stmt.domain;
+  for (size_t k = 0; k < frame.part_depths.size(); ++k) {
+    u = add_param(u, frame.lo_params[k]);
+    u = add_param(u, frame.hi_params[k]);
+  }
+  isl::set out = isl::manage(isl_set_empty(isl_set_get_space(u.get())));
+  for (size_t k = 0; k < frame.part_depths.size(); ++k) {
+    int x = frame.part_depths[k];
+    out = out.unite(add_ineq(u, {{x, -1}}, {{frame.lo_params[k], 1}}, -1));  // lo - x - 1 >= 0
+    out = out.unite(add_ineq(u, {{x, 1}}, {{frame.hi_params[k], -1}}, 0));   // x - hi >= 0
+  }
+  return out.coalesce();
+}
+
+isl::set pw_le_set(const isl::pw_aff& a, const isl::pw_aff& b) {
+  return isl::manage(isl_pw_aff_le_set(a.copy(), b.copy()));
+}
+
+std::string c_expr(const isl::pw_aff& pa, const isl::set& context) {
+  isl::set ctx = align(context, pa.space());
+  isl::pw_aff p = align(pa, ctx.space());
+  ctx = ctx.intersect(p.domain());
+  isl_ast_build* b = isl_ast_build_from_context(ctx.release());
+  isl_ast_expr* e = isl_ast_build_expr_from_pw_aff(b, p.release());
+  isl_ast_build_free(b);
+  if (!e) throw std::logic_error("boxes: cannot build a C expression");
+  char* c = isl_ast_expr_to_C_str(e);
+  std::string r = c ? c : "";
+  free(c);
+  isl_ast_expr_free(e);
+  return r;
+}
+
+std::string c_cond(const isl::set& guard, const isl::set& context) {
+  isl::set ctx = align(context, guard.space());
+  isl::set g = align(guard, ctx.space());
+  if (ctx.is_subset(g)) return "1";
+  if (ctx.intersect(g).is_empty()) return "0";
+  isl_ast_build* b = isl_ast_build_from_context(ctx.release());
+  isl_ast_expr* e = isl_ast_build_expr_from_set(b, g.release());
+  isl_ast_build_free(b);
+  if (!e) throw std::logic_error("boxes: cannot build a C condition");
+  char* c = isl_ast_expr_to_C_str(e);
+  std::string r = c ? c : "";
+  free(c);
+  isl_ast_expr_free(e);
+  return r;
+}
+
+isl::set box_set_from_bounds(const isl::space& set_space, const std::vector<isl::pw_aff>& mins,
+                             const std::vector<isl::pw_aff>& maxs) {
+  isl::space sp = set_space;
+  for (size_t d = 0; d < mins.size(); ++d) sp = align(align(sp, mins[d].space()), maxs[d].space());
+  isl::set r = isl::manage(isl_set_universe(sp.copy()));
+  for (size_t d = 0; d < mins.size(); ++d) {
+    isl::pw_aff var = isl::manage(isl_pw_aff_var_on_domain(isl_local_space_from_space(sp.copy()), isl_dim_set, d));
+    isl::pw_aff mn = align(mins[d], sp).insert_domain(sp);
+    isl::pw_aff mx = align(maxs[d], sp).insert_domain(sp);
+    r = r.intersect(pw_le_set(mn, var)).intersect(pw_le_set(var, mx));
+  }
+  return r.coalesce();
+}
+
+Box make_box(const isl::set& s, const isl::set& context) {
+  Box b;
+  int n = isl_set_dim(s.get(), isl_dim_set);
+  b.guard_set = s.params().coalesce();
+  isl::set ectx = align(context, b.guard_set.space()).intersect(align(b.guard_set, context.space()));
+  std::vector<isl::pw_aff> mins, maxs;
+  for (int d = 0; d < n; ++d) {
+    BoxDim bd;
+    bd.min = isl::manage(isl_set_dim_min(s.copy(), d)).coalesce();
+    bd.max = isl::manage(isl_set_dim_max(s.copy(), d)).coalesce();
+    bd.lo = c_expr(bd.min, ectx);
+    isl::pw_aff hi = isl::manage(isl_pw_aff_add_constant_val(bd.max.copy(), isl_val_one(s.ctx().get())));
+    bd.hi = c_expr(hi, ectx);
+    mins.push_back(bd.min);
+    maxs.push_back(bd.max);
+    b.dims.push_back(std::move(bd));
+  }
+  b.guard = c_cond(b.guard_set, context);
+  b.set = box_set_from_bounds(s.space(), mins, maxs);
+  return b;
+}
+
+std::optional<RowEnumeration> make_rows(const isl::set& s, const isl::set& context) {
+  int n = isl_set_dim(s.get(), isl_dim_set);
+  if (n < 2) return std::nullopt;
+  int k = n - 1;
+  isl_set* named = s.copy();
+  for (int i = 0; i < k; ++i) named = isl_set_set_dim_name(named, isl_dim_set, i, ("bbmm_r" + std::to_string(i)).c_str());
+  isl_size np = isl_set_dim(named, isl_dim_param);
+  isl::set moved = isl::manage(isl_set_move_dims(named, isl_dim_param, np, isl_dim_set, 0, k));
+  isl::pw_aff mn = isl::manage(isl_set_dim_min(moved.copy(), 0)).coalesce();
+  isl::pw_aff mx = isl::manage(isl_set_dim_max(moved.copy(), 0)).coalesce();
+  isl::set rebuilt = box_set_from_bounds(moved.space(), {mn}, {mx});
+  if (!rebuilt.is_equal(moved)) return std::nullopt;
+  RowEnumeration r;
+  r.exact = s;
+  isl::set proj = isl::manage(isl_set_project_out(s.copy(), isl_dim_set, k, 1));
+  r.rows = make_box(proj, context);
+  // The row iterators as parameters, limited to the rows box.
+  isl_set* rows_named = r.rows.set.copy();
+  for (int i = 0; i < k; ++i) rows_named = isl_set_set_dim_name(rows_named, isl_dim_set, i, ("bbmm_r" + std::to_string(i)).c_str());
+  isl_size rp = isl_set_dim(rows_named, isl_dim_param);
+  isl::set rows_params = isl::manage(isl_set_params(isl_set_move_dims(rows_named, isl_dim_param, rp, isl_dim_set, 0, k)));
+  isl::set ctx_r = align(context, rows_params.space()).intersect(align(rows_params, context.space()));
+  isl::set seg_guard = moved.params().coalesce();
+  r.seg_guard = c_cond(seg_guard, ctx_r);
+  isl::set ectx = align(ctx_r, seg_guard.space()).intersect(align(seg_guard, ctx_r.space()));
+  r.seg_lo = c_expr(mn, ectx);
+  r.seg_hi = c_expr(isl::manage(isl_pw_aff_add_constant_val(mx.copy(), isl_val_one(s.ctx().get()))), ectx);
+  return r;
+}
+
+std::optional<int64_t> eval(const isl::pw_aff& pa, const Values& v) {
+  isl_space* sp = isl_pw_aff_get_domain_space(pa.get());
+  isl_size np = isl_space_dim(sp, isl_dim_param);
+  isl_point* pt = isl_point_zero(isl_space_copy(sp));
+  for (int i = 0; i < np; ++i) {
+    const char* name = isl_space_get_dim_name(sp, isl_dim_param, i);
+    auto it = v.find(name ? name : "");
+    if (it == v.end()) {
+      isl_point_free(pt);
+      isl_space_free(sp);
+      throw std::logic_error(std::string("boxes: no value for parameter ") + (name ? name : "?"));
+    }
+    pt = isl_point_set_coordinate_val(pt, isl_dim_param, i, isl_val_int_from_si(pa.ctx().get(), it->second));
+  }
+  isl_space_free(sp);
+  isl_val* r = isl_pw_aff_eval(pa.copy(), pt);
+  if (!r) throw std::logic_error("boxes: cannot evaluate a bound");
+  std::optional<int64_t> out;
+  if (!isl_val_is_nan(r)) out = isl_val_get_num_si(r);
+  isl_val_free(r);
+  return out;
+}
+
+namespace {
+isl::set fix_params(const isl::set& s, const Values& v) {
+  isl_set* r = s.copy();
+  isl_size np = isl_set_dim(r, isl_dim_param);
+  for (int i = 0; i < np; ++i) {
+    const char* name = isl_set_get_dim_name(r, isl_dim_param, i);
+    auto it = v.find(name ? name : "");
+    if (it == v.end()) {
+      isl_set_free(r);
+      throw std::logic_error(std::string("boxes: no value for parameter ") + (name ? name : "?"));
+    }
+    r = isl_set_fix_si(r, isl_dim_param, i, it->second);
+  }
+  return isl::manage(r);
+}
+}  // namespace
+
+bool eval_cond(const isl::set& params, const Values& v) { return !fix_params(params, v).is_empty(); }
+
+int64_t count_points(const isl::set& s, const Values& v) {
+  isl::set f = fix_params(s, v);
+  int64_t n = 0;
+  isl_set_foreach_point(
+      f.get(),
+      [](isl_point* p, void* user) -> isl_stat {
+        ++*static_cast<int64_t*>(user);
+        isl_point_free(p);
+        return isl_stat_ok;
+      },
+      &n);
+  return n;
+}
+
+bool CBox::empty() const {
+  for (size_t d = 0; d < lo.size(); ++d)
+    if (lo[d] >= hi[d]) return true;
+  return false;
+}
+
+int64_t CBox::volume() const {
+  if (empty()) return 0;
+  int64_t v = 1;
+  for (size_t d = 0; d < lo.size(); ++d) v *= hi[d] - lo[d];
+  return v;
+}
+
+std::optional<CBox> eval_box(const Box& b, const Values& v) {
+  if (!eval_cond(b.guard_set, v)) return std::nullopt;
+  CBox c;
+  for (const BoxDim& d : b.dims) {
+    auto mn = eval(d.min, v), mx = eval(d.max, v);
+    if (!mn || !mx) return std::nullopt;
+    c.lo.push_back(*mn);
+    c.hi.push_back(*mx + 1);
+  }
+  if (c.empty()) return std::nullopt;
+  return c;
+}
+
+CBox hull(const CBox& a, const CBox& b) {
+  CBox h = a;
+  for (size_t d = 0; d < a.lo.size(); ++d) {
+    h.lo[d] = std::min(a.lo[d], b.lo[d]);
+    h.hi[d] = std::max(a.hi[d], b.hi[d]);
+  }
+  return h;
+}
+
+namespace {
+// Appends to "out" the parts of "a" outside "b" (at most 2 * rank boxes).
+void subtract(const CBox& a, const CBox& b, std::vector<CBox>& out) {
+  CBox rest = a;
+  for (size_t d = 0; d < a.lo.size(); ++d)
+    if (b.hi[d] <= rest.lo[d] || b.lo[d] >= rest.hi[d]) {
+      out.push_back(a);
+      return;
+    }
+  for (size_t d = 0; d < a.lo.size(); ++d) {
+    if (b.lo[d] > rest.lo[d]) {
+      CBox p = rest;
+      p.hi[d] = b.lo[d];
+      out.push_back(p);
+      rest.lo[d] = b.lo[d];
+    }
+    if (b.hi[d] < rest.hi[d]) {
+      CBox p = rest;
+      p.lo[d] = b.hi[d];
+      out.push_back(p);
+      rest.hi[d] = b.hi[d];
+    }
+  }
+}
+}  // namespace
+
+int64_t union_volume(const std::vector<CBox>& boxes) {
+  std::vector<CBox> disjoint;
+  for (const CBox& b : boxes) {
+    if (b.empty()) continue;
+    std::vector<CBox> pieces{b};
+    for (const CBox& k : disjoint) {
+      std::vector<CBox> next;
+      for (const CBox& p : pieces) subtract(p, k, next);
+      pieces.swap(next);
+    }
+    disjoint.insert(disjoint.end(), pieces.begin(), pieces.end());
+  }
+  int64_t v = 0;
+  for (const CBox& b : disjoint) v += b.volume();
+  return v;
+}
+
+}  // namespace bbmm::compiler

@@ -1,0 +1,80 @@
+#pragma once
+// Helpers shared by the partition, boxes and flow-out passes: the parameter space of a tile
+// (scop parameters, serial iterators, tile parameters), the tile's statement instances,
+// boxes of parametric sets with their C expressions, and evaluation at concrete values.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "poly/boxes.h"
+
+namespace bbmm::compiler {
+
+// The tile of one phase: which statement dimensions are serial (equated to parameters
+// named after the serial loops) and which are partitioned (bounded by lo/hi parameters).
+struct TileFrame {
+  std::vector<std::string> serial_names;  // one per serial loop of the phase (C names)
+  std::vector<int> part_depths;           // statement dimensions partitioned (0, 1 or 2)
+  std::vector<std::string> lo_params;     // parallel to part_depths
+  std::vector<std::string> hi_params;
+};
+
+// "x" with its parameters aligned to (extended by) those of "model".
+isl::set align(const isl::set& x, const isl::space& model);
+isl::pw_aff align(const isl::pw_aff& x, const isl::space& model);
+isl::space align(const isl::space& x, const isl::space& model);
+
+// "s" with the parameter "name" added at the end (if missing).
+isl::set add_param(isl::set s, const std::string& name);
+isl::map add_param(isl::map m, const std::string& name);
+
+// The instances of "stmt" in the tile "frame": its domain with the serial dimensions equal
+// to the serial parameters and lo <= x < hi on the partitioned dimensions ("with_tile").
+isl::set tile_instances(const Statement& stmt, const TileFrame& frame, bool with_tile = true);
+
+// The instances of "stmt" outside the tile "frame" (some partitioned dimension outside
+// [lo, hi)); the serial dimensions are free.
+isl::set outside_instances(const Statement& stmt, const TileFrame& frame);
+
+// A parameter set "lo <= x" style helpers over pw_affs on a parameter domain.
+isl::set pw_le_set(const isl::pw_aff& a, const isl::pw_aff& b);
+
+// The bounding box of "s" (a set of array elements over parameters), with the C
+// expressions valid in "context" (a parameter set). The box's set is the exact hull.
+Box make_box(const isl::set& s, const isl::set& context);
+
+// C text of "pa" (resp. the condition "guard") assuming "context".
+std::string c_expr(const isl::pw_aff& pa, const isl::set& context);
+std::string c_cond(const isl::set& guard, const isl::set& context);
+
+// "s" as a per-row enumeration (rank >= 2), or nullopt when some row is not one interval.
+std::optional<RowEnumeration> make_rows(const isl::set& s, const isl::set& context);
+
+// The set { x : min_d <= x_d <= max_d } in the space of "like" (a set space).
+isl::set box_set_from_bounds(const isl::space& set_space, const std::vector<isl::pw_aff>& mins,
+                             const std::vector<isl::pw_aff>& maxs);
+
+// Values of named parameters.
+using Values = std::map<std::string, int64_t>;
+
+// "pa" at "v" (every parameter of "pa" must be in "v"); nullopt outside its domain.
+std::optional<int64_t> eval(const isl::pw_aff& pa, const Values& v);
+bool eval_cond(const isl::set& params, const Values& v);
+
+// A concrete half-open box; empty when some lo >= hi.
+struct CBox {
+  std::vector<int64_t> lo, hi;
+  bool empty() const;
+  int64_t volume() const;
+};
+std::optional<CBox> eval_box(const Box& b, const Values& v);  // nullopt: guard false
+CBox hull(const CBox& a, const CBox& b);
+int64_t union_volume(const std::vector<CBox>& boxes);
+
+// The number of points of "s" with its parameters fixed to "v".
+int64_t count_points(const isl::set& s, const Values& v);
+
+}  // namespace bbmm::compiler

@@ -1,0 +1,420 @@
+#include "poly/boxes.h"
+
+#include <isl/set.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "poly/box_util.h"
+#include "poly/flow_out.h"
+#include "poly/partition.h"
+
+namespace bbmm::compiler {
+
+const char* box_access_name(BoxAccess a) {
+  switch (a) {
+    case BoxAccess::kRead: return "READ";
+    case BoxAccess::kWrite: return "WRITE";
+    case BoxAccess::kReadWrite: return "READ_WRITE";
+  }
+  return "?";
+}
+
+const char* write_strategy_name(WriteStrategy s) {
+  switch (s) {
+    case WriteStrategy::kExactBoxes: return "exact boxes";
+    case WriteStrategy::kPerRow: return "per-row";
+    case WriteStrategy::kSingleDevice: return "single device";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr int kMaxWriteBoxes = 4;
+
+std::vector<isl::basic_set> basic_sets(const isl::set& s) {
+  std::vector<isl::basic_set> v;
+  s.foreach_basic_set([&](isl::basic_set b) { v.push_back(b); });
+  return v;
+}
+
+// "w" as a few disjoint boxes each equal to a piece of it, or nullopt.
+std::optional<std::vector<Box>> exact_boxes(const isl::set& w, const isl::set& ctx) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    isl::set s = attempt == 0 ? w.coalesce() : isl::manage(isl_set_make_disjoint(w.copy()));
+    std::vector<isl::basic_set> bs = basic_sets(s);
+    if (bs.empty() || static_cast<int>(bs.size()) > kMaxWriteBoxes) continue;
+    std::vector<Box> boxes;
+    bool ok = true;
+    for (const isl::basic_set& b : bs) {
+      Box box = make_box(isl::set(b), ctx);
+      if (!box.set.is_equal(isl::set(b))) {
+        ok = false;
+        break;
+      }
+      boxes.push_back(std::move(box));
+    }
+    for (size_t i = 0; ok && i < boxes.size(); ++i)
+      for (size_t j = i + 1; ok && j < boxes.size(); ++j)
+        ok = boxes[i].set.intersect(boxes[j].set).is_empty();
+    if (ok) return boxes;
+  }
+  return std::nullopt;
+}
+
+// Representative values: the report's scop parameters, up to three serial iterations
+// (first, middle, last) and the tiles of an even split of the partition range.
+struct Samples {
+  std::vector<Values> all;     // for the choice
+  std::vector<Values> middle;  // the tiles at the middle serial iteration (report)
+  std::vector<std::string> tile_text;
+  Values serial_middle;
+};
+
+Samples make_samples(const Scop& scop, int p, const Partition& part, const TileFrame& frame,
+                     const Values& params, int tiles) {
+  Samples out;
+  // Serial iterations where the phase has instances.
+  isl::set ser;
+  for (int s : scop.phases[p].statements) {
+    isl::set d = tile_instances(scop.statements[s], TileFrame{frame.serial_names, {}, {}, {}}, false).params();
+    ser = ser.is_null() ? d : ser.unite(d);
+  }
+  std::vector<std::vector<int64_t>> points;
+  size_t ns = frame.serial_names.size();
+  if (ns == 0) {
+    points.push_back({});
+  } else {
+    isl_set* x = isl_set_from_params(ser.copy());
+    for (const std::string& n : frame.serial_names) {
+      int pos = isl_set_find_dim_by_name(x, isl_dim_param, n.c_str());
+      isl_size nd = isl_set_dim(x, isl_dim_set);
+      x = isl_set_move_dims(x, isl_dim_set, nd, isl_dim_param, pos, 1);
+    }
+    isl::set xs = isl::manage(x);
+    struct Acc { std::vector<std::vector<int64_t>>* pts; size_t n; } acc{&points, ns};
+    isl::set fixed = xs;
+    for (const auto& [name, v] : params) {
+      int pos = isl_set_find_dim_by_name(fixed.get(), isl_dim_param, name.c_str());
+      if (pos >= 0) fixed = isl::manage(isl_set_fix_si(fixed.release(), isl_dim_param, pos, v));
+    }
+    isl_set_foreach_point(
+        fixed.get(),
+        [](isl_point* pt, void* user) -> isl_stat {
+          Acc* a = static_cast<Acc*>(user);
+          std::vector<int64_t> c;
+          for (size_t i = 0; i < a->n; ++i) {
+            isl_val* v = isl_point_get_coordinate_val(pt, isl_dim_set, i);
+            c.push_back(isl_val_get_num_si(v));
+            isl_val_free(v);
+          }
+          a->pts->push_back(std::move(c));
+          isl_point_free(pt);
+          return isl_stat_ok;
+        },
+        &acc);
+    std::sort(points.begin(), points.end());
+    if (points.size() > 3) points = {points.front(), points[points.size() / 2], points.back()};
+  }
+  for (size_t si = 0; si < points.size(); ++si) {
+    Values v = params;
+    for (size_t i = 0; i < ns; ++i) v[frame.serial_names[i]] = points[si][i];
+    bool middle = si == points.size() / 2;
+    if (middle) out.serial_middle = v;
+    if (part.dims.empty()) {
+      out.all.push_back(v);
+      if (middle) {
+        out.middle.push_back(v);
+        std::string text;
+        for (size_t i = 0; i < ns; ++i) text += frame.serial_names[i] + "=" + std::to_string(points[si][i]) + " ";
+        out.tile_text.push_back(text + "whole phase");
+      }
+      continue;
+    }
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> splits;
+    bool ok = true;
+    for (const PartitionDim& d : part.dims) {
+      auto mn = eval(d.range_min, v), mx = eval(d.range_max, v);
+      if (!mn || !mx || *mx < *mn) {
+        ok = false;
+        break;
+      }
+      int64_t len = *mx - *mn + 1;
+      std::vector<std::pair<int64_t, int64_t>> sp;
+      for (int k = 0; k < tiles; ++k) {
+        int64_t a = *mn + len * k / tiles, b = *mn + len * (k + 1) / tiles;
+        if (a < b) sp.push_back({a, b});
+      }
+      splits.push_back(sp);
+    }
+    if (!ok) continue;
+    std::vector<size_t> idx(splits.size(), 0);
+    while (true) {
+      Values t = v;
+      std::string text;
+      for (size_t i = 0; i < ns; ++i) text += frame.serial_names[i] + "=" + std::to_string(points[si][i]) + " ";
+      for (size_t k = 0; k < splits.size(); ++k) {
+        t[part.dims[k].lo_param] = splits[k][idx[k]].first;
+        t[part.dims[k].hi_param] = splits[k][idx[k]].second;
+        if (k > 0) text += ", ";
+        text += scop.loops[part.dims[k].loops[0]].iterator + " in [" + std::to_string(splits[k][idx[k]].first) +
+                ", " + std::to_string(splits[k][idx[k]].second) + ")";
+      }
+      out.all.push_back(t);
+      if (middle) {
+        out.middle.push_back(t);
+        out.tile_text.push_back(text);
+      }
+      size_t k = splits.size();
+      while (k > 0 && ++idx[k - 1] == splits[k - 1].size()) idx[--k] = 0;
+      if (k == 0) break;
+    }
+  }
+  return out;
+}
+
+struct AccessImage {
+  int access;
+  bool write;
+  isl::set image;
+};
+
+std::vector<CBox> eval_all(const std::vector<Box>& boxes, const Values& v) {
+  std::vector<CBox> out;
+  for (const Box& b : boxes)
+    if (auto c = eval_box(b, v)) out.push_back(*c);
+  return out;
+}
+
+ArrayBoxes array_boxes(int a, const std::vector<AccessImage>& imgs, const isl::set& ctx,
+                       const Samples& samples, const BoxOptions& opts, bool single_tile) {
+  ArrayBoxes ab;
+  ab.array = a;
+  // isl objects are never null (isl::set's copy throws on null): empty until known.
+  ab.write_set = isl::set::empty(imgs.front().image.space());
+  ab.flow_out_set = ab.write_set;
+  isl::set all, w;
+  for (const AccessImage& im : imgs) {
+    ab.accesses.push_back(im.access);
+    ab.access_boxes.push_back(make_box(im.image, ctx));
+    all = all.is_null() ? im.image : all.unite(im.image);
+    if (im.write) {
+      ab.written = true;
+      w = w.is_null() ? im.image : w.unite(im.image);
+    } else {
+      ab.read = true;
+    }
+  }
+  all = all.coalesce();
+  // Writes.
+  if (ab.written) {
+    ab.write_set = w.coalesce();
+    if (auto boxes = exact_boxes(ab.write_set, ctx)) {
+      ab.write_strategy = WriteStrategy::kExactBoxes;
+      ab.write_boxes = std::move(*boxes);
+      ab.write_reason = "the write set is exactly " + std::to_string(ab.write_boxes.size()) + " box" +
+                        (ab.write_boxes.size() == 1 ? "" : "es");
+    } else if (auto rows = make_rows(ab.write_set, ctx)) {
+      ab.write_strategy = WriteStrategy::kPerRow;
+      ab.write_rows.push_back(std::move(*rows));
+      ab.write_reason = "the write set is not a union of at most " + std::to_string(kMaxWriteBoxes) +
+                        " boxes, but each row of it is one interval";
+    } else {
+      ab.write_strategy = WriteStrategy::kSingleDevice;
+      ab.write_reason = single_tile ? "the write set is neither a few boxes nor rows of intervals; the phase is one tile on one device"
+                                    : "the write set is neither a few boxes nor rows of intervals";
+    }
+  }
+  // Groups: start with one box per access, merge two while the hull of both wastes at most
+  // convex_waste_limit of their union (summed over the samples).
+  std::vector<std::vector<size_t>> groups;
+  std::vector<isl::set> gsets;
+  std::vector<Box> gboxes;
+  for (size_t i = 0; i < imgs.size(); ++i) {
+    bool dup = false;
+    for (size_t g = 0; g < groups.size() && !dup; ++g)
+      if (gboxes[g].set.is_equal(ab.access_boxes[i].set)) {
+        groups[g].push_back(i);
+        gsets[g] = gsets[g].unite(imgs[i].image);
+        dup = true;
+      }
+    if (dup) continue;
+    groups.push_back({i});
+    gsets.push_back(imgs[i].image);
+    gboxes.push_back(ab.access_boxes[i]);
+  }
+  auto waste_ok = [&](const Box& x, const Box& y) {
+    int64_t vh = 0, vu = 0;
+    for (const Values& v : samples.all) {
+      auto cx = eval_box(x, v), cy = eval_box(y, v);
+      std::vector<CBox> both;
+      if (cx) both.push_back(*cx);
+      if (cy) both.push_back(*cy);
+      vu += union_volume(both);
+      if (cx && cy) vh += hull(*cx, *cy).volume();
+      else if (!both.empty()) vh += both[0].volume();
+    }
+    return vh <= vu + static_cast<int64_t>(opts.convex_waste_limit * vu);
+  };
+  bool merged = true;
+  while (merged && groups.size() > 1) {
+    merged = false;
+    for (size_t i = 0; i < groups.size() && !merged; ++i)
+      for (size_t j = i + 1; j < groups.size() && !merged; ++j) {
+        if (!waste_ok(gboxes[i], gboxes[j])) continue;
+        groups[i].insert(groups[i].end(), groups[j].begin(), groups[j].end());
+        gsets[i] = gsets[i].unite(gsets[j]).coalesce();
+        gboxes[i] = make_box(gsets[i], ctx);
+        groups.erase(groups.begin() + j);
+        gsets.erase(gsets.begin() + j);
+        gboxes.erase(gboxes.begin() + j);
+        merged = true;
+      }
+  }
+  ab.choice = groups.size() == 1 ? BoxChoice::kConvex : BoxChoice::kDisjoint;
+  Box convex = groups.size() == 1 ? gboxes[0] : make_box(all, ctx);
+  for (const Values& v : samples.all) {
+    if (auto c = eval_box(convex, v)) ab.convex_volume += c->volume();
+    ab.disjoint_volume += union_volume(eval_all(gboxes, v));
+    ab.exact_volume += count_points(all, v);
+  }
+  auto pct = [](int64_t covered, int64_t exact) {
+    if (exact == 0) return std::string("0%");
+    std::ostringstream s;
+    s.setf(std::ios::fixed);
+    s.precision(1);
+    s << 100.0 * (covered - exact) / exact << "%";
+    return s.str();
+  };
+  ab.choice_reason = std::string(ab.choice == BoxChoice::kConvex ? "convex" : "disjoint") +
+                     ": hull wastes " + pct(ab.convex_volume, ab.exact_volume) + ", " +
+                     std::to_string(groups.size()) + " box" + (groups.size() == 1 ? "" : "es") + " waste " +
+                     pct(ab.disjoint_volume, ab.exact_volume);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    bool r = false, wr = false;
+    for (size_t i : groups[g]) (imgs[i].write ? wr : r) = true;
+    BoxAccess mode = BoxAccess::kRead;
+    if (wr) {
+      bool full = ab.write_strategy == WriteStrategy::kExactBoxes && !r && gboxes[g].set.is_subset(ab.write_set);
+      mode = full ? BoxAccess::kWrite : BoxAccess::kReadWrite;
+    }
+    ab.required.push_back(gboxes[g]);
+    ab.required_mode.push_back(mode);
+  }
+  return ab;
+}
+
+void add_flow_out(ArrayBoxes& ab, const isl::set& f, const isl::set& ctx) {
+  if (f.is_null() || f.is_empty()) return;
+  ab.flow_out_set = f.coalesce();
+  for (const isl::basic_set& b : basic_sets(ab.flow_out_set)) {
+    Box box = make_box(isl::set(b), ctx);
+    if (box.set.is_subset(ab.write_set) || ab.write_strategy == WriteStrategy::kSingleDevice) {
+      ab.flow_out.push_back(std::move(box));
+    } else if (ab.write_strategy == WriteStrategy::kExactBoxes) {
+      for (const Box& wb : ab.write_boxes) {
+        isl::set x = wb.set.intersect(box.set);
+        if (!x.is_empty()) ab.flow_out.push_back(make_box(x, ctx));
+      }
+    } else if (auto rows = make_rows(ab.write_set.intersect(box.set), ctx)) {
+      ab.flow_out_rows.push_back(std::move(*rows));
+    } else {
+      ab.flow_out.push_back(std::move(box));
+    }
+  }
+}
+
+}  // namespace
+
+ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
+  ScopBoxes out;
+  for (const std::string& p : scop.params) {
+    auto it = opts.params.find(p);
+    out.params[p] = it == opts.params.end() ? 32 : it->second;
+  }
+  out.tiles = opts.report_tiles;
+  size_t np = scop.phases.size();
+  std::vector<std::vector<int>> loops(np);
+  std::vector<std::string> notes(np);
+  for (size_t p = 0; p < np; ++p) {
+    loops[p] = partition_loops(scop, p, opts.partition_2d, notes[p]);
+    if (loops[p].empty()) continue;
+    // A phase whose writes are neither boxes nor rows runs as one tile.
+    TileFrame f = make_frame(scop, p, loops[p]);
+    std::map<int, isl::set> writes;
+    for (int s : scop.phases[p].statements)
+      for (int a : scop.statements[s].accesses) {
+        const Access& acc = scop.accesses[a];
+        if (acc.kind != AccessKind::kWrite || scop.arrays[acc.array].is_scalar) continue;
+        isl::set img = tile_instances(scop.statements[s], f).apply(acc.relation);
+        auto it = writes.find(acc.array);
+        if (it == writes.end()) writes.emplace(acc.array, img);
+        else it->second = it->second.unite(img);
+      }
+    isl::set uctx = isl::manage(isl_set_universe(isl_set_get_space(writes.empty() ? scop.context.get() : writes.begin()->second.get()))).params();
+    for (auto& [a, w] : writes)
+      if (!exact_boxes(w, uctx) && !make_rows(w.coalesce(), uctx)) {
+        notes[p] = "the writes of " + scop.arrays[a].c_name +
+                   " are neither a few boxes nor rows of intervals: the phase runs as one tile on one device";
+        loops[p].clear();
+        break;
+      }
+  }
+  out.partitions = group_partitions(scop, loops, notes);
+  TilePlan plan;
+  plan.partition_of_phase.assign(np, 0);
+  plan.partitioned.assign(np, false);
+  plan.frames.resize(np);
+  for (const Partition& part : out.partitions)
+    for (size_t k = 0; k < part.phases.size(); ++k) {
+      int p = part.phases[k];
+      plan.partition_of_phase[p] = part.id;
+      plan.partitioned[p] = !part.dims.empty();
+      std::vector<int> pl;
+      for (const PartitionDim& d : part.dims) pl.push_back(d.loops[k]);
+      plan.frames[p] = make_frame(scop, p, pl);
+    }
+  for (size_t p = 0; p < np; ++p) {
+    const Partition& part = out.partitions[plan.partition_of_phase[p]];
+    PhaseBoxes pb;
+    pb.phase = p;
+    pb.partition = part.id;
+    pb.tile_domain_context = tile_context(scop, part);
+    const TileFrame& f = plan.frames[p];
+    Samples samples = make_samples(scop, p, part, f, out.params, opts.report_tiles);
+    std::map<int, std::vector<AccessImage>> by_array;
+    for (int s : scop.phases[p].statements) {
+      isl::set inst = tile_instances(scop.statements[s], f);
+      for (int a : scop.statements[s].accesses) {
+        const Access& acc = scop.accesses[a];
+        if (scop.arrays[acc.array].is_scalar) continue;
+        by_array[acc.array].push_back({a, acc.kind == AccessKind::kWrite, inst.apply(acc.relation).coalesce()});
+      }
+    }
+    for (auto& [a, imgs] : by_array) {
+      std::sort(imgs.begin(), imgs.end(), [](const AccessImage& x, const AccessImage& y) { return x.access < y.access; });
+      ArrayBoxes ab = array_boxes(a, imgs, pb.tile_domain_context, samples, opts, part.dims.empty());
+      if (ab.written) add_flow_out(ab, flow_out_set(scop, plan, p, a), pb.tile_domain_context);
+      if (ab.write_strategy == WriteStrategy::kSingleDevice && ab.written) pb.single_device = true;
+      // Exactness at the middle serial iteration, per tile.
+      isl::set all;
+      for (const AccessImage& im : imgs) all = all.is_null() ? im.image : all.unite(im.image);
+      for (size_t t = 0; t < samples.middle.size(); ++t) {
+        ExactnessRow row;
+        row.phase = p;
+        row.tile = t;
+        row.tile_text = samples.tile_text[t];
+        row.array = scop.arrays[a].c_name;
+        row.exact = count_points(all, samples.middle[t]);
+        row.covered = union_volume(eval_all(ab.required, samples.middle[t]));
+        out.exactness.push_back(row);
+      }
+      pb.arrays.push_back(std::move(ab));
+    }
+    out.phases.push_back(std::move(pb));
+  }
+  return out;
+}
+
+}  // namespace bbmm::compiler

@@ -1,0 +1,179 @@
+#include "poly/partition.h"
+
+#include <isl/aff.h>
+
+#include <algorithm>
+
+namespace bbmm::compiler {
+
+std::vector<std::string> serial_names(const Scop& scop, const Phase& phase) {
+  std::vector<std::string> names;
+  for (int l : phase.serial_loops) {
+    const Loop& L = scop.loops[l];
+    std::string n = L.c_name.empty() ? L.iterator : L.c_name;
+    // Nested loops reusing a C name keep their (unique) isl names.
+    if (std::find(names.begin(), names.end(), n) != names.end()) n = L.iterator;
+    names.push_back(n);
+  }
+  return names;
+}
+
+std::vector<int> partition_loops(const Scop& scop, int p, bool two_d, std::string& note) {
+  const Phase& ph = scop.phases[p];
+  if (ph.parallel_loop < 0) return {};
+  std::vector<int> loops{ph.parallel_loop};
+  if (!two_d) return loops;
+  const Loop& outer = scop.loops[ph.parallel_loop];
+  int inner = -1;
+  bool ok = true;
+  for (int s : ph.statements) {
+    const Statement& st = scop.statements[s];
+    if (static_cast<int>(st.loops.size()) <= outer.depth + 1) {
+      ok = false;
+      break;
+    }
+    int l = st.loops[outer.depth + 1];
+    if (inner < 0) inner = l;
+    ok = ok && l == inner;
+  }
+  if (!ok || inner < 0) {
+    note = "2-D asked, but not every statement is inside one loop nested in " + outer.iterator;
+    return loops;
+  }
+  if (!scop.loops[inner].verdict.parallel) {
+    note = "2-D asked, but the inner loop " + scop.loops[inner].iterator + " is serial";
+    return loops;
+  }
+  loops.push_back(inner);
+  return loops;
+}
+
+TileFrame make_frame(const Scop& scop, int p, const std::vector<int>& loops) {
+  TileFrame f;
+  f.serial_names = serial_names(scop, scop.phases[p]);
+  for (size_t k = 0; k < loops.size(); ++k) {
+    f.part_depths.push_back(scop.loops[loops[k]].depth);
+    std::string suffix = loops.size() == 1 ? "" : std::to_string(k);
+    f.lo_params.push_back("bbmm_lo" + suffix);
+    f.hi_params.push_back("bbmm_hi" + suffix);
+  }
+  return f;
+}
+
+isl::set loop_range(const Scop& scop, int p, int loop) {
+  const Phase& ph = scop.phases[p];
+  TileFrame f = make_frame(scop, p, {});
+  int depth = scop.loops[loop].depth;
+  isl::set r;
+  for (int s : ph.statements) {
+    const Statement& st = scop.statements[s];
+    if (std::find(st.loops.begin(), st.loops.end(), loop) == st.loops.end()) continue;
+    isl::set d = tile_instances(st, f, false);
+    int n = isl_set_dim(d.get(), isl_dim_set);
+    isl_set* x = isl_set_project_out(d.copy(), isl_dim_set, depth + 1, n - depth - 1);
+    x = isl_set_project_out(x, isl_dim_set, 0, depth);
+    x = isl_set_reset_tuple_id(x);
+    x = isl_set_set_dim_name(x, isl_dim_set, 0, "x");
+    isl::set xs = isl::manage(x);
+    r = r.is_null() ? xs : r.unite(xs);
+  }
+  return r.coalesce();
+}
+
+namespace {
+
+bool constant_offset(const isl::pw_aff& a, const isl::pw_aff& b) {
+  isl::pw_aff d = isl::manage(isl_pw_aff_sub(a.copy(), b.copy()));
+  return !d.domain().is_empty() && isl_pw_aff_is_cst(d.get()) == isl_bool_true;
+}
+
+}  // namespace
+
+std::vector<Partition> group_partitions(const Scop& scop, const std::vector<std::vector<int>>& loops,
+                                        const std::vector<std::string>& notes) {
+  std::vector<Partition> parts;
+  for (size_t p = 0; p < scop.phases.size(); ++p) {
+    std::vector<PartitionDim> dims;
+    TileFrame f = make_frame(scop, p, loops[p]);
+    for (size_t k = 0; k < loops[p].size(); ++k) {
+      PartitionDim d;
+      d.lo_param = f.lo_params[k];
+      d.hi_param = f.hi_params[k];
+      d.loops = {loops[p][k]};
+      isl::set r = loop_range(scop, p, loops[p][k]);
+      d.range_min = isl::manage(isl_set_dim_min(r.copy(), 0)).coalesce();
+      d.range_max = isl::manage(isl_set_dim_max(r.copy(), 0)).coalesce();
+      dims.push_back(std::move(d));
+    }
+    bool placed = false;
+    if (!dims.empty())
+      for (Partition& part : parts) {
+        int q = part.phases.front();
+        if (part.dims.size() != dims.size() ||
+            scop.phases[q].serial_loops != scop.phases[p].serial_loops)
+          continue;
+        bool ok = true;
+        for (size_t k = 0; k < dims.size() && ok; ++k)
+          ok = constant_offset(part.dims[k].range_min, dims[k].range_min) &&
+               constant_offset(part.dims[k].range_max, dims[k].range_max);
+        if (!ok) continue;
+        part.phases.push_back(p);
+        for (size_t k = 0; k < dims.size(); ++k) {
+          PartitionDim& pd = part.dims[k];
+          pd.loops.push_back(dims[k].loops[0]);
+          pd.range_min = isl::manage(isl_pw_aff_union_min(pd.range_min.copy(), dims[k].range_min.copy())).coalesce();
+          pd.range_max = isl::manage(isl_pw_aff_union_max(pd.range_max.copy(), dims[k].range_max.copy())).coalesce();
+        }
+        part.reason = "shared by phases with the same serial loops whose ranges differ by constants";
+        if (!notes[p].empty()) part.reason += "; phase " + std::to_string(p) + ": " + notes[p];
+        placed = true;
+        break;
+      }
+    if (placed) continue;
+    Partition part;
+    part.id = parts.size();
+    part.phases = {static_cast<int>(p)};
+    part.dims = std::move(dims);
+    if (part.dims.empty())
+      part.reason = notes[p].empty() ? "no parallel loop: one tile on one device" : notes[p];
+    else
+      part.reason = notes[p].empty() ? "one phase" : notes[p];
+    parts.push_back(std::move(part));
+  }
+  for (Partition& part : parts) {
+    for (PartitionDim& d : part.dims) {
+      isl::set nonempty = d.range_min.domain();
+      d.range_lo = c_expr(d.range_min, nonempty);
+      d.range_hi = c_expr(isl::manage(isl_pw_aff_add_constant_val(d.range_max.copy(), isl_val_one(scop.context.ctx().get()))), nonempty);
+    }
+  }
+  return parts;
+}
+
+isl::set tile_context(const Scop& scop, const Partition& part) {
+  if (part.dims.empty()) return isl::manage(isl_set_universe(isl_set_get_space(scop.context.get()))).params();
+  isl::set ctx;
+  for (const PartitionDim& d : part.dims) {
+    isl::space sp = d.range_min.domain().space();
+    for (const std::string& n : {d.lo_param, d.hi_param}) {
+      isl_size np = isl_space_dim(sp.get(), isl_dim_param);
+      if (isl_space_find_dim_by_name(sp.get(), isl_dim_param, n.c_str()) < 0)
+        sp = isl::manage(isl_space_set_dim_name(isl_space_add_dims(sp.release(), isl_dim_param, 1), isl_dim_param, np, n.c_str()));
+    }
+    isl::set dom = isl::manage(isl_set_universe(sp.copy()));
+    auto param = [&](const std::string& n) {
+      isl_id* id = isl_id_alloc(scop.context.ctx().get(), n.c_str(), nullptr);
+      return isl::manage(isl_pw_aff_param_on_domain_id(dom.copy(), id));
+    };
+    isl::pw_aff lo = param(d.lo_param), hi = param(d.hi_param);
+    isl::pw_aff mn = align(d.range_min, sp), mx = align(d.range_max, sp);
+    isl::pw_aff mx1 = isl::manage(isl_pw_aff_add_constant_val(mx.copy(), isl_val_one(scop.context.ctx().get())));
+    isl::set c = pw_le_set(mn, lo)
+                     .intersect(isl::manage(isl_pw_aff_lt_set(lo.copy(), hi.copy())))
+                     .intersect(pw_le_set(hi, mx1));
+    ctx = ctx.is_null() ? c : ctx.intersect(c);
+  }
+  return ctx.coalesce();
+}
+
+}  // namespace bbmm::compiler
