@@ -323,6 +323,24 @@ void add_flow_out(ArrayBoxes& ab, const isl::set& f, const isl::set& ctx) {
       ab.flow_out.push_back(std::move(box));
     }
   }
+  // Pieces with the same bounds (e.g. one row reached from either side) become one box
+  // whose guard is the union of theirs.
+  std::vector<Box> merged;
+  for (Box& b : ab.flow_out) {
+    auto same = std::find_if(merged.begin(), merged.end(), [&](const Box& m) {
+      if (m.dims.size() != b.dims.size()) return false;
+      for (size_t d = 0; d < m.dims.size(); ++d)
+        if (m.dims[d].lo != b.dims[d].lo || m.dims[d].hi != b.dims[d].hi) return false;
+      return true;
+    });
+    if (same == merged.end()) {
+      merged.push_back(std::move(b));
+      continue;
+    }
+    isl::set u = same->set.unite(b.set).coalesce();
+    *same = make_box(u, ctx);
+  }
+  ab.flow_out = std::move(merged);
 }
 
 }  // namespace

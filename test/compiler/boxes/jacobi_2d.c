@@ -1,0 +1,15 @@
+/* Boxes: Jacobi-2d: the worked example of ARCHITECTURE.md. Two arrays and a time loop:
+   t serial, i and j parallel in both phases, which share the i range. */
+void kernel_jacobi_2d(int T, int N, double A[N][N], double B[N][N]) {
+  int t, i, j;
+#pragma scop
+  for (t = 0; t < T; t++) {
+    for (i = 1; i < N - 1; i++)
+      for (j = 1; j < N - 1; j++)
+        B[i][j] = 0.2 * (A[i][j] + A[i][j - 1] + A[i][j + 1] + A[i + 1][j] + A[i - 1][j]);
+    for (i = 1; i < N - 1; i++)
+      for (j = 1; j < N - 1; j++)
+        A[i][j] = 0.2 * (B[i][j] + B[i][j - 1] + B[i][j + 1] + B[i + 1][j] + B[i - 1][j]);
+  }
+#pragma endscop
+}
