@@ -1,24 +1,32 @@
 # --- OpenCL backend (label "runtime"; runs on PoCL in CI) ---------------------
 # opencl_backend_test: backend-level tests (allocation, rect copies vs a
 # reference loop, ordering, errors, kernels from source) and the runtime end
-# to end with OpenCL C stencil kernels. Skips, saying why, without an OpenCL
+# to end with OpenCL C stencil kernels. opencl_conformance_test: the runtime
+# conformance suite with OpenCL backend factories (host kernels reach device
+# memory by mapping the buffers). Both skip, saying why, without an OpenCL
 # device.
 if(BBMM_HAVE_OPENCL)
   bbmm_add_test(opencl_backend_test LABELS runtime
     SOURCES opencl_backend_test.cpp
+    LIBS bbmm_runtime_internal OpenCL::OpenCL)
+  bbmm_add_test(opencl_conformance_test LABELS runtime
+    SOURCES opencl_conformance_test.cpp runtime_conformance_suite.cpp
     LIBS bbmm_runtime_internal OpenCL::OpenCL)
   if(BBMM_SANITIZER STREQUAL "thread")
     # TSan reports lock-order cycles among PoCL's own internal mutexes:
     # suppressed for stacks inside libpocl only (see the file). The discovered
     # tests exist only at ctest time, so the property is set from a file ctest
     # includes after the one gtest_discover_tests registered (which defines
-    # opencl_backend_test_TESTS).
+    # <target>_TESTS).
     set(_bbmm_ocl_props ${CMAKE_CURRENT_BINARY_DIR}/opencl_backend_test_props.cmake)
-    file(WRITE ${_bbmm_ocl_props}
-      "if(opencl_backend_test_TESTS)\n"
-      "  set_tests_properties(\${opencl_backend_test_TESTS} PROPERTIES ENVIRONMENT_MODIFICATION\n"
-      "    \"TSAN_OPTIONS=string_append: suppressions=${CMAKE_CURRENT_SOURCE_DIR}/opencl_tsan.supp\")\n"
-      "endif()\n")
+    file(WRITE ${_bbmm_ocl_props} "")
+    foreach(_t opencl_backend_test opencl_conformance_test)
+      file(APPEND ${_bbmm_ocl_props}
+        "if(${_t}_TESTS)\n"
+        "  set_tests_properties(\${${_t}_TESTS} PROPERTIES ENVIRONMENT_MODIFICATION\n"
+        "    \"TSAN_OPTIONS=string_append: suppressions=${CMAKE_CURRENT_SOURCE_DIR}/opencl_tsan.supp\")\n"
+        "endif()\n")
+    endforeach()
     set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${_bbmm_ocl_props})
   endif()
 endif()

@@ -23,6 +23,12 @@
 
 namespace bbmm::testing {
 
+class PieceCopy;
+
+// A host kernel: reads and writes the pieces of the tile's views (one per
+// array) through host pointers.
+using HostKernel = std::function<void(const std::vector<PieceCopy>&)>;
+
 // Makes a backend of `devices` devices, each limited to `capacity` bytes
 // (0 = unlimited). The conformance suite runs once per factory; CUDA and
 // OpenCL factories join the list in their own test binaries.
@@ -31,6 +37,12 @@ struct BackendFactory {
   std::function<std::unique_ptr<Backend>(int devices, size_t capacity)> make;
   // Pitch alignment the backend reports (capacity accounting tests use it).
   size_t pitch_alignment = 1;
+  // How a host kernel reaches device memory: called inside the launch
+  // function, runs the kernel on pieces the host can dereference (OpenCL maps
+  // the buffers around it). Empty: the pieces already are host pointers (the
+  // host backend), the kernel runs on them directly.
+  std::function<void(const bbmm_launch_info&, const std::vector<PieceCopy>&, const HostKernel&)>
+      host_access;
 };
 
 // gtest prints a parameter by its name.
