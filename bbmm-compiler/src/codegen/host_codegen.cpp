@@ -43,7 +43,7 @@ void emit_box(std::ostream& os, const std::string& ind, const Box& box, const st
     lo.push_back(cx(d.lo));
     hi.push_back(cx(d.hi));
   }
-  std::string inner = ind + (box.guard == "1" ? "" : "  ");
+  const std::string& inner = ind;
   if (box.guard != "1") os << ind << "if (" << cx(box.guard) << ") {\n";
   else os << ind << "{\n";
   os << inner << "  const int64_t bbmm_blo[" << rank << "] = {" << join(lo, ", ") << "};\n";
