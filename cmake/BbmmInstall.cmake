@@ -19,3 +19,6 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/bbmmConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/bbmmConfig.cmake ${PROJECT_BINARY_DIR}/bbmmConfigVersion.cmake
         DESTINATION ${BBMM_INSTALL_CMAKEDIR})
+# bbmm_add_executable() for users of the installed package (included by bbmmConfig.cmake).
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/BbmmAddExecutable.cmake
+        DESTINATION ${BBMM_INSTALL_CMAKEDIR})
