@@ -538,14 +538,14 @@ static inline int64_t bbmm_floord(int64_t n, int64_t d) {
 
 /* A failed runtime call ends the program: the generated function keeps its original
    signature and has no way to return an error. */
-static void bbmm_gen_check(bbmm_status s, const char* what) {
+static inline void bbmm_gen_check(bbmm_status s, const char* what) {
   if (s != BBMM_OK) {
     fprintf(stderr, "bbmm: %s failed: %s\n", what, bbmm_last_error_message());
     exit(1);
   }
 }
 
-static void* bbmm_gen_calloc(size_t n) {
+static inline void* bbmm_gen_calloc(size_t n) {
   void* p = calloc(1, n);
   if (!p) {
     fprintf(stderr, "bbmm: out of host memory (%zu bytes)\n", n);
@@ -560,7 +560,7 @@ static void* bbmm_gen_calloc(size_t n) {
 static bbmm_runtime* bbmm_gen_rt;
 static int bbmm_gen_tiles_per_device = 1;
 
-static void bbmm_gen_exit(void) {
+static inline void bbmm_gen_exit(void) {
   const char* s = getenv("BBMM_STATS");
   if (bbmm_gen_rt && s && *s && strcmp(s, "0") != 0) {
     fflush(stdout);
@@ -572,7 +572,7 @@ static void bbmm_gen_exit(void) {
   bbmm_gen_rt = NULL;
 }
 
-static bbmm_runtime* bbmm_gen_runtime(void) {
+static inline bbmm_runtime* bbmm_gen_runtime(void) {
   if (!bbmm_gen_rt) {
     bbmm_options o;
     bbmm_gen_check(bbmm_options_init(&o), "reading the BBMM_* environment");
@@ -611,7 +611,7 @@ static bbmm_runtime* bbmm_gen_runtime(void) {
 }
 
 /* Requires box [lo, hi) unless it is empty; counts the boxes required. */
-static void bbmm_gen_require(bbmm_tile* t, bbmm_array* a, int rank, const int64_t* lo,
+static inline void bbmm_gen_require(bbmm_tile* t, bbmm_array* a, int rank, const int64_t* lo,
                              const int64_t* hi, bbmm_access mode, int* count) {
   for (int d = 0; d < rank; ++d) {
     if (lo[d] >= hi[d]) return;
@@ -621,7 +621,7 @@ static void bbmm_gen_require(bbmm_tile* t, bbmm_array* a, int rank, const int64_
 }
 
 /* Flows out box [lo, hi) unless it is empty. */
-static void bbmm_gen_flow_out(bbmm_tile* t, bbmm_array* a, int rank, const int64_t* lo,
+static inline void bbmm_gen_flow_out(bbmm_tile* t, bbmm_array* a, int rank, const int64_t* lo,
                               const int64_t* hi) {
   for (int d = 0; d < rank; ++d) {
     if (lo[d] >= hi[d]) return;
