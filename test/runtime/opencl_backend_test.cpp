@@ -775,6 +775,20 @@ std::unique_ptr<Runtime> make_runtime(int devices, size_t capacity) {
   return rt.ok() ? *std::move(rt) : nullptr;
 }
 
+// BBMM_BACKEND=opencl (RuntimeOptions::backend) reaches the backend with the
+// device count and memory limit.
+TEST(OpenCLRuntime, SelectedByRuntimeOptions) {
+  BBMM_SKIP_WITHOUT_OPENCL();
+  RuntimeOptions options;
+  options.backend = BBMM_BACKEND_OPENCL;
+  options.devices = 3;
+  options.device_memory = 1 << 20;
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::create(options);
+  ASSERT_TRUE(rt.ok()) << rt.status();
+  EXPECT_EQ((*rt)->backend_name(), "opencl");
+  EXPECT_EQ((*rt)->device_count(), 3);
+}
+
 // Jacobi-style sweeps of a 1-D stencil over 4 logical devices, two tiles per
 // device, halos by flow_out, capacity 3/4 of a device's share (box-out).
 TEST(OpenCLRuntime, Stencil1DFlowOutAndEviction) {
