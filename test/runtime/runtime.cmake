@@ -15,7 +15,7 @@ bbmm_add_test(runtime_fault_test LABELS runtime
   SOURCES runtime_fault_test.cpp
   LIBS bbmm_runtime_internal)
 bbmm_add_test(c_api_test LABELS runtime
-  SOURCES c_api_test.cpp
+  SOURCES c_api_test.cpp c_api_test_caller.c
   LIBS bbmm_runtime_internal)
 if(BBMM_SANITIZER)
   # Sanitized runs use fewer random traces (the test says so in its output).

@@ -71,6 +71,17 @@ absl::StatusOr<bbmm::Box> make_box(const int64_t* lo, const int64_t* hi, int ran
 
 int array_rank(bbmm_array* a) { return unwrap(a)->rank(); }
 
+// Fix (UBSan, c_api_test): C callers may put any integer in an enum field or
+// parameter; loading it as the C++ enum type is undefined behaviour when it is
+// outside the enum's range, so read the bits as an int and check them.
+template <typename E>
+int enum_bits(const E& e) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
 }  // namespace
 
 extern "C" {
@@ -108,12 +119,22 @@ bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out) {
       if (s != BBMM_OK) return s;
       opts = &local;
     }
+    const int backend = enum_bits(opts->backend);
+    if (backend < BBMM_BACKEND_AUTO || backend > BBMM_BACKEND_OPENCL) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT,
+                  "runtime_create: unknown backend kind " + std::to_string(backend));
+    }
+    const int policy = enum_bits(opts->eviction_policy);
+    if (policy != BBMM_EVICT_LRU) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT,
+                  "runtime_create: unknown eviction policy " + std::to_string(policy));
+    }
     bbmm::RuntimeOptions o;
-    o.backend = opts->backend;
+    o.backend = static_cast<bbmm_backend_kind>(backend);
     o.devices = opts->devices;
     o.device_memory = opts->device_memory;
     o.trace_file = opts->trace_file == nullptr ? "" : opts->trace_file;
-    o.eviction_policy = opts->eviction_policy;
+    o.eviction_policy = static_cast<bbmm_eviction_policy>(policy);
     o.growth_threshold = opts->growth_threshold;
     o.check = opts->check != 0;
     o.host_peer_access = opts->host_peer_access != 0;
@@ -187,7 +208,10 @@ bbmm_status bbmm_tile_require(bbmm_tile* tile, bbmm_array* array, const int64_t*
     }
     absl::StatusOr<bbmm::Box> box = make_box(lo, hi, array_rank(array));
     if (!box.ok()) return to_c(box.status());
-    return to_c(tile->tile->require(unwrap(array), *box, static_cast<bbmm::Access>(access)));
+    // bbmm::Access has a fixed underlying type: any value is valid there, and
+    // the core rejects unknown modes.
+    return to_c(tile->tile->require(unwrap(array), *box,
+                                    static_cast<bbmm::Access>(enum_bits(access))));
   });
 }
 
