@@ -33,14 +33,14 @@ have() { [[ -x "$G/bin/$1" ]]; }
 
 run cuda_backend_test "$G/bin/cuda_backend_test"
 have cuda_conformance_test && run cuda_conformance "$G/bin/cuda_conformance_test"
-have cuda_fuzz_test && run cuda_fuzz "$G/bin/cuda_fuzz_test"
+have cuda_fuzz_test && run cuda_fuzz env BBMM_FUZZ_TRACES=2000 "$G/bin/cuda_fuzz_test"
 if command -v compute-sanitizer >/dev/null; then
   run memcheck_backend env CUDA_VISIBLE_DEVICES=0 compute-sanitizer --tool memcheck \
     --error-exitcode 1 "$G/bin/cuda_backend_test"
   run memcheck_jacobi env CUDA_VISIBLE_DEVICES=0 compute-sanitizer --tool memcheck \
     --error-exitcode 1 "$G/bin/jacobi2d_cuda" --n 258 --steps 3 --capacity auto
   have cuda_conformance_test && run memcheck_conformance env CUDA_VISIBLE_DEVICES=0 \
-    compute-sanitizer --tool memcheck --error-exitcode 1 "$G/bin/cuda_conformance_test"
+    compute-sanitizer --tool memcheck --error-exitcode 1 "$G/bin/cuda_conformance_test" --gtest_filter="*cuda_kernel*"
 fi
 for d in 1 2 4; do
   [[ $d -le $ngpu ]] || continue

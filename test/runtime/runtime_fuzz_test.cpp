@@ -401,10 +401,18 @@ class Runner {
 
   // Runs the trace; returns the first failure, or nullopt.
   std::optional<std::string> run() {
-    absl::StatusOr<std::unique_ptr<Backend>> backend = make_host_backend(
-        {.devices = t_.devices, .capacity_bytes = t_.capacity, .pitch_alignment = t_.align,
-         .peer_access = t_.peer});
-    if (!backend.ok()) return absl::StrCat("make_host_backend: ", backend.status().message());
+    absl::StatusOr<std::unique_ptr<Backend>> backend;
+    if (fuzz_backend()) {
+      // Another backend (a GPU test binary): the trace's devices and
+      // capacity; its own pitch alignment and peer access.
+      std::unique_ptr<Backend> b = fuzz_backend()->make(t_.devices, t_.capacity);
+      if (b == nullptr) return std::string("the test backend could not be made");
+      backend = std::move(b);
+    } else {
+      backend = make_host_backend({.devices = t_.devices, .capacity_bytes = t_.capacity,
+                                   .pitch_alignment = t_.align, .peer_access = t_.peer});
+    }
+    if (!backend.ok()) return absl::StrCat("make backend: ", backend.status().message());
     RuntimeOptions opts;
     opts.growth_threshold = t_.growth;
     opts.check = t_.check;
@@ -650,10 +658,11 @@ class Runner {
     }
     std::shared_ptr<ErrorSink> sink = sink_;
     const std::string where = absl::StrCat("op [", op_, "] ", to_string(t));
-    absl::Status s = o.tile->launch([parts, sink, where](const bbmm_launch_info&) {
-      for (const KernelPart& p : *parts) {
+    auto kernel = [parts, sink, where](const std::vector<PieceCopy>& views) {
+      for (size_t k = 0; k < parts->size(); ++k) {
+        const KernelPart& p = (*parts)[k];
         for (const KernelPart::Action& act : p.actions) {
-          uint8_t* at = static_cast<uint8_t*>(p.view.at(act.idx));
+          uint8_t* at = static_cast<uint8_t*>(views[k].at(act.idx));
           if (at == nullptr) {
             sink->report(absl::StrCat(where, ": A", p.array, " point in no piece"));
             return;
@@ -671,9 +680,18 @@ class Runner {
             return;
           }
           if (act.kind == KernelPart::kUpdate) {
-            for (size_t k = 0; k < p.elem; ++k) at[k] = rw_update(at[k]);
+            for (size_t b = 0; b < p.elem; ++b) at[b] = rw_update(at[b]);
           }
         }
+      }
+    };
+    absl::Status s = o.tile->launch([parts, kernel](const bbmm_launch_info& info) {
+      std::vector<PieceCopy> views;
+      for (const KernelPart& p : *parts) views.push_back(p.view);
+      if (fuzz_backend() && fuzz_backend()->host_access) {
+        fuzz_backend()->host_access(info, views, kernel);
+      } else {
+        kernel(views);
       }
     });
     if (!s.ok()) return absl::StrCat("launch: ", s.message());
@@ -798,6 +816,7 @@ uint64_t env_u64(const char* name, uint64_t fallback) {
 class RuntimeFuzz : public ::testing::TestWithParam<int> {};
 
 TEST_P(RuntimeFuzz, HostArraysMatchShadow) {
+  if (!fuzz_skip_reason().empty()) GTEST_SKIP() << fuzz_skip_reason();
   const uint64_t total = env_u64("BBMM_FUZZ_TRACES", kDefaultTraces);
   const uint64_t first = env_u64("BBMM_FUZZ_SEED", 20261122);
   if (const char* only = std::getenv("BBMM_FUZZ_ONLY"); only != nullptr && *only != '\0') {

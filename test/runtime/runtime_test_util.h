@@ -10,6 +10,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -101,6 +102,7 @@ class PieceCopy {
     return *static_cast<T*>(p);
   }
   const std::vector<bbmm_piece>& pieces() const { return pieces_; }
+  std::vector<bbmm_piece>& mutable_pieces() { return pieces_; }
   int rank() const { return rank_; }
   size_t elem_size() const { return elem_size_; }
 
@@ -109,6 +111,20 @@ class PieceCopy {
   size_t elem_size_ = 0;
   std::vector<bbmm_piece> pieces_;
 };
+
+// The backend the random-trace test (runtime_fuzz_test.cpp) runs on: unset =
+// the host backend with each trace's own options; a GPU test binary compiling
+// the same test sets it to its factory.
+inline std::optional<BackendFactory>& fuzz_backend() {
+  static std::optional<BackendFactory> factory;
+  return factory;
+}
+// When not empty, the random-trace test skips, printing this reason (e.g. a
+// GPU binary on a machine without a GPU).
+inline std::string& fuzz_skip_reason() {
+  static std::string reason;
+  return reason;
+}
 
 // The box of a piece.
 inline Box piece_box(const bbmm_piece& p, int rank) {

@@ -85,7 +85,7 @@ class CudaBackend : public Backend {
 
   ~CudaBackend() override {
     for (size_t d = 0; d < devices_.size(); ++d) {
-      cudaSetDevice(static_cast<int>(d));
+      cudaSetDevice(devices_[d].phys);
       cudaStreamSynchronize(devices_[d].stream);
       cudaStreamDestroy(devices_[d].stream);
       cudaMemPoolTrimTo(devices_[d].pool, 0);
@@ -93,13 +93,14 @@ class CudaBackend : public Backend {
     for (void* p : registered_) cudaHostUnregister(p);
   }
 
-  absl::Status init(int count) {
+  absl::Status init(int count, int visible) {
     devices_.resize(count);
     for (int d = 0; d < count; ++d) {
       Device& dev = devices_[d];
-      BBMM_CUDA(cudaSetDevice(d));
+      dev.phys = d % visible;
+      BBMM_CUDA(cudaSetDevice(dev.phys));
       BBMM_CUDA(cudaStreamCreateWithFlags(&dev.stream, cudaStreamNonBlocking));
-      BBMM_CUDA(cudaDeviceGetDefaultMemPool(&dev.pool, d));
+      BBMM_CUDA(cudaDeviceGetDefaultMemPool(&dev.pool, dev.phys));
       // Keep freed memory in the pool: allocation on the tile path is then a
       // pool hit, never a trip to the driver.
       uint64_t threshold = std::numeric_limits<uint64_t>::max();
@@ -109,12 +110,16 @@ class CudaBackend : public Backend {
       // Leave room for kernels' own needs and the CUDA context.
       const size_t reserve = std::max<size_t>(total_bytes / 50, size_t{512} << 20);
       dev.capacity = free_bytes > reserve ? free_bytes - reserve : 0;
+      // Logical devices sharing a GPU share its memory.
+      dev.capacity /= (count + visible - 1 - dev.phys) / visible;
       if (options_.capacity_bytes > 0) dev.capacity = std::min(dev.capacity, options_.capacity_bytes);
     }
-    peer_.assign(static_cast<size_t>(count) * count, false);
-    for (int a = 0; a < count; ++a) {
+    const int phys_count = std::min(count, visible);
+    phys_count_ = phys_count;
+    peer_.assign(static_cast<size_t>(phys_count) * phys_count, false);
+    for (int a = 0; a < phys_count; ++a) {
       std::vector<cudaMemAccessDesc> access;
-      for (int b = 0; b < count; ++b) {
+      for (int b = 0; b < phys_count; ++b) {
         if (a == b) continue;
         int can = 0;
         BBMM_CUDA(cudaDeviceCanAccessPeer(&can, a, b));
@@ -126,11 +131,11 @@ class CudaBackend : public Backend {
         } else if (e != cudaSuccess) {
           return cuda_status("cudaDeviceEnablePeerAccess", e, __FILE__, __LINE__);
         }
-        peer_[a * count + b] = true;
+        peer_[a * phys_count + b] = true;
       }
       // Pool memory of device a readable and writable by the devices that can
       // reach it (peer access does not cover stream-ordered pools).
-      for (int b = 0; b < count; ++b) {
+      for (int b = 0; b < phys_count; ++b) {
         if (b == a) continue;
         int can = 0;
         BBMM_CUDA(cudaDeviceCanAccessPeer(&can, b, a));
@@ -162,7 +167,8 @@ class CudaBackend : public Backend {
 
   bool can_access_peer(int dst, int src) const override {
     if (dst < 0 || src < 0 || dst >= device_count() || src >= device_count()) return false;
-    return dst == src || peer_[dst * device_count() + src];
+    const int a = devices_[dst].phys, b = devices_[src].phys;
+    return a == b || peer_[a * phys_count_ + b];
   }
 
   absl::StatusOr<DeviceBuffer> allocate(int device, size_t bytes) override {
@@ -174,7 +180,7 @@ class CudaBackend : public Backend {
           "cuda device ", device, ": ", bytes, " bytes requested, ", dev.in_use.load(),
           " in use, capacity ", dev.capacity));
     }
-    BBMM_CUDA(cudaSetDevice(device));
+    BBMM_CUDA(cudaSetDevice(devices_[device].phys));
     void* p = nullptr;
     const cudaError_t e = cudaMallocAsync(&p, std::max<size_t>(bytes, 1), dev.stream);
     if (e == cudaErrorMemoryAllocation) {
@@ -192,7 +198,7 @@ class CudaBackend : public Backend {
     absl::Status s = check_device(device, "free");
     if (!s.ok()) return s;
     Device& dev = devices_[device];
-    BBMM_CUDA(cudaSetDevice(device));
+    BBMM_CUDA(cudaSetDevice(devices_[device].phys));
     s = wait_on(dev.stream, after);
     if (!s.ok()) return s;
     BBMM_CUDA(cudaFreeAsync(buffer.base, dev.stream));
@@ -214,7 +220,7 @@ class CudaBackend : public Backend {
       return absl::InvalidArgumentError("cuda copy: a row pitch is smaller than the row width");
     }
     Device& dev = devices_[queue_dev];
-    BBMM_CUDA(cudaSetDevice(queue_dev));
+    BBMM_CUDA(cudaSetDevice(devices_[queue_dev].phys));
     s = wait_on(dev.stream, wait);
     if (!s.ok()) return s;
     char* d = static_cast<char*>(dst.base) + dst.offset;
@@ -233,7 +239,7 @@ class CudaBackend : public Backend {
       // nothing to move
     } else if (dense) {
       if (cross) {
-        BBMM_CUDA(cudaMemcpyPeerAsync(d, dst.device, p, src.device, total, dev.stream));
+        BBMM_CUDA(cudaMemcpyPeerAsync(d, devices_[dst.device].phys, p, devices_[src.device].phys, total, dev.stream));
       } else {
         BBMM_CUDA(cudaMemcpyAsync(d, p, total, kind, dev.stream));
       }
@@ -254,8 +260,8 @@ class CudaBackend : public Backend {
         parms.dstPtr = make_cudaPitchedPtr(d, dst.row_pitch, shape.width_bytes, dst_rows);
         parms.srcPtr = make_cudaPitchedPtr(const_cast<char*>(p), src.row_pitch,
                                            shape.width_bytes, src_rows);
-        parms.dstDevice = dst.device;
-        parms.srcDevice = src.device;
+        parms.dstDevice = devices_[dst.device].phys;
+        parms.srcDevice = devices_[src.device].phys;
         parms.extent = extent;
         BBMM_CUDA(cudaMemcpy3DPeerAsync(&parms, dev.stream));
       } else {
@@ -273,9 +279,10 @@ class CudaBackend : public Backend {
         if (cross) {
           for (size_t y = 0; y < height; ++y) {
             BBMM_CUDA(cudaMemcpyPeerAsync(d + z * dst.slice_pitch + y * dst.row_pitch,
-                                          dst.device,
+                                          devices_[dst.device].phys,
                                           p + z * src.slice_pitch + y * src.row_pitch,
-                                          src.device, shape.width_bytes, dev.stream));
+                                          devices_[src.device].phys, shape.width_bytes,
+                                          dev.stream));
           }
         } else {
           BBMM_CUDA(cudaMemcpy2DAsync(d + z * dst.slice_pitch, dst.row_pitch,
@@ -293,7 +300,7 @@ class CudaBackend : public Backend {
     if (!s.ok()) return s;
     if (!fn) return absl::InvalidArgumentError("cuda launch: empty function");
     Device& dev = devices_[device];
-    BBMM_CUDA(cudaSetDevice(device));
+    BBMM_CUDA(cudaSetDevice(devices_[device].phys));
     s = wait_on(dev.stream, wait);
     if (!s.ok()) return s;
     try {
@@ -305,7 +312,7 @@ class CudaBackend : public Backend {
       return absl::InternalError(absl::StrCat("cuda launch on device ", device,
                                               ": the launch function threw"));
     }
-    BBMM_CUDA(cudaSetDevice(device));
+    BBMM_CUDA(cudaSetDevice(devices_[device].phys));
     BBMM_CUDA(cudaPeekAtLastError());
     return record_on(device);
   }
@@ -313,14 +320,14 @@ class CudaBackend : public Backend {
   absl::StatusOr<Event> record(int device) override {
     absl::Status s = check_device(device, "record");
     if (!s.ok()) return s;
-    BBMM_CUDA(cudaSetDevice(device));
+    BBMM_CUDA(cudaSetDevice(devices_[device].phys));
     return record_on(device);
   }
 
   absl::Status synchronize(int device) override {
     absl::Status s = check_device(device, "synchronize");
     if (!s.ok()) return s;
-    BBMM_CUDA(cudaSetDevice(device));
+    BBMM_CUDA(cudaSetDevice(devices_[device].phys));
     BBMM_CUDA(cudaStreamSynchronize(devices_[device].stream));
     return absl::OkStatus();
   }
@@ -354,13 +361,15 @@ class CudaBackend : public Backend {
 
  private:
   struct Device {
+    int phys = 0;  // the GPU
     cudaStream_t stream = nullptr;
     cudaMemPool_t pool = nullptr;
     size_t capacity = 0;
     std::atomic<size_t> in_use{0};
     Device() = default;
     Device(Device&& o) noexcept
-        : stream(o.stream), pool(o.pool), capacity(o.capacity), in_use(o.in_use.load()) {}
+        : phys(o.phys), stream(o.stream), pool(o.pool), capacity(o.capacity),
+          in_use(o.in_use.load()) {}
   };
 
   absl::Status check_device(int device, const char* what) const {
@@ -396,7 +405,8 @@ class CudaBackend : public Backend {
   CudaBackendOptions options_;
   std::shared_ptr<EventPool> events_ = std::make_shared<EventPool>();
   std::vector<Device> devices_;
-  std::vector<bool> peer_;  // peer_[dst * n + src]
+  int phys_count_ = 0;      // GPUs in use
+  std::vector<bool> peer_;  // peer_[dst_gpu * phys_count_ + src_gpu]
   std::mutex mu_;
   std::unordered_set<void*> registered_;
 };
@@ -421,7 +431,7 @@ absl::StatusOr<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOpti
   if (visible == 0) return absl::UnavailableError(why);
   int n = visible;
   if (options.devices > 0) {
-    if (options.devices > visible) {
+    if (options.devices > visible && !options.oversubscribe) {
       return absl::InvalidArgumentError(absl::StrCat(options.devices,
                                                      " CUDA devices requested but ", visible,
                                                      " are visible"));
@@ -429,7 +439,7 @@ absl::StatusOr<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOpti
     n = options.devices;
   }
   auto backend = std::make_unique<CudaBackend>(options);
-  absl::Status s = backend->init(n);
+  absl::Status s = backend->init(n, visible);
   if (!s.ok()) return s;
   return std::unique_ptr<Backend>(std::move(backend));
 }

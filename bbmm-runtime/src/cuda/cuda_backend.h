@@ -28,6 +28,10 @@ namespace bbmm {
 
 struct CudaBackendOptions {
   int devices = 0;            // 0: every visible GPU
+  // Allow more logical devices than GPUs: logical device d runs on GPU
+  // d % visible with its own stream and capacity (tests of multi-device
+  // behaviour on one GPU).
+  bool oversubscribe = false;
   size_t capacity_bytes = 0;  // per device; 0: the free memory at start less a reserve
   size_t pitch_alignment = 1;
   bool register_host = true;  // page-lock registered host arrays

@@ -1,0 +1,82 @@
+// The CUDA backend factory for the shared runtime suites (conformance and
+// random traces). Host-written kernels reach the pieces by staging: inside
+// the launch function each piece's device memory is copied to the host on
+// the launch's stream, the kernel runs, and the bytes are copied back.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_backend.h"
+#include "runtime_test_util.h"
+
+namespace bbmm::testing {
+
+// Bytes from a piece's first element to one past its last.
+inline size_t piece_span(const bbmm_piece& p, int rank, size_t elem) {
+  int64_t last = 0;
+  for (int d = 0; d < rank; ++d) {
+    if (p.hi[d] <= p.lo[d]) return 0;
+    last += (p.hi[d] - p.lo[d] - 1) * p.stride[d];
+  }
+  return (static_cast<size_t>(last) + 1) * elem;
+}
+
+inline void cuda_host_access(const bbmm_launch_info& info, const std::vector<PieceCopy>& views,
+                             const HostKernel& body) {
+  cudaStream_t stream = static_cast<cudaStream_t>(info.queue);
+  std::vector<PieceCopy> host = views;
+  // One host buffer per distinct device range (a view may appear twice).
+  std::map<std::pair<char*, size_t>, std::vector<char>> staged;
+  for (PieceCopy& v : host) {
+    for (bbmm_piece& p : v.mutable_pieces()) {
+      char* dev = static_cast<char*>(p.data) + p.offset;
+      const size_t span = piece_span(p, v.rank(), v.elem_size());
+      std::vector<char>& buf = staged[{dev, span}];
+      if (buf.size() != span) {
+        buf.resize(span);
+        if (span > 0) {
+          EXPECT_EQ(cudaMemcpyAsync(buf.data(), dev, span, cudaMemcpyDeviceToHost, stream),
+                    cudaSuccess);
+        }
+      }
+      p.data = buf.data();
+      p.offset = 0;
+    }
+  }
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  body(host);
+  for (auto& [key, buf] : staged) {
+    if (key.second == 0) continue;
+    EXPECT_EQ(cudaMemcpyAsync(key.first, buf.data(), key.second, cudaMemcpyHostToDevice, stream),
+              cudaSuccess);
+  }
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+}
+
+inline BackendFactory cuda_factory(std::string name, bool copy_kernel) {
+  BackendFactory f;
+  f.name = std::move(name);
+  f.make = [copy_kernel](int devices, size_t capacity) -> std::unique_ptr<Backend> {
+    CudaBackendOptions o;
+    o.devices = devices;
+    o.capacity_bytes = capacity;
+    o.oversubscribe = true;  // several logical devices per GPU on small machines
+    o.copy_kernel = copy_kernel;
+    absl::StatusOr<std::unique_ptr<Backend>> b = make_cuda_backend(o);
+    if (!b.ok()) {
+      ADD_FAILURE() << b.status();
+      return nullptr;
+    }
+    return *std::move(b);
+  };
+  f.pitch_alignment = 1;
+  f.host_access = cuda_host_access;
+  return f;
+}
+
+}  // namespace bbmm::testing
