@@ -35,8 +35,9 @@ absl::Status cuda_status(const char* call, cudaError_t e, const char* file, int 
   } while (0)
 
 // Recycles cudaEvent_t objects: creating one per operation costs about as
-// much as enqueueing a small copy. Shared by the backend and its events, so
-// events may outlive the backend.
+// much as enqueueing a small copy. One pool per GPU (an event can only be
+// recorded on streams of the GPU it was created on). Shared by the backend
+// and its events, so events may outlive the backend.
 class EventPool {
  public:
   ~EventPool() {
@@ -116,6 +117,7 @@ class CudaBackend : public Backend {
     }
     const int phys_count = std::min(count, visible);
     phys_count_ = phys_count;
+    for (int g = 0; g < phys_count; ++g) events_.push_back(std::make_shared<EventPool>());
     peer_.assign(static_cast<size_t>(phys_count) * phys_count, false);
     for (int a = 0; a < phys_count; ++a) {
       std::vector<cudaMemAccessDesc> access;
@@ -244,7 +246,12 @@ class CudaBackend : public Backend {
         BBMM_CUDA(cudaMemcpyAsync(d, p, total, kind, dev.stream));
       }
     } else if (dst.device != kHost && src.device != kHost && options_.copy_kernel &&
-               (!cross || can_access_peer(dst.device, src.device))) {
+               (!cross || (can_access_peer(dst.device, src.device) &&
+                           (shape.width_bytes < 256 || total < (size_t{64} << 20))))) {
+      // Measured on H200 (docs/performance.md): the kernel beats the copy
+      // engine for every strided device-local box (up to 4x), and for peer
+      // boxes with rows under 256 B or under 64 MiB; the engine wins large
+      // peer boxes (390 vs 370 GB/s).
       BBMM_CUDA(launch_copy_kernel(d, dst.row_pitch, dst.slice_pitch, p, src.row_pitch,
                                    src.slice_pitch, shape.width_bytes, height, depth, dev.stream));
     } else if (!cross && depth == 1) {
@@ -392,18 +399,20 @@ class CudaBackend : public Backend {
   }
 
   absl::StatusOr<Event> record_on(int device) {
+    // The caller made devices_[device].phys current: new events belong to it.
+    const std::shared_ptr<EventPool>& pool = events_[devices_[device].phys];
     cudaEvent_t ev;
-    BBMM_CUDA(events_->get(&ev));
+    BBMM_CUDA(pool->get(&ev));
     const cudaError_t e = cudaEventRecord(ev, devices_[device].stream);
     if (e != cudaSuccess) {
-      events_->put(ev);
+      pool->put(ev);
       return cuda_status("cudaEventRecord", e, __FILE__, __LINE__);
     }
-    return Event(std::make_shared<CudaEvent>(ev, events_));
+    return Event(std::make_shared<CudaEvent>(ev, pool));
   }
 
   CudaBackendOptions options_;
-  std::shared_ptr<EventPool> events_ = std::make_shared<EventPool>();
+  std::vector<std::shared_ptr<EventPool>> events_;  // per GPU
   std::vector<Device> devices_;
   int phys_count_ = 0;      // GPUs in use
   std::vector<bool> peer_;  // peer_[dst_gpu * phys_count_ + src_gpu]
