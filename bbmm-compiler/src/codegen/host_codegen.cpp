@@ -309,6 +309,64 @@ class ScopGenerator {
     return os.str();
   }
 
+  // The values of partition dimension "d"'s loops over every instance of the partition's
+  // phases (all serial iterations), as C expressions [lo, hi) over the scop parameters.
+  // False when the range does not depend on the serial iterators' values.
+  bool whole_range(const Partition& part, size_t d, std::string& lo, std::string& hi) {
+    isl::set vals;
+    for (size_t slot = 0; slot < part.phases.size(); ++slot) {
+      if (slot >= part.dims[d].loops.size()) continue;
+      const int loop = part.dims[d].loops[slot];
+      for (int st_i : s_.phases[part.phases[slot]].statements) {
+        const Statement& st = s_.statements[st_i];
+        for (size_t dd = 0; dd < st.loops.size(); ++dd) {
+          if (st.loops[dd] != loop) continue;
+          const int depth = static_cast<int>(st.iterators.size());
+          isl_set* x = isl_set_project_out(st.domain.copy(), isl_dim_set, dd + 1, depth - dd - 1);
+          x = isl_set_project_out(x, isl_dim_set, 0, dd);
+          x = isl_set_reset_tuple_id(x);
+          isl::set v = isl::manage(x);
+          vals = vals.is_null() ? v : vals.unite(v);
+        }
+      }
+    }
+    if (vals.is_null()) return false;
+    vals = vals.coalesce();
+    isl::pw_aff mn = isl::manage(isl_set_dim_min(vals.copy(), 0));
+    isl_pw_aff* mx = isl_set_dim_max(vals.copy(), 0);
+    mx = isl_pw_aff_add_constant_val(mx, isl_val_one(isl_pw_aff_get_ctx(mx)));
+    // Nothing to do when this iteration's range is the whole range wherever it is defined.
+    auto same = [](const isl::pw_aff& per_iteration, isl_pw_aff* whole) {
+      if (per_iteration.is_null()) return true;
+      isl_set* dom = isl_pw_aff_domain(per_iteration.copy());
+      isl_set* eq = isl_pw_aff_eq_set(per_iteration.copy(), isl_pw_aff_copy(whole));
+      isl_bool r = isl_set_is_subset(dom, eq);
+      isl_set_free(dom);
+      isl_set_free(eq);
+      return r == isl_bool_true;
+    };
+    isl_pw_aff* mx_incl = isl_pw_aff_add_constant_val(isl_pw_aff_copy(mx),
+                                                      isl_val_negone(isl_pw_aff_get_ctx(mx)));
+    const bool unchanged = same(part.dims[d].range_min, mn.get()) &&
+                           same(part.dims[d].range_max, mx_incl);
+    isl_pw_aff_free(mx_incl);
+    if (unchanged) {
+      isl_pw_aff_free(mx);
+      return false;
+    }
+    lo = c_expr_from_pw_aff(mn, s_.context);
+    hi = c_expr_from_pw_aff(isl::manage(mx), s_.context);
+    return true;
+  }
+
+  std::vector<std::string> serial_names(const Partition& part) const {
+    std::vector<std::string> r;
+    for (int p : part.phases) {
+      for (int l : s_.phases[p].serial_loops) r.push_back(s_.loops[l].c_name);
+    }
+    return r;
+  }
+
   const ArrayBoxes* array_boxes(const PhaseBoxes& pb, int a) const {
     for (const ArrayBoxes& ab : pb.arrays) {
       if (ab.array == a) return &ab;
@@ -348,13 +406,31 @@ class ScopGenerator {
       return os.str();
     }
     if (nd == 1) {
-      os << "  int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;\n";
-      os << "  if (bbmm_n > bbmm_to0 - bbmm_from0) bbmm_n = bbmm_to0 - bbmm_from0;\n";
-      os << "  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {\n";
-      os << "    const int64_t " << part.dims[0].lo_param
-         << " = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;\n";
-      os << "    const int64_t " << part.dims[0].hi_param
-         << " = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;\n";
+      std::string glo, ghi;
+      if (!serial_args.empty() && whole_range(part, 0, glo, ghi)) {
+        // The range moves with the serial iterators: split the range of all serial
+        // iterations instead, so that an element's owner never changes between iterations
+        // (no two devices write the same data between synchronisation points), and clamp
+        // each tile to this iteration's range.
+        os << "  /* tiles of the whole range over all serial iterations, clamped */\n";
+        os << "  const int64_t bbmm_all_from = " << glo << ", bbmm_all_to = " << ghi << ";\n";
+        os << "  int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;\n";
+        os << "  if (bbmm_n > bbmm_all_to - bbmm_all_from) bbmm_n = bbmm_all_to - bbmm_all_from;\n";
+        os << "  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {\n";
+        os << "    const int64_t " << part.dims[0].lo_param
+           << " = bbmm_max(bbmm_from0, bbmm_all_from + (bbmm_all_to - bbmm_all_from) * bbmm_k / bbmm_n);\n";
+        os << "    const int64_t " << part.dims[0].hi_param
+           << " = bbmm_min(bbmm_to0, bbmm_all_from + (bbmm_all_to - bbmm_all_from) * (bbmm_k + 1) / bbmm_n);\n";
+        os << "    if (" << part.dims[0].lo_param << " >= " << part.dims[0].hi_param << ") continue;\n";
+      } else {
+        os << "  int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;\n";
+        os << "  if (bbmm_n > bbmm_to0 - bbmm_from0) bbmm_n = bbmm_to0 - bbmm_from0;\n";
+        os << "  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {\n";
+        os << "    const int64_t " << part.dims[0].lo_param
+           << " = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;\n";
+        os << "    const int64_t " << part.dims[0].hi_param
+           << " = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;\n";
+      }
       os << "    " << name << "_tile(bbmm_x" << serial_args << ", " << part.dims[0].lo_param << ", "
          << part.dims[0].hi_param << ", (int)(bbmm_k * bbmm_x->devices / bbmm_n));\n";
       os << "  }\n}\n\n";
