@@ -577,15 +577,19 @@ TEST(OpenCLBackend, ErrorsPropagate) {
       },
       {});
   ASSERT_TRUE(k.ok()) << k.status();
-  Event wk[] = {*k};
-  absl::StatusOr<Event> dependent = be->copy({1, b->base, 0, 64, 64}, {0, a->base, 0, 64, 64}, row,
-                                             wk);
-  ASSERT_TRUE(dependent.ok());
   EXPECT_FALSE(k->done());
   ASSERT_EQ(clSetUserEventStatus(user, -1), CL_SUCCESS);
   absl::Status ks = k->wait();
   EXPECT_FALSE(ks.ok());
   EXPECT_NE(ks.message().find("kernel on OpenCL device 0"), std::string::npos) << ks;
+  // Work issued after the failure that waits for it fails without running.
+  // (Work enqueued BEFORE a wait-list event fails is left to the OpenCL
+  // implementation by the spec, and PoCL 3.1 may never complete it, so the
+  // test does not rely on it.)
+  Event wk[] = {*k};
+  absl::StatusOr<Event> dependent = be->copy({1, b->base, 0, 64, 64}, {0, a->base, 0, 64, 64}, row,
+                                             wk);
+  ASSERT_TRUE(dependent.ok());
   absl::Status ds = dependent->wait();
   EXPECT_FALSE(ds.ok());
   EXPECT_NE(ds.message().find("copy peer on OpenCL device 1"), std::string::npos) << ds;
