@@ -128,6 +128,11 @@ absl::StatusOr<Array*> RuntimeCore::register_array(std::string name, void* host,
     }
     std::copy(strides.begin(), strides.end(), st);
   }
+  size_t span_bytes = elem_size;  // from the first to one past the last element
+  for (int d = 0; d < r; ++d) span_bytes += (extents[d] - 1) * st[d] * elem_size;
+  if (whole->empty()) span_bytes = 0;
+  absl::Status pin = backend_->register_host(host, span_bytes);
+  if (!pin.ok()) return pin;
   arrays_.push_back(std::make_unique<Array>(std::move(name), next_array_id_++, host, elem_size,
                                             *whole, st, read_only, device_count()));
   return arrays_.back().get();
@@ -155,8 +160,9 @@ absl::Status RuntimeCore::unregister_array(Array* array) {
       if (!fs.ok()) return fs;
     }
   }
+  absl::Status unpin = backend_->unregister_host(array->host);
   arrays_.erase(it);
-  return absl::OkStatus();
+  return unpin;
 }
 
 // ---------------------------------------------------------------- layouts & copies
@@ -208,6 +214,16 @@ absl::StatusOr<Event> RuntimeCore::copy_box(const Array& a, const Layout& dst, c
     shape.depth = static_cast<size_t>(box.extent(r - 3));
     de.slice_pitch = static_cast<size_t>(dst.strides[r - 3]) * elem;
     se.slice_pitch = static_cast<size_t>(src.strides[r - 3]) * elem;
+  }
+  // Planes that are just consecutive rows on both sides (the box spans its
+  // arrays' whole middle dimension): one taller 2-D copy is cheaper than a
+  // 3-D one.
+  if (shape.depth > 1 && de.slice_pitch == de.row_pitch * shape.height &&
+      se.slice_pitch == se.row_pitch * shape.height) {
+    shape.height *= shape.depth;
+    shape.depth = 1;
+    de.slice_pitch = de.row_pitch * shape.height;
+    se.slice_pitch = se.row_pitch * shape.height;
   }
   // Dimensions before the last three: one 3-D copy per index combination.
   int64_t idx[Box::kMaxRank];
@@ -905,7 +921,18 @@ absl::Status RuntimeCore::flow_out(TileState& tile, Array* array, const Box& box
         if (!(g.valid & mine) || (g.valid & device_bit(e))) continue;
         for (Instance* src : overlapping(a, d, g.box)) {
           const Box piece = *intersection(g.box, src->box);
-          absl::Status s = copy_instance_to_instance(*dst, *src, piece);
+          absl::Status s;
+          if (backend_->can_access_peer(e, d)) {
+            s = copy_instance_to_instance(*dst, *src, piece);
+          } else {
+            // The devices cannot reach each other: through the host, which
+            // then holds a valid copy too.
+            s = copy_instance_to_host(*src, piece);
+            if (s.ok()) {
+              a.directory.add(piece, kHostBit);
+              s = copy_host_to_instance(*dst, piece);
+            }
+          }
           if (!s.ok()) return s;
           a.directory.add(piece, device_bit(e));
         }
