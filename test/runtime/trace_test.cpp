@@ -3,6 +3,8 @@
 // unescaped quote fails the test.
 #include "core/trace.h"
 
+#include "bbmm/runtime.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -430,6 +432,58 @@ TEST(HostBackendTrace, EveryExecutedOpKindLeavesASlice) {
   EXPECT_EQ(names[1], "device 0");
   EXPECT_EQ(names[3], "device 2");
   std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace bbmm
+
+namespace bbmm {
+namespace {
+
+// Through the runtime, every copy and kernel slice names what it is for: the
+// array and box of a copy, the tile's boxes of a kernel; evictions too.
+TEST(RuntimeTrace, CopiesKernelsAndEvictionsNameTheirArrayAndBox) {
+  const std::string path = temp_path("runtime_trace");
+  std::vector<double> host(64 * 8, 1.0);
+  {
+    RuntimeOptions o;
+    o.backend = BBMM_BACKEND_HOST;
+    o.devices = 2;
+    o.device_memory = 16 * 8 * 8;  // two 8x8 tiles of doubles: forces box-out
+    o.trace_file = path;
+    absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::create(o);
+    ASSERT_TRUE(rt.ok()) << rt.status();
+    const int64_t ext[2] = {64, 8};
+    Array* a = *(*rt)->register_array("Grid", host.data(), sizeof(double), ext);
+    for (int64_t lo = 0; lo < 64; lo += 8) {
+      auto t = *(*rt)->begin_tile(static_cast<int>(lo / 8) % 2);
+      ASSERT_TRUE(t->require(a, *Box::create({lo, 0}, {lo + 8, 8}), Access::kReadWrite).ok());
+      ASSERT_TRUE(t->acquire().ok());
+      ASSERT_TRUE(t->launch([](const bbmm_launch_info&) {}).ok());
+      ASSERT_TRUE(t->release().ok());
+    }
+    ASSERT_TRUE((*rt)->sync_to_host(a).ok());
+  }  // the runtime writes the trace
+  int copies = 0, kernels = 0, evictions = 0;
+  for (const Json& s : slices_of(read_trace(path))) {
+    const Json* args = s.get("args");
+    ASSERT_NE(args, nullptr);
+    const std::string name = s.str("name");
+    if (name.rfind("copy", 0) == 0) {
+      ++copies;
+      EXPECT_EQ(args->str("array"), "Grid") << name;
+      EXPECT_EQ(args->str("box").rfind("[", 0), 0u) << name;
+    } else if (name == "kernel") {
+      ++kernels;
+      EXPECT_EQ(args->str("tile").rfind("Grid{[", 0), 0u) << args->str("tile");
+    } else if (name == "evict") {
+      ++evictions;
+      EXPECT_EQ(args->str("array"), "Grid");
+    }
+  }
+  EXPECT_EQ(kernels, 8);
+  EXPECT_GE(copies, 8 + 8);  // every tile read in and written back
+  EXPECT_GE(evictions, 4);
 }
 
 }  // namespace

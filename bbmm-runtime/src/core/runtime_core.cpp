@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -224,6 +225,12 @@ absl::StatusOr<Event> RuntimeCore::copy_box(const Array& a, const Layout& dst, c
     shape.depth = 1;
     de.slice_pitch = de.row_pitch * shape.height;
     se.slice_pitch = se.row_pitch * shape.height;
+  }
+  // The trace names the array and box of every copy.
+  std::optional<Tracer::Label> label;
+  if (tracer_ != nullptr) {
+    label.emplace(absl::StrCat("\"array\":\"", json_escape(a.name), "\",\"box\":\"",
+                               box.to_string(), "\""));
   }
   // Dimensions before the last three: one 3-D copy per index combination.
   int64_t idx[Box::kMaxRank];
@@ -857,6 +864,15 @@ absl::Status RuntimeCore::launch(TileState& tile,
   for (Instance* inst : tile.held) {
     wait.push_back(inst->write_done);
     append_events(wait, inst->reads);
+  }
+  std::optional<Tracer::Label> label;
+  if (tracer_ != nullptr) {
+    std::string args = "\"tile\":\"";
+    for (const auto& part : tile.parts) {
+      absl::StrAppend(&args, args.size() > 9 ? " " : "", json_escape(part.array->name),
+                      part.all.to_string());
+    }
+    label.emplace(args + "\"");
   }
   absl::StatusOr<Event> ev = backend_->launch(
       tile.device,

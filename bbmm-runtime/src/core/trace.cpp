@@ -145,4 +145,16 @@ std::string json_escape(std::string_view s) {
   return out;
 }
 
+namespace {
+thread_local std::string g_trace_label;
+}  // namespace
+
+Tracer::Label::Label(std::string args) : saved_(std::move(g_trace_label)) {
+  g_trace_label = std::move(args);
+}
+
+Tracer::Label::~Label() { g_trace_label = std::move(saved_); }
+
+const std::string& Tracer::current_label() { return g_trace_label; }
+
 }  // namespace bbmm

@@ -32,6 +32,23 @@ class Tracer {
   // Writes the JSON file; later slices are dropped. Idempotent.
   absl::Status close();
 
+  // What the operations the calling thread issues next are for, as JSON
+  // object members (e.g. "\"array\":\"A\",\"box\":\"[0,4)x[0,8)\""): the
+  // runtime core sets it around each copy and launch, and a backend adds it to
+  // the args of the slices of operations it enqueues meanwhile. Empty outside
+  // a Label's scope.
+  class Label {
+   public:
+    explicit Label(std::string args);
+    ~Label();
+    Label(const Label&) = delete;
+    Label& operator=(const Label&) = delete;
+
+   private:
+    std::string saved_;
+  };
+  static const std::string& current_label();
+
  private:
   struct Slice {
     int device;

@@ -369,6 +369,7 @@ absl::StatusOr<Event> HostBackend::copy(const Endpoint& dst, const Endpoint& src
         absl::StrCat("\"bytes\":", empty ? 0 : shape.width_bytes * shape.height * shape.depth,
                      ",\"shape\":\"", shape_string(shape), "\",\"src\":\"", where(src.device),
                      "\",\"dst\":\"", where(dst.device), "\"", staged ? ",\"staged\":true" : "");
+    if (!Tracer::current_label().empty()) absl::StrAppend(&op.trace_args, ",", Tracer::current_label());
   }
   op.body = [dst_ptr, src_ptr, d = dst, s = src, shape, staged] {
     if (!staged) {
@@ -395,6 +396,7 @@ absl::StatusOr<Event> HostBackend::launch(int device, std::function<void(const L
   op.waits.assign(wait.begin(), wait.end());
   op.name = "kernel";
   op.tracer = tracer_;
+  if (op.tracer != nullptr) op.trace_args = Tracer::current_label();
   op.body = [fn = std::move(fn), device] {
     fn(LaunchContext{device, nullptr});
     return absl::OkStatus();
