@@ -50,6 +50,8 @@ class Box {
   int rank() const { return rank_; }
   int64_t lo(int d) const { return lo_[d]; }
   int64_t hi(int d) const { return hi_[d]; }
+  // hi(d) - lo(d); requires the difference to fit in int64_t (volume()
+  // saturates instead).
   int64_t extent(int d) const { return hi_[d] - lo_[d]; }
   const int64_t* lo_data() const { return lo_; }
   const int64_t* hi_data() const { return hi_; }

@@ -36,7 +36,8 @@ class BoxSet {
   // Algorithm 2 of the design: refines `boxes` (any overlaps allowed, empty
   // boxes ignored) into pairwise-disjoint boxes covering exactly their union.
   // Each box keeps the part not covered by the boxes before it, so the result
-  // depends on the order. Fails with kInvalidArgument when the ranks differ.
+  // depends on the order. Fails with kInvalidArgument when the ranks differ
+  // or a box has rank 0. An empty list gives a set of rank 0.
   static absl::StatusOr<BoxSet> disjoint(std::span<const Box> boxes);
   static absl::StatusOr<BoxSet> disjoint(std::initializer_list<Box> boxes) {
     return disjoint(std::span<const Box>(boxes.begin(), boxes.size()));
@@ -70,28 +71,24 @@ class BoxSet {
   void clear() { coords_.clear(); }
 
   // Merges pairs of boxes whose union is a box (equal bounds in all
-  // dimensions but one, touching in that one) until no pair merges. Never
-  // increases the number of boxes; the point set is unchanged.
+  // dimensions but one, touching in that one) until no pair merges, merging
+  // along the last dimension first. Never increases the number of boxes; the
+  // point set is unchanged.
   void coalesce();
 
   // "{[0,2)x[0,3), [2,4)x[1,3)}".
   std::string to_string() const;
-  friend std::ostream& operator<<(std::ostream& os, const BoxSet& s) {
-    return os << s.to_string();
-  }
+  friend std::ostream& operator<<(std::ostream& os, const BoxSet& s) { return os << s.to_string(); }
 
  private:
-  // Replaces the boxes from index `first` on by those pieces minus `cut`.
-  void subtract_from(size_t first, const Box& cut);
-  void erase_box(size_t i);
-
   int rank_ = 0;
   // Box i is lo = coords_[2*rank*i .. +rank), hi = the next `rank` values.
   absl::InlinedVector<int64_t, 16 * 2 * 3> coords_;
 };
 
 // Set algebra; each fails with kInvalidArgument when both operands have a
-// rank (nonzero) and the ranks differ.
+// rank (nonzero) and the ranks differ. The result has the rank of whichever
+// operand has one.
 absl::StatusOr<BoxSet> set_union(const BoxSet& a, const BoxSet& b);
 absl::StatusOr<BoxSet> set_intersection(const BoxSet& a, const BoxSet& b);
 absl::StatusOr<BoxSet> set_difference(const BoxSet& a, const BoxSet& b);

@@ -10,10 +10,9 @@ namespace bbmm {
 namespace {
 
 absl::Status rank_mismatch(const char* op, const Box& a, const Box& b) {
-  return absl::InvalidArgumentError(absl::StrCat(op, ": rank mismatch between box ",
-                                                 a.to_string(), " (rank ", a.rank(),
-                                                 ") and box ", b.to_string(), " (rank ",
-                                                 b.rank(), ")"));
+  return absl::InvalidArgumentError(absl::StrCat(op, ": rank mismatch between box ", a.to_string(),
+                                                 " (rank ", a.rank(), ") and box ", b.to_string(),
+                                                 " (rank ", b.rank(), ")"));
 }
 
 }  // namespace
@@ -21,8 +20,7 @@ absl::Status rank_mismatch(const char* op, const Box& a, const Box& b) {
 absl::StatusOr<Box> Box::create(std::span<const int64_t> lo, std::span<const int64_t> hi) {
   if (lo.size() != hi.size()) {
     return absl::InvalidArgumentError(absl::StrCat("box: lower bound has ", lo.size(),
-                                                   " coordinates but upper bound has ",
-                                                   hi.size()));
+                                                   " coordinates but upper bound has ", hi.size()));
   }
   if (lo.empty() || lo.size() > static_cast<size_t>(kMaxRank)) {
     return absl::InvalidArgumentError(
@@ -39,9 +37,14 @@ absl::StatusOr<Box> Box::create(std::span<const int64_t> lo, std::span<const int
 }
 
 absl::StatusOr<Box> Box::from_extents(std::span<const int64_t> extents) {
+  // Check the rank here: with more than kMaxRank extents, `create` would see
+  // lower and upper bounds of different lengths and report that instead.
+  if (extents.empty() || extents.size() > static_cast<size_t>(kMaxRank)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("box: rank ", extents.size(), " is outside 1..", kMaxRank));
+  }
   int64_t zeros[kMaxRank] = {};
-  return create(std::span<const int64_t>(zeros, std::min<size_t>(extents.size(), kMaxRank)),
-                extents);
+  return create(std::span<const int64_t>(zeros, extents.size()), extents);
 }
 
 Box Box::make_unchecked(int rank, const int64_t* lo, const int64_t* hi) {
@@ -64,10 +67,15 @@ bool Box::empty() const {
 
 int64_t Box::volume() const {
   if (empty()) return 0;
+  constexpr int64_t kSaturated = std::numeric_limits<int64_t>::max();
   int64_t v = 1;
   for (int d = 0; d < rank_; ++d) {
-    if (__builtin_mul_overflow(v, hi_[d] - lo_[d], &v)) {
-      return std::numeric_limits<int64_t>::max();
+    // hi - lo can exceed INT64_MAX (e.g. [INT64_MIN, INT64_MAX)); in uint64
+    // the difference is exact and well defined.
+    const uint64_t extent = static_cast<uint64_t>(hi_[d]) - static_cast<uint64_t>(lo_[d]);
+    if (extent > static_cast<uint64_t>(kSaturated) ||
+        __builtin_mul_overflow(v, static_cast<int64_t>(extent), &v)) {
+      return kSaturated;
     }
   }
   return v;
