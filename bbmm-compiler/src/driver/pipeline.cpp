@@ -115,6 +115,11 @@ std::unique_ptr<Program> analyze(std::unique_ptr<Program> prog, const PipelineOp
       }
     }
     if (diag.has_errors()) prog->scops.clear();
+    // The cap protects the analysis only: later passes and printing of the
+    // models that came through must not trip over an exhausted counter
+    // (found by fuzzing: an uncaught isl::exception_quota in print_deps).
+    prog->isl->set_max_operations(0);
+    prog->isl->reset_operations();
   } catch (const isl::exception& e) {
     prog->scops.clear();
     diag.internal_error("poly", std::string("isl: ") + e.what());
