@@ -9,8 +9,11 @@ build="$root/build-gpu"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBBMM_ENABLE_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DBBMM_BUILD_COMPILER=OFF -DBBMM_ENABLE_OPENCL=OFF >/dev/null
 targets=(cuda_backend_test jacobi2d_cuda jacobi2d_host gpu_bench)
+# (The target list is captured first: `ninja ... | grep -q` under pipefail
+# fails at random when grep closes the pipe early.)
+all_targets=$(ninja -C "$build" -t targets all 2>/dev/null)
 for t in cuda_conformance_test cuda_fuzz_test; do
-  if ninja -C "$build" -t targets all 2>/dev/null | grep -q "^$t:"; then targets+=("$t"); fi
+  if grep -q "^$t:" <<<"$all_targets"; then targets+=("$t"); fi
 done
 cmake --build "$build" -j2 --target "${targets[@]}"
 rm -rf "$root/.gpu"
