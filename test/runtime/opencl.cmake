@@ -12,6 +12,13 @@ if(BBMM_HAVE_OPENCL)
   bbmm_add_test(opencl_conformance_test LABELS runtime
     SOURCES opencl_conformance_test.cpp runtime_conformance_suite.cpp
     LIBS bbmm_runtime_internal OpenCL::OpenCL)
+  # The random-trace suite (runtime_fuzz_test.cpp) on the OpenCL backend.
+  bbmm_add_test(opencl_fuzz_test LABELS runtime
+    SOURCES runtime_fuzz_test.cpp opencl_fuzz_setup.cpp
+    LIBS bbmm_runtime_internal OpenCL::OpenCL)
+  if(BBMM_SANITIZER)
+    target_compile_definitions(opencl_fuzz_test PRIVATE BBMM_TEST_SANITIZER=1)
+  endif()
   if(BBMM_SANITIZER STREQUAL "thread")
     # TSan reports lock-order cycles among PoCL's own internal mutexes:
     # suppressed for stacks inside libpocl only (see the file). The discovered
@@ -20,7 +27,7 @@ if(BBMM_HAVE_OPENCL)
     # <target>_TESTS).
     set(_bbmm_ocl_props ${CMAKE_CURRENT_BINARY_DIR}/opencl_backend_test_props.cmake)
     file(WRITE ${_bbmm_ocl_props} "")
-    foreach(_t opencl_backend_test opencl_conformance_test)
+    foreach(_t opencl_backend_test opencl_conformance_test opencl_fuzz_test)
       file(APPEND ${_bbmm_ocl_props}
         "if(${_t}_TESTS)\n"
         "  set_tests_properties(\${${_t}_TESTS} PROPERTIES ENVIRONMENT_MODIFICATION\n"
