@@ -16,16 +16,6 @@
 
 namespace bbmm::testing {
 
-// Bytes from a piece's first element to one past its last.
-inline size_t piece_span(const bbmm_piece& p, int rank, size_t elem) {
-  int64_t last = 0;
-  for (int d = 0; d < rank; ++d) {
-    if (p.hi[d] <= p.lo[d]) return 0;
-    last += (p.hi[d] - p.lo[d] - 1) * p.stride[d];
-  }
-  return (static_cast<size_t>(last) + 1) * elem;
-}
-
 inline void cuda_host_access(const bbmm_launch_info& info, const std::vector<PieceCopy>& views,
                              const HostKernel& body) {
   cudaStream_t stream = static_cast<cudaStream_t>(info.queue);

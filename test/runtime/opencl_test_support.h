@@ -20,16 +20,6 @@
 namespace bbmm::testing {
 namespace opencl_test {
 
-// Bytes from a piece's first element to one past its last.
-inline size_t piece_span(const bbmm_piece& p, int rank, size_t elem) {
-  size_t last = 0;
-  for (int d = 0; d < rank; ++d) {
-    if (p.hi[d] <= p.lo[d]) return 0;
-    last += static_cast<size_t>(p.hi[d] - p.lo[d] - 1) * static_cast<size_t>(p.stride[d]);
-  }
-  return (last + 1) * elem;
-}
-
 inline void check(cl_int e, const char* call) {
   if (e != CL_SUCCESS) throw std::runtime_error(absl::StrCat(call, ": ", opencl_error_name(e)));
 }

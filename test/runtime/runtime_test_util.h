@@ -126,6 +126,16 @@ inline std::string& fuzz_skip_reason() {
   return reason;
 }
 
+// Bytes from a piece's first element to one past its last (0 when empty).
+inline size_t piece_span(const bbmm_piece& p, int rank, size_t elem) {
+  int64_t last = 0;
+  for (int d = 0; d < rank; ++d) {
+    if (p.hi[d] <= p.lo[d]) return 0;
+    last += (p.hi[d] - p.lo[d] - 1) * p.stride[d];
+  }
+  return (static_cast<size_t>(last) + 1) * elem;
+}
+
 // The box of a piece.
 inline Box piece_box(const bbmm_piece& p, int rank) {
   return Box::make_unchecked(rank, p.lo, p.hi);
