@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "brute_force.h"
 #include "driver/pipeline.h"
 #include "poly/deps.h"
 #include "test_util.h"
@@ -22,86 +23,18 @@
 namespace bbmm::compiler {
 namespace {
 
-std::vector<long> coords(isl_point* pt, isl_dim_type type, int n) {
-  std::vector<long> v;
-  for (int k = 0; k < n; ++k) {
-    isl_val* x = isl_point_get_coordinate_val(pt, type, k);
-    v.push_back(isl_val_get_num_si(x));
-    isl_val_free(x);
-  }
-  return v;
-}
-
-// All points of "s" (which must be bounded).
-std::vector<std::vector<long>> points(const isl::set& s) {
-  std::vector<std::vector<long>> out;
-  int n = static_cast<int>(isl_set_dim(s.get(), isl_dim_set));
-  struct Ctx {
-    std::vector<std::vector<long>>* out;
-    int n;
-  } c{&out, n};
-  isl_set_foreach_point(
-      s.get(),
-      [](isl_point* pt, void* user) -> isl_stat {
-        auto* c = static_cast<Ctx*>(user);
-        c->out->push_back(coords(pt, isl_dim_set, c->n));
-        isl_point_free(pt);
-        return isl_stat_ok;
-      },
-      &c);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-isl::set point_set(const isl::set& space_of, const std::vector<long>& p) {
-  isl_set* s = space_of.copy();  // the domain, with its parameters fixed
-  for (size_t k = 0; k < p.size(); ++k) s = isl_set_fix_si(s, isl_dim_set, k, p[k]);
-  return isl::manage(s);
-}
-
-struct Instance {
-  int stmt;
-  std::vector<long> it;
-  std::vector<long> sched;
-};
-
-struct Event {
-  int inst;
-  int array;
-  std::vector<long> elem;
-  bool write;
-};
+using testing::Event;
+using testing::Execution;
+using testing::Instance;
+using testing::execute;
+using testing::fix_params;
+using testing::random_program;
 
 // Oracle verdicts per loop: the arrays with carried dependences after privatisation.
 std::vector<std::set<std::string>> oracle(const Scop& scop, const isl::set& fixed) {
-  std::vector<Instance> inst;
-  for (const Statement& st : scop.statements) {
-    isl::set dom = st.domain.intersect_params(fixed);
-    for (const std::vector<long>& p : points(dom)) {
-      isl::set ps = point_set(dom, p);
-      std::vector<std::vector<long>> sched = points(ps.apply(st.schedule));
-      EXPECT_EQ(sched.size(), 1u);
-      inst.push_back({st.index, p, sched.empty() ? std::vector<long>() : sched[0]});
-    }
-  }
-  std::sort(inst.begin(), inst.end(), [](const Instance& a, const Instance& b) { return a.sched < b.sched; });
-  for (size_t i = 1; i < inst.size(); ++i) EXPECT_NE(inst[i - 1].sched, inst[i].sched) << "schedule not injective";
-
-  std::vector<Event> ev;
-  for (size_t i = 0; i < inst.size(); ++i) {
-    const Statement& st = scop.statements[inst[i].stmt];
-    isl::set dom = st.domain.intersect_params(fixed);
-    isl::set ps = point_set(dom, inst[i].it);
-    for (int pass = 0; pass < 2; ++pass)  // reads happen before the write
-      for (int ai : st.accesses) {
-        const Access& a = scop.accesses[ai];
-        if ((a.kind == AccessKind::kWrite) != (pass == 1)) continue;
-        std::vector<std::vector<long>> el = points(ps.apply(a.relation));
-        EXPECT_EQ(el.size(), 1u) << a.text;
-        if (el.empty()) continue;
-        ev.push_back({static_cast<int>(i), a.array, el[0], a.kind == AccessKind::kWrite});
-      }
-  }
+  Execution run = execute(scop, fixed);
+  const std::vector<Instance>& inst = run.inst;
+  const std::vector<Event>& ev = run.ev;
 
   std::vector<std::set<std::string>> carried(scop.loops.size());
   std::map<std::pair<int, std::vector<long>>, std::vector<int>> per_elem;
@@ -154,13 +87,6 @@ std::vector<std::set<std::string>> oracle(const Scop& scop, const isl::set& fixe
   return carried;
 }
 
-isl::set fix_params(const Scop& scop, const std::vector<long>& values) {
-  isl::set s = scop.context;
-  isl_set* x = s.copy();
-  for (size_t k = 0; k < scop.params.size(); ++k) x = isl_set_fix_si(x, isl_dim_param, k, values[k % values.size()]);
-  return isl::manage(x);
-}
-
 struct Tally {
   int carried = 0;
   int free = 0;
@@ -199,55 +125,6 @@ TEST_P(OracleTest, VerdictsMatchBruteForce) {
 INSTANTIATE_TEST_SUITE_P(Golden, OracleTest,
                          ::testing::ValuesIn(testing::files_in(BBMM_GOLDEN_DIR, ".c")),
                          [](const auto& info) { return testing::test_name(info.param); });
-
-// Random affine loop nests: two arrays, a scalar, subscripts with small coefficients,
-// bounds that depend on outer iterators. Deterministic seed.
-std::string random_program(std::mt19937& rng) {
-  auto r = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  const char* it[] = {"i", "j", "k"};
-  std::ostringstream os;
-  os << "void f(int N, int M, double A[20][20], double B[20][20], double s) {\n#pragma scop\n";
-  int nests = r(1, 2);
-  for (int n = 0; n < nests; ++n) {
-    int depth = r(1, 3);
-    for (int d = 0; d < depth; ++d) {
-      std::string lb = d > 0 && r(0, 2) == 0 ? it[d - 1] : std::to_string(r(0, 2));
-      std::string ub = r(0, 1) ? "N" : "M";
-      if (d > 0 && r(0, 3) == 0) ub = std::string(it[d - 1]) + " + 2";
-      if (r(0, 4) == 0)
-        os << "for (int " << it[d] << " = " << ub << " - 1; " << it[d] << " >= " << lb << "; " << it[d] << "--)\n";
-      else
-        os << "for (int " << it[d] << " = " << lb << "; " << it[d] << " < " << ub << "; " << it[d] << "++)\n";
-    }
-    auto sub = [&]() {
-      std::ostringstream e;
-      e << r(1, 3);
-      for (int d = 0; d < depth; ++d) {
-        int c = r(-1, 1);
-        if (c) e << (c > 0 ? " + " : " - ") << it[d];
-      }
-      return e.str();
-    };
-    int stmts = r(1, 2);
-    os << "{\n";
-    for (int k = 0; k < stmts; ++k) {
-      int kind = r(0, 5);
-      const char* X = r(0, 1) ? "A" : "B";
-      const char* Y = r(0, 1) ? "A" : "B";
-      if (kind == 0) {
-        os << "s = " << Y << "[" << sub() << "][" << sub() << "] + 1.0;\n";
-        os << X << "[" << sub() << "][" << sub() << "] = s;\n";
-      } else if (kind == 1) {
-        os << "s = s + " << Y << "[" << sub() << "][" << sub() << "];\n";
-      } else {
-        os << X << "[" << sub() << "][" << sub() << "] = " << Y << "[" << sub() << "][" << sub() << "] * 0.5;\n";
-      }
-    }
-    os << "}\n";
-  }
-  os << "#pragma endscop\n}\n";
-  return os.str();
-}
 
 TEST(OracleRandom, RandomNestsMatchBruteForce) {
   std::mt19937 rng(20261122);

@@ -308,7 +308,16 @@ ArrayBoxes array_boxes(int a, const std::vector<AccessImage>& imgs, const isl::s
 void add_flow_out(ArrayBoxes& ab, const isl::set& f, const isl::set& ctx) {
   if (f.is_null() || f.is_empty()) return;
   ab.flow_out_set = f.coalesce();
-  for (const isl::basic_set& b : basic_sets(ab.flow_out_set)) {
+  for (const isl::basic_set& b0 : basic_sets(ab.flow_out_set)) {
+    // A piece with existentially quantified variables (a stride, a parity) would need
+    // floor divisions in every bound, and isl's work on those grows quickly (minutes for
+    // a diagonal write, found by the brute-force oracle's random nests). Such a piece is
+    // flowed out as its shadow without them: a superset, still cut to the write set below.
+    isl::basic_set b = b0;
+    if (isl_basic_set_dim(b.get(), isl_dim_div) > 0) {
+      b = isl::manage(isl_basic_set_remove_divs(b.copy()));
+      ab.flow_out_note = "pieces with strides are flowed out as their hull without the strides, cut to the write set";
+    }
     Box box = make_box(isl::set(b), ctx);
     if (box.set.is_subset(ab.write_set) || ab.write_strategy == WriteStrategy::kSingleDevice) {
       ab.flow_out.push_back(std::move(box));

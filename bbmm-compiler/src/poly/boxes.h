@@ -116,9 +116,15 @@ struct ArrayBoxes {
   // with another partition), at any later time. A union of boxes, one per basic set of the
   // exact flow-out set, then coalesced; each box lies inside the write set (never widened).
   // When a piece is not a box inside the write set, it is enumerated per row instead.
+  // A piece with strides (existential variables) is first replaced by its shadow without
+  // them (see flow_out_note). With WriteStrategy::kSingleDevice the write set has no box
+  // form, and the boxes are the pieces' hulls: they may hold elements the tile does not
+  // write; the runtime pushes only what the tile's device holds valid (its directory),
+  // so this costs transfers, never correctness.
   std::vector<Box> flow_out;
   std::vector<RowEnumeration> flow_out_rows;
   isl::set flow_out_set;  // isl: the exact flow-out elements
+  std::string flow_out_note;  // where the boxes hold more than flow_out_set, why (else "")
 };
 
 // One dimension of a partition: one loop per phase of the partition, split into tiles.

@@ -97,6 +97,7 @@ void print_boxes(std::ostream& out, const Scop& scop, const ScopBoxes& bx) {
         } else {
           out << "      flow-out: " << ab.flow_out.size() << " box" << (ab.flow_out.size() == 1 ? "" : "es");
           if (!ab.flow_out_rows.empty()) out << ", " << ab.flow_out_rows.size() << " row enumeration(s)";
+          if (!ab.flow_out_note.empty()) out << " (" << ab.flow_out_note << ")";
           out << "\n";
           for (const Box& b : ab.flow_out) out << "        " << box_text(b) << "\n";
           for (const RowEnumeration& r : ab.flow_out_rows) print_rows(out, r, "        ");
