@@ -5,6 +5,7 @@
 # dense host shadow (BBMM_FUZZ_TRACES / _SEED / _ONLY, see the file).
 # runtime_fault_test: a backend wrapper failing the k-th operation.
 # c_api_test: the C API, options from the environment, statistics output.
+# directory_test: the coherency directory against a dense per-element oracle.
 bbmm_add_test(runtime_conformance_test LABELS runtime
   SOURCES runtime_conformance_test.cpp runtime_conformance_suite.cpp
   LIBS bbmm_runtime_internal)
@@ -13,6 +14,9 @@ bbmm_add_test(runtime_fuzz_test LABELS runtime
   LIBS bbmm_runtime_internal)
 bbmm_add_test(runtime_fault_test LABELS runtime
   SOURCES runtime_fault_test.cpp
+  LIBS bbmm_runtime_internal)
+bbmm_add_test(directory_test LABELS runtime
+  SOURCES directory_test.cpp
   LIBS bbmm_runtime_internal)
 bbmm_add_test(c_api_test LABELS runtime
   SOURCES c_api_test.cpp c_api_test_caller.c

@@ -20,14 +20,14 @@ std::vector<Directory::Region> Directory::query(const Box& box) const {
 template <typename F>
 void Directory::update(const Box& box, F f) {
   if (box.empty()) return;
-  bool changed = false;
+  std::vector<size_t> changed;
   const size_t n = regions_.size();
   for (size_t i = 0; i < n; ++i) {
     if (!overlaps(regions_[i].box, box)) continue;
     const HolderMask old = regions_[i].valid;
     const HolderMask now = f(old);
     if (now == old) continue;
-    changed = true;
+    changed.push_back(i);
     const Box region = regions_[i].box;
     const Box inside = *intersection(region, box);
     if (inside == region) {
@@ -38,29 +38,40 @@ void Directory::update(const Box& box, F f) {
     // old ones.
     regions_[i] = {inside, now};
     BoxSet rest = *subtract(region, box);
-    for (size_t k = 0; k < rest.size(); ++k) regions_.push_back({rest[k], old});
-  }
-  if (changed) merge();
-}
-
-void Directory::merge() {
-  // Repeatedly merge two regions with equal holders whose union is a box.
-  bool merged = true;
-  while (merged) {
-    merged = false;
-    for (size_t i = 0; i < regions_.size() && !merged; ++i) {
-      for (size_t j = i + 1; j < regions_.size(); ++j) {
-        if (regions_[i].valid != regions_[j].valid) continue;
-        const Box h = *convex_union(regions_[i].box, regions_[j].box);
-        if (h.volume() != regions_[i].box.volume() + regions_[j].box.volume()) continue;
-        regions_[i].box = h;
-        regions_[j] = regions_.back();
-        regions_.pop_back();
-        merged = true;
-        break;
-      }
+    for (size_t k = 0; k < rest.size(); ++k) {
+      changed.push_back(regions_.size());
+      regions_.push_back({rest[k], old});
     }
   }
+  if (!changed.empty()) merge(std::move(changed));
+}
+
+void Directory::merge(std::vector<size_t> work) {
+  // Merge two regions with equal holders whose union is a box, until none is
+  // left. Before the update no such pair existed, so every pair to merge has
+  // a changed region in it: only those (and the merged results) are tried,
+  // which keeps an update at O(changed x regions) instead of rescanning all
+  // pairs after each merge (LU's fragmented directory spent most of its
+  // runtime there).
+  std::vector<char> dead(regions_.size(), 0);
+  while (!work.empty()) {
+    const size_t i = work.back();
+    work.pop_back();
+    if (dead[i]) continue;
+    for (size_t j = 0; j < regions_.size(); ++j) {
+      if (j == i || dead[j] || regions_[j].valid != regions_[i].valid) continue;
+      const Box h = *convex_union(regions_[i].box, regions_[j].box);
+      if (h.volume() != regions_[i].box.volume() + regions_[j].box.volume()) continue;
+      regions_[i].box = h;
+      dead[j] = 1;
+      work.push_back(i);  // the larger region may now merge further
+      break;
+    }
+  }
+  size_t out = 0;
+  for (size_t k = 0; k < regions_.size(); ++k)
+    if (!dead[k]) regions_[out++] = regions_[k];
+  regions_.resize(out);
 }
 
 void Directory::set(const Box& box, HolderMask valid) {

@@ -4,7 +4,7 @@
 // Region-based, never per element: the array is covered by disjoint boxes,
 // each with the set of holders whose copy is valid. Its size grows with the
 // number of distinct regions, not with the array. Neighbouring regions with
-// the same holders are merged after every update.
+// the same holders are merged after every update (see merge()).
 //
 // Thread-safety: none; the runtime core serialises access.
 #pragma once
@@ -47,7 +47,9 @@ class Directory {
  private:
   template <typename F>
   void update(const Box& box, F f);
-  void merge();
+  // Merges regions with equal holders whose union is a box; `work` holds the
+  // indices of the regions the update changed or added.
+  void merge(std::vector<size_t> work);
 
   std::vector<Region> regions_;
 };
