@@ -4,8 +4,10 @@
 // generated code could use (all sub-ranges of the partitioned range, per dimension),
 // derives what the tile really touches. It then evaluates the C text that bbmmc emits
 // (c_eval.h: guards, bounds, row enumerations, partition ranges) and checks:
-// - every element the tile reads is in a required box with the READ bit, every element
-//   it writes is in one with the WRITE bit;
+// - every element the tile reads is in a required box, every element it writes is in one
+//   with the WRITE bit, and every element whose value it reads from outside the tile (the
+//   last writer in the original order is not one of its instances) is in one with the
+//   READ bit;
 // - every element of a WRITE box is written by the tile (the runtime reads nothing in);
 // - the declared writes (exact boxes, pairwise disjoint, or rows) are exactly the
 //   elements written, and bbmmc's isl write set is too;
@@ -224,9 +226,12 @@ class BoxesOracle {
     return true;
   }
 
-  // readers_[w]: the read events whose value the write event w produced.
+  // readers_[w]: the read events whose value the write event w produced (asserted-parallel
+  // iterations unordered); seq_writer_[r]: the write event a read sees when the instances
+  // run in the original order, as inside one tile's kernel (-1: a value from before).
   void link_readers() {
     readers_.assign(run_.ev.size(), {});
+    seq_writer_.assign(run_.ev.size(), -1);
     std::map<std::pair<int, Elem>, std::vector<int>> writes;  // per element, in order
     for (size_t e = 0; e < run_.ev.size(); ++e) {
       const Event& ev = run_.ev[e];
@@ -235,6 +240,7 @@ class BoxesOracle {
         list.push_back(static_cast<int>(e));
         continue;
       }
+      if (!list.empty()) seq_writer_[e] = list.back();
       for (auto w = list.rbegin(); w != list.rend(); ++w)
         if (run_.ev[*w].inst != ev.inst && visible(run_.ev[*w].inst, ev.inst)) {
           readers_[*w].push_back(static_cast<int>(e));
@@ -313,11 +319,14 @@ class BoxesOracle {
     std::set<int> mine;
     for (int i : insts)
       if (inside(i, p, tile)) mine.insert(i);
-    std::map<int, ElemSet> reads, writes, flow;
+    std::map<int, ElemSet> reads, writes, flow, read_in;
     for (size_t e = 0; e < run_.ev.size(); ++e) {
       const Event& ev = run_.ev[e];
       if (!mine.count(ev.inst) || s_.arrays[ev.array].is_scalar) continue;
       (ev.write ? writes : reads)[ev.array].insert(ev.elem);
+      // A read of a value the tile produced itself needs no read-in.
+      if (!ev.write && (seq_writer_[e] < 0 || !mine.count(run_.ev[seq_writer_[e]].inst)))
+        read_in[ev.array].insert(ev.elem);
       if (ev.write)
         for (int r : readers_[e])
           if (outside(run_.ev[r].inst, p, tile)) flow[ev.array].insert(ev.elem);
@@ -342,7 +351,9 @@ class BoxesOracle {
           if ((static_cast<int>(mode) & bit) && contains(b, e)) return true;
         return false;
       };
-      for (const Elem& e : R) EXPECT_TRUE(covered(e, 1)) << arr << ": read " << show(e) << " is in no READ box";
+      for (const Elem& e : R) EXPECT_TRUE(covered(e, 3)) << arr << ": read " << show(e) << " is in no box";
+      for (const Elem& e : read_in[ab.array])
+        EXPECT_TRUE(covered(e, 1)) << arr << ": read " << show(e) << " (a value from outside the tile) is in no READ box";
       for (const Elem& e : W) EXPECT_TRUE(covered(e, 2)) << arr << ": write " << show(e) << " is in no WRITE box";
       for (auto& [b, mode] : req) {
         if (mode != BoxAccess::kWrite) continue;
@@ -405,6 +416,7 @@ class BoxesOracle {
   Execution run_;
   std::vector<Placement> placed_;
   std::vector<std::vector<int>> readers_;
+  std::vector<int> seq_writer_;
 };
 
 bool wants_2d(const std::filesystem::path& input) {

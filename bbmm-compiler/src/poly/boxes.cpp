@@ -178,7 +178,30 @@ struct AccessImage {
   int access;
   bool write;
   isl::set image;
+  // Reads only: whether some element it reads in the tile holds a value from outside the
+  // tile (not produced earlier by the same tile, in the kernel's sequential order). A read
+  // of nothing but the tile's own results needs no read-in: its group may be WRITE.
+  bool reads_outside = true;
 };
+
+// Does some instance in the tile of read access "r" see a value that the tile did not
+// produce? The tile runs its instances in the original order, so the sequential
+// value-based RAW decides; only writers of the same phase execution and tile count.
+bool reads_from_outside(const Scop& scop, const TileFrame& frame, int r, const std::vector<int>& phase_of,
+                        int p) {
+  const Access& rd = scop.accesses[r];
+  isl::set readers = tile_instances(scop.statements[rd.statement], frame);
+  isl::set inside = isl::manage(isl_set_empty(readers.space().release()));
+  for (const isl::map& m : sorted_maps(scop.deps.raw)) {
+    if (scop.access_index_of_tag(tagged_ref(m.range().space())) != r) continue;
+    int src = scop.access_index_of_tag(tagged_ref(m.domain().space()));
+    if (src < 0 || phase_of[scop.accesses[src].statement] != p) continue;
+    isl::map inst = isl::manage(isl_map_range_factor_domain(isl_map_domain_factor_domain(m.copy())));
+    inst = inst.intersect_domain(tile_instances(scop.statements[scop.accesses[src].statement], frame));
+    inside = inside.unite(inst.intersect_range(readers).range());
+  }
+  return !readers.subtract(inside).is_empty();
+}
 
 std::vector<CBox> eval_all(const std::vector<Box>& boxes, const Values& v) {
   std::vector<CBox> out;
@@ -293,7 +316,10 @@ ArrayBoxes array_boxes(int a, const std::vector<AccessImage>& imgs, const isl::s
                      pct(ab.disjoint_volume, ab.exact_volume);
   for (size_t g = 0; g < groups.size(); ++g) {
     bool r = false, wr = false;
-    for (size_t i : groups[g]) (imgs[i].write ? wr : r) = true;
+    for (size_t i : groups[g]) {
+      if (imgs[i].write) wr = true;
+      else r = r || imgs[i].reads_outside;
+    }
     BoxAccess mode = BoxAccess::kRead;
     if (wr) {
       bool full = ab.write_strategy == WriteStrategy::kExactBoxes && !r && gboxes[g].set.is_subset(ab.write_set);
@@ -389,6 +415,9 @@ ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
       }
   }
   out.partitions = group_partitions(scop, loops, notes);
+  std::vector<int> phase_of(scop.statements.size(), -1);
+  for (size_t q = 0; q < np; ++q)
+    for (int st : scop.phases[q].statements) phase_of[st] = static_cast<int>(q);
   TilePlan plan;
   plan.partition_of_phase.assign(np, 0);
   plan.partitioned.assign(np, false);
@@ -416,7 +445,9 @@ ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
       for (int a : scop.statements[s].accesses) {
         const Access& acc = scop.accesses[a];
         if (scop.arrays[acc.array].is_scalar) continue;
-        by_array[acc.array].push_back({a, acc.kind == AccessKind::kWrite, inst.apply(acc.relation).coalesce()});
+        const bool write = acc.kind == AccessKind::kWrite;
+        by_array[acc.array].push_back({a, write, inst.apply(acc.relation).coalesce(),
+                                       !write && reads_from_outside(scop, f, a, phase_of, static_cast<int>(p))});
       }
     }
     for (auto& [a, imgs] : by_array) {

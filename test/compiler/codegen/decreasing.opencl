@@ -330,7 +330,7 @@ static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, i
   {
     const int64_t bbmm_blo[2] = {1, bbmm_lo};
     const int64_t bbmm_bhi[2] = {n, bbmm_hi};
-    bbmm_gen_require(bbmm_t, bbmm_x->v, 2, bbmm_blo, bbmm_bhi, BBMM_READ_WRITE, &bbmm_required[0]);
+    bbmm_gen_require(bbmm_t, bbmm_x->v, 2, bbmm_blo, bbmm_bhi, BBMM_WRITE, &bbmm_required[0]);
   }
   /* p: read; convex hull */
   {
