@@ -1,0 +1,395 @@
+// The per-sample report of docs/performance.md ("Samples"): for each bbmmc sample, run on
+// the host backend with D simulated devices (no capacity limit, so nothing is evicted),
+// what the runtime allocated and moved, against what the program needs, counted with isl:
+//
+// - footprint: per device, the distinct elements its tiles touch over the whole run
+//   (union over phases and serial iterations, isl_set_count_val) x element size; "alloc"
+//   is the runtime's peak_bytes_allocated on that device; "convex" is one bounding box
+//   per array around the device's footprint (what a one-box-per-array manager needs).
+//   The table shows the largest device's ratio (alloc / exact, convex / exact).
+// - transfers: the minimum to run the program with these tiles on these devices:
+//   h2d_min = per device, the live-in elements it reads (values from before the scop);
+//   peer_min = per reading device, the values (write instances) it reads that another
+//   device produced (value-based RAW, asserted-parallel loops unordered);
+//   d2h_min = every element the scop writes, once (the final values go home).
+//   Measured: bytes_h2d, bytes_peer, bytes_d2h summed over the devices.
+// - overhead: time inside libbbmm (manager_seconds, summed over devices: one host thread
+//   drives them all) / wall time of the bbmmc-generated function.
+//
+// Which device runs which iterations mirrors the generated phase functions
+// (codegen/host_codegen.cpp): a 1-D partition's whole range [from, to) is cut into
+// n = min(D x BBMM_TILES_PER_DEVICE, to - from) equal tiles, tile k on device k*D/n; a phase
+// without a parallel loop runs on device 0. 2-D partitions are not reported.
+//
+//   build/bench/e2e/bbmm_sample_report [--devices 4] [--markdown FILE] [SAMPLE...]
+
+#include <isl/aff.h>
+#include <isl/map.h>
+#include <isl/set.h>
+#include <isl/union_map.h>
+#include <isl/union_set.h>
+#include <isl/val.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "driver/pipeline.h"
+#include "poly/box_util.h"
+#include "poly/boxes.h"
+#include "poly/isl_util.h"
+
+namespace bbmm::compiler {
+namespace {
+
+struct SampleRun {
+  std::string name;
+  std::string args;  // command line of the sample driver
+  std::map<std::string, int64_t> params;  // the scop parameters those arguments set
+};
+
+// Sizes: each run takes well under a few seconds on the host backend.
+const std::vector<SampleRun> kSamples = {
+    {"floyd", "384", {{"n", 384}}},
+    {"heat2d", "1024 20", {{"n", 1024}, {"tsteps", 20}}},
+    {"fdtd2d", "800 900 20", {{"nx", 800}, {"ny", 900}, {"tmax", 20}}},
+    {"heat3d", "96 10", {{"n", 96}, {"tsteps", 10}}},
+    {"lu", "256", {{"n", 256}}},
+    {"adi", "512 10", {{"tsteps", 10}, {"n", 512}}},
+    {"mvt", "2048", {{"n", 2048}}},
+    {"bscholes", "2000000", {{"n", 2000000}}},
+    {"gemm", "384 384 384", {{"ni", 384}, {"nj", 384}, {"nk", 384}}},
+    {"jacobi1d", "400000 50", {{"n", 400000}, {"tsteps", 50}}},
+};
+
+int64_t count(const isl::set& s) {
+  isl_val* v = isl_set_count_val(s.get());
+  if (!v) throw std::runtime_error("isl_set_count_val failed");
+  int64_t n = isl_val_get_num_si(v);
+  isl_val_free(v);
+  return n;
+}
+
+// "s" with its parameters fixed, as a parameter-free set (so that dim_min is a constant).
+isl::set drop_params(const isl::set& s) {
+  isl_size np = isl_set_dim(s.get(), isl_dim_param);
+  return isl::manage(isl_set_project_out(s.copy(), isl_dim_param, 0, np));
+}
+
+// The tiles of each device: per phase, the interval of its partitioned iterator.
+class Placement {
+ public:
+  Placement(const Scop& s, const ScopBoxes& bx, const isl::set& fixed, int devices)
+      : s_(s), fixed_(fixed), devices_(devices) {
+    phase_of_.assign(s.statements.size(), -1);
+    for (size_t p = 0; p < s.phases.size(); ++p)
+      for (int st : s.phases[p].statements) phase_of_[st] = static_cast<int>(p);
+    const char* tpd_env = std::getenv("BBMM_TILES_PER_DEVICE");
+    int tpd = tpd_env ? std::max(1, std::atoi(tpd_env)) : 1;
+    split_depth_.assign(s.statements.size(), -1);
+    ranges_.assign(s.statements.size(), {});
+    for (const Partition& part : bx.partitions) {
+      if (part.dims.size() > 1) throw std::runtime_error("2-D partitions are not reported");
+      if (part.dims.empty()) continue;
+      // The whole range: every value of the split loops over the partition's phases.
+      isl::set vals;
+      std::vector<std::pair<int, int>> stmt_depth;
+      for (size_t slot = 0; slot < part.phases.size(); ++slot)
+        for (int st : s.phases[part.phases[slot]].statements) {
+          const Statement& S = s.statements[st];
+          auto at = std::find(S.loops.begin(), S.loops.end(), part.dims[0].loops[slot]);
+          if (at == S.loops.end()) continue;
+          int d = static_cast<int>(at - S.loops.begin());
+          stmt_depth.push_back({st, d});
+          int n = static_cast<int>(S.iterators.size());
+          isl_set* x = isl_set_project_out(S.domain.intersect_params(fixed).release(), isl_dim_set, d + 1, n - d - 1);
+          x = isl_set_reset_tuple_id(isl_set_project_out(x, isl_dim_set, 0, d));
+          isl::set v = isl::manage(x);
+          vals = vals.is_null() ? v : vals.unite(v);
+        }
+      if (vals.is_null() || vals.is_empty()) continue;
+      vals = drop_params(vals);
+      int64_t from = value(isl::manage(isl_set_dim_min(vals.copy(), 0)));
+      int64_t to = value(isl::manage(isl_set_dim_max(vals.copy(), 0))) + 1;
+      int64_t n = std::min<int64_t>(static_cast<int64_t>(devices) * tpd, to - from);
+      std::vector<std::pair<int64_t, int64_t>> per_device(devices, {0, 0});
+      std::vector<std::vector<std::pair<int64_t, int64_t>>> tiles(devices);
+      for (int64_t k = 0; k < n; ++k) {
+        int dev = static_cast<int>(k * devices / n);
+        tiles[dev].push_back({from + (to - from) * k / n, from + (to - from) * (k + 1) / n});
+      }
+      for (auto [st, d] : stmt_depth) {
+        split_depth_[st] = d;
+        ranges_[st] = tiles;
+      }
+    }
+  }
+
+  // The instances of statement "st" that run on device "dev" (parameters fixed).
+  isl::set on(int st, int dev) const {
+    isl::set dom = s_.statements[st].domain.intersect_params(fixed_);
+    if (split_depth_[st] < 0) return dev == 0 ? dom : isl::manage(isl_set_empty(dom.space().release()));
+    isl::set out = isl::manage(isl_set_empty(dom.space().release()));
+    for (auto [lo, hi] : ranges_[st][dev]) {
+      isl_set* x = dom.copy();
+      x = isl_set_lower_bound_si(x, isl_dim_set, split_depth_[st], lo);
+      x = isl_set_upper_bound_si(x, isl_dim_set, split_depth_[st], hi - 1);
+      out = out.unite(isl::manage(x));
+    }
+    return out;
+  }
+
+ private:
+  static int64_t value(const isl::pw_aff& pa) {
+    auto v = eval(pa, Values{});
+    if (!v) throw std::runtime_error("unbounded partition range");
+    return *v;
+  }
+
+  const Scop& s_;
+  isl::set fixed_;
+  int devices_;
+  std::vector<int> phase_of_;
+  std::vector<int> split_depth_;
+  std::vector<std::vector<std::vector<std::pair<int64_t, int64_t>>>> ranges_;
+};
+
+struct Needs {
+  std::vector<int64_t> exact;   // bytes, per device
+  std::vector<int64_t> convex;  // bytes, per device
+  int64_t h2d_min = 0, peer_min = 0, d2h_min = 0;
+};
+
+Needs needs(const Scop& s, const ScopBoxes& bx, const std::map<std::string, int64_t>& params, int devices) {
+  isl_set* f = s.context.copy();
+  for (size_t k = 0; k < s.params.size(); ++k) {
+    auto it = params.find(s.params[k]);
+    if (it == params.end()) throw std::runtime_error("no value for parameter " + s.params[k]);
+    f = isl_set_fix_si(f, isl_dim_param, k, it->second);
+  }
+  isl::set fixed = isl::manage(f);
+  Placement place(s, bx, fixed, devices);
+  Needs out;
+  out.exact.assign(devices, 0);
+  out.convex.assign(devices, 0);
+  for (int dev = 0; dev < devices; ++dev) {
+    std::map<int, isl::set> foot;  // per array
+    for (const Access& a : s.accesses) {
+      if (s.arrays[a.array].is_scalar) continue;
+      isl::set e = place.on(a.statement, dev).apply(a.relation);
+      auto it = foot.find(a.array);
+      if (it == foot.end()) foot.emplace(a.array, e);
+      else it->second = it->second.unite(e).coalesce();
+    }
+    for (auto& [arr, set] : foot) {
+      int64_t size = s.arrays[arr].elem_size;
+      out.exact[dev] += count(set) * size;
+      if (set.is_empty()) continue;
+      isl::set flat = drop_params(set);
+      int64_t vol = 1;
+      for (int d = 0; d < static_cast<int>(isl_set_dim(flat.get(), isl_dim_set)); ++d) {
+        auto mn = eval(isl::manage(isl_set_dim_min(flat.copy(), d)), Values{});
+        auto mx = eval(isl::manage(isl_set_dim_max(flat.copy(), d)), Values{});
+        vol *= *mx - *mn + 1;
+      }
+      out.convex[dev] += vol * size;
+    }
+  }
+  // Live-in reads, per reading device.
+  for (int dev = 0; dev < devices; ++dev) {
+    std::map<int, isl::set> in;
+    for (const isl::set& t : sorted_sets(s.deps.live_in)) {
+      int acc = s.access_index_of_tag(tagged_ref(t.space()));
+      if (acc < 0) continue;
+      const Access& a = s.accesses[acc];
+      if (s.arrays[a.array].is_scalar) continue;
+      isl::set inst = isl::manage(isl_set_unwrap(t.copy())).domain().intersect(place.on(a.statement, dev));
+      isl::set e = inst.apply(a.relation);
+      auto it = in.find(a.array);
+      if (it == in.end()) in.emplace(a.array, e);
+      else it->second = it->second.unite(e).coalesce();
+    }
+    for (auto& [arr, set] : in) out.h2d_min += count(set) * s.arrays[arr].elem_size;
+  }
+  // Values read on another device than their writer's.
+  for (int dev = 0; dev < devices; ++dev) {
+    std::map<int, isl::set> values;  // per writing access: the write instances
+    for (const isl::map& m : sorted_maps(s.deps.raw_asserted)) {
+      int src = s.access_index_of_tag(tagged_ref(m.domain().space()));
+      int snk = s.access_index_of_tag(tagged_ref(m.range().space()));
+      if (src < 0 || snk < 0) continue;
+      const Access& w = s.accesses[src];
+      const Access& r = s.accesses[snk];
+      if (s.arrays[w.array].is_scalar) continue;
+      isl::map inst = isl::manage(isl_map_range_factor_domain(isl_map_domain_factor_domain(m.copy())));
+      inst = inst.intersect_params(fixed).intersect_range(place.on(r.statement, dev));
+      isl::set mine = place.on(w.statement, dev);
+      isl::set writers = inst.domain().subtract(mine);
+      auto it = values.find(src);
+      if (it == values.end()) values.emplace(src, writers);
+      else it->second = it->second.unite(writers).coalesce();
+    }
+    for (auto& [src, set] : values) out.peer_min += count(set) * s.arrays[s.accesses[src].array].elem_size;
+  }
+  // Final values: every element written, once.
+  std::map<int, isl::set> written;
+  for (const Access& a : s.accesses) {
+    if (a.kind != AccessKind::kWrite || s.arrays[a.array].is_scalar) continue;
+    isl::set e = s.statements[a.statement].domain.intersect_params(fixed).apply(a.relation);
+    auto it = written.find(a.array);
+    if (it == written.end()) written.emplace(a.array, e);
+    else it->second = it->second.unite(e).coalesce();
+  }
+  for (auto& [arr, set] : written) out.d2h_min += count(set) * s.arrays[arr].elem_size;
+  return out;
+}
+
+// The runtime's numbers for one run (BBMM_STATS=json) and the sample's timings.
+struct Measured {
+  std::vector<double> peak, h2d, d2h, peer, d2d, manager, evictions;
+  double t_seq = 0, t_bbmm = 0;
+  bool passed = false;
+};
+
+double number_after(const std::string& obj, const std::string& key) {
+  size_t p = obj.find("\"" + key + "\":");
+  if (p == std::string::npos) throw std::runtime_error("statistics lack " + key);
+  return std::strtod(obj.c_str() + p + key.size() + 3, nullptr);
+}
+
+Measured run_sample(const std::string& bin, const std::string& args, int devices) {
+  std::string cmd = "BBMM_BACKEND=host BBMM_DEVICES=" + std::to_string(devices) +
+                    " BBMM_STATS=json BBMM_DEVICE_MEMORY= BBMM_CHECK= " + bin + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) throw std::runtime_error("cannot run " + bin);
+  std::string text;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) text.append(buf, n);
+  int rc = pclose(pipe);
+  Measured m;
+  m.passed = rc == 0 && text.find("verification against the sequential program: PASSED") != std::string::npos;
+  size_t t = text.find(": sequential ");
+  if (t != std::string::npos) std::sscanf(text.c_str() + t, ": sequential %lf s, bbmmc %lf s", &m.t_seq, &m.t_bbmm);
+  size_t j = text.find("{\"backend\"");
+  if (j == std::string::npos) throw std::runtime_error(bin + " printed no statistics:\n" + text);
+  size_t d = text.find("\"devices\":[", j);
+  size_t end = text.find("\"total\"", d);
+  for (size_t p = text.find('{', d); p != std::string::npos && p < end; p = text.find('{', p + 1)) {
+    std::string obj = text.substr(p, text.find('}', p) - p);
+    m.peak.push_back(number_after(obj, "peak_bytes_allocated"));
+    m.h2d.push_back(number_after(obj, "bytes_h2d"));
+    m.d2h.push_back(number_after(obj, "bytes_d2h"));
+    m.peer.push_back(number_after(obj, "bytes_peer"));
+    m.d2d.push_back(number_after(obj, "bytes_d2d"));
+    m.manager.push_back(number_after(obj, "manager_seconds"));
+    m.evictions.push_back(number_after(obj, "evictions"));
+  }
+  return m;
+}
+
+double sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+
+std::string fixed(double x, int digits) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", digits, x);
+  return b;
+}
+
+std::string mib(double bytes) { return fixed(bytes / (1 << 20), 2); }
+
+int main_report(int argc, char** argv) {
+  int devices = 4;
+  std::string markdown;
+  std::vector<std::string> only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--devices" && i + 1 < argc) devices = std::atoi(argv[++i]);
+    else if (a == "--markdown" && i + 1 < argc) markdown = argv[++i];
+    else if (a == "--help") {
+      std::cout << "usage: bbmm_sample_report [--devices D] [--markdown FILE] [SAMPLE...]\n";
+      return 0;
+    } else only.push_back(a);
+  }
+  if (devices < 1) {
+    std::cerr << "bbmm_sample_report: --devices must be >= 1\n";
+    return 1;
+  }
+  std::ostringstream md;
+  md << "| sample | size | alloc / exact (worst device) | convex / exact | h2d MiB (min) | peer MiB (min) | "
+        "d2h MiB (min) | total / min | libbbmm s / bbmmc s | verified |\n";
+  md << "|---|---|---|---|---|---|---|---|---|---|\n";
+  int failures = 0;
+  for (const SampleRun& r : kSamples) {
+    if (!only.empty() && std::find(only.begin(), only.end(), r.name) == only.end()) continue;
+    std::string kernel = std::string(BBMM_SAMPLES_DIR) + "/" + r.name + "/" + r.name + ".c";
+    Diagnostics diag;
+    auto prog = analyze_file(kernel, PipelineOptions{}, diag);
+    if (diag.has_errors() || prog->scops.size() != 1) {
+      std::cerr << r.name << ": cannot analyse " << kernel << "\n";
+      ++failures;
+      continue;
+    }
+    const Scop& s = prog->scops[0];
+    ScopBoxes bx = compute_boxes(s, BoxOptions{});
+    Needs n = needs(s, bx, r.params, devices);
+    Measured m = run_sample(std::string(BBMM_SAMPLES_BIN_DIR) + "/" + r.name, r.args, devices);
+    if (m.peak.size() != static_cast<size_t>(devices)) {
+      std::cerr << r.name << ": statistics for " << m.peak.size() << " devices, expected " << devices << "\n";
+      ++failures;
+      continue;
+    }
+    double worst_alloc = 0, worst_convex = 0;
+    std::cout << r.name << " (" << r.args << ", " << devices << " host devices)\n";
+    std::cout << "  device   exact MiB  alloc MiB  convex MiB  alloc/exact  convex/exact  evictions\n";
+    for (int d = 0; d < devices; ++d) {
+      double ex = static_cast<double>(n.exact[d]);
+      double ra = ex > 0 ? m.peak[d] / ex : 0, rc = ex > 0 ? n.convex[d] / ex : 0;
+      worst_alloc = std::max(worst_alloc, ra);
+      worst_convex = std::max(worst_convex, rc);
+      std::printf("  %6d  %10s %10s %11s %12.3f %13.3f %10.0f\n", d, mib(ex).c_str(), mib(m.peak[d]).c_str(),
+                  mib(static_cast<double>(n.convex[d])).c_str(), ra, rc, m.evictions[d]);
+    }
+    double h2d = sum(m.h2d), peer = sum(m.peer), d2h = sum(m.d2h);
+    double min_total = static_cast<double>(n.h2d_min + n.peer_min + n.d2h_min);
+    double overhead = m.t_bbmm > 0 ? sum(m.manager) / m.t_bbmm : 0;
+    std::printf("  transfers MiB: h2d %s (min %s), peer %s (min %s), d2h %s (min %s), d2d %s; total/min %.3f\n",
+                mib(h2d).c_str(), mib(static_cast<double>(n.h2d_min)).c_str(), mib(peer).c_str(),
+                mib(static_cast<double>(n.peer_min)).c_str(), mib(d2h).c_str(),
+                mib(static_cast<double>(n.d2h_min)).c_str(), mib(sum(m.d2d)).c_str(),
+                min_total > 0 ? (h2d + peer + d2h) / min_total : 0);
+    std::printf("  time: sequential %.3f s, bbmmc %.3f s, in libbbmm %.3f s (%.1f%%); verification %s\n", m.t_seq,
+                m.t_bbmm, sum(m.manager), 100 * overhead, m.passed ? "PASSED" : "FAILED");
+    if (!m.passed) ++failures;
+    md << "| " << r.name << " | " << r.args << " | " << fixed(worst_alloc, 3) << " | " << fixed(worst_convex, 3)
+       << " | " << mib(h2d) << " (" << mib(static_cast<double>(n.h2d_min)) << ") | " << mib(peer) << " ("
+       << mib(static_cast<double>(n.peer_min)) << ") | " << mib(d2h) << " (" << mib(static_cast<double>(n.d2h_min))
+       << ") | " << fixed(min_total > 0 ? (h2d + peer + d2h) / min_total : 0, 3) << " | " << fixed(sum(m.manager), 3)
+       << " / " << fixed(m.t_bbmm, 3) << " (" << fixed(100 * overhead, 1) << "%) | " << (m.passed ? "yes" : "NO")
+       << " |\n";
+  }
+  std::cout << "\n" << md.str();
+  if (!markdown.empty()) std::ofstream(markdown) << md.str();
+  return failures ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace bbmm::compiler
+
+int main(int argc, char** argv) {
+  try {
+    return bbmm::compiler::main_report(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "bbmm_sample_report: " << e.what() << "\n";
+    return 1;
+  }
+}
