@@ -22,6 +22,8 @@
 // without a parallel loop runs on device 0. 2-D partitions are not reported.
 //
 //   build/bench/e2e/bbmm_sample_report [--devices 4] [--markdown FILE] [SAMPLE...]
+// BBMM_SAMPLES_DIR (the kernels' sources) and BBMM_SAMPLES_BIN_DIR (the host-backend
+// sample binaries) override the build's paths.
 
 #include <isl/aff.h>
 #include <isl/map.h>
@@ -265,7 +267,7 @@ double number_after(const std::string& obj, const std::string& key) {
 
 Measured run_sample(const std::string& bin, const std::string& args, int devices) {
   std::string cmd = "BBMM_BACKEND=host BBMM_DEVICES=" + std::to_string(devices) +
-                    " BBMM_STATS=json BBMM_DEVICE_MEMORY= BBMM_CHECK= " + bin + " " + args + " 2>&1";
+                    " BBMM_STATS=json BBMM_DEVICE_MEMORY= BBMM_CHECK= BBMM_HOST_POISON=0 " + bin + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) throw std::runtime_error("cannot run " + bin);
   std::string text;
@@ -328,10 +330,15 @@ int main_report(int argc, char** argv) {
   md << "| sample | size | alloc / exact (worst device) | convex / exact | h2d MiB (min) | peer MiB (min) | "
         "d2h MiB (min) | total / min | libbbmm s / bbmmc s | verified |\n";
   md << "|---|---|---|---|---|---|---|---|---|---|\n";
+  // The build's paths, unless the environment moves them (a copy on another machine).
+  const char* env_src = std::getenv("BBMM_SAMPLES_DIR");
+  const char* env_bin = std::getenv("BBMM_SAMPLES_BIN_DIR");
+  const std::string samples_dir = env_src ? env_src : BBMM_SAMPLES_DIR;
+  const std::string bin_dir = env_bin ? env_bin : BBMM_SAMPLES_BIN_DIR;
   int failures = 0;
   for (const SampleRun& r : kSamples) {
     if (!only.empty() && std::find(only.begin(), only.end(), r.name) == only.end()) continue;
-    std::string kernel = std::string(BBMM_SAMPLES_DIR) + "/" + r.name + "/" + r.name + ".c";
+    std::string kernel = samples_dir + "/" + r.name + "/" + r.name + ".c";
     Diagnostics diag;
     auto prog = analyze_file(kernel, PipelineOptions{}, diag);
     if (diag.has_errors() || prog->scops.size() != 1) {
@@ -342,7 +349,7 @@ int main_report(int argc, char** argv) {
     const Scop& s = prog->scops[0];
     ScopBoxes bx = compute_boxes(s, BoxOptions{});
     Needs n = needs(s, bx, r.params, devices);
-    Measured m = run_sample(std::string(BBMM_SAMPLES_BIN_DIR) + "/" + r.name, r.args, devices);
+    Measured m = run_sample(bin_dir + "/" + r.name, r.args, devices);
     if (m.peak.size() != static_cast<size_t>(devices)) {
       std::cerr << r.name << ": statistics for " << m.peak.size() << " devices, expected " << devices << "\n";
       ++failures;

@@ -60,6 +60,7 @@ typedef struct bbmm_options {
   double growth_threshold;    /* grow an instance to the hull when waste <= this share */
   int check;                  /* nonzero: detect overlapping writes by two devices */
   int host_peer_access;       /* host backend: simulated peer access (default 1) */
+  int host_poison;            /* host backend: fill new device memory with 0xA5 (default 1) */
 } bbmm_options;
 
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,

@@ -28,9 +28,10 @@ struct RuntimeOptions {
   double growth_threshold = 0.25; // grow to the hull when waste <= this share of it
   bool check = false;             // detect overlapping writes by two devices
   bool host_peer_access = true;   // host backend: simulated peer access
+  bool host_poison = true;        // host backend: fill new device memory with 0xA5
 
   // Defaults overridden by BBMM_BACKEND, BBMM_DEVICES, BBMM_DEVICE_MEMORY,
-  // BBMM_TRACE and BBMM_CHECK. Fails naming a malformed variable.
+  // BBMM_TRACE, BBMM_CHECK and BBMM_HOST_POISON. Fails naming a malformed variable.
   static absl::StatusOr<RuntimeOptions> from_env();
 };
 

@@ -22,7 +22,7 @@ extern "C" bbmm_status c_caller_tile_require(bbmm_tile* tile, bbmm_array* array,
 namespace {
 
 const char* const kEnv[] = {"BBMM_BACKEND", "BBMM_DEVICES", "BBMM_DEVICE_MEMORY", "BBMM_TRACE",
-                            "BBMM_CHECK"};
+                            "BBMM_CHECK", "BBMM_HOST_POISON"};
 
 std::string last() { return bbmm_last_error_message(); }
 bool mentions(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
@@ -79,6 +79,7 @@ TEST_F(CApi, OptionsDefaults) {
   EXPECT_DOUBLE_EQ(o.growth_threshold, 0.25);
   EXPECT_EQ(o.check, 0);
   EXPECT_EQ(o.host_peer_access, 1);
+  EXPECT_EQ(o.host_poison, 1);
   EXPECT_EQ(bbmm_options_init(nullptr), BBMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(mentions(last(), "null")) << last();
 }
@@ -122,7 +123,13 @@ TEST_F(CApi, OptionsFromEnvironment) {
     setenv("BBMM_CHECK", v, 1);
     ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << v;
     EXPECT_EQ(o.check, 0) << v;
+    setenv("BBMM_HOST_POISON", v, 1);
+    ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << v;
+    EXPECT_EQ(o.host_poison, 0) << v;
   }
+  setenv("BBMM_HOST_POISON", "1", 1);
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+  EXPECT_EQ(o.host_poison, 1);
 }
 
 TEST_F(CApi, MalformedEnvironmentVariablesAreNamed) {
@@ -133,7 +140,7 @@ TEST_F(CApi, MalformedEnvironmentVariablesAreNamed) {
              {"BBMM_DEVICES", "-2"},         {"BBMM_DEVICES", "four"},
              {"BBMM_DEVICES", "3x"},         {"BBMM_DEVICE_MEMORY", "lots"},
              {"BBMM_DEVICE_MEMORY", "12 bananas"}, {"BBMM_DEVICE_MEMORY", "-5MiB"},
-             {"BBMM_CHECK", "maybe"}};
+             {"BBMM_CHECK", "maybe"},        {"BBMM_HOST_POISON", "2"}};
   for (const auto& b : bad) {
     SCOPED_TRACE(std::string(b.var) + "=" + b.value);
     for (const char* v : kEnv) unsetenv(v);

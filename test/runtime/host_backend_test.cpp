@@ -140,6 +140,19 @@ TEST(HostBackendMemory, FreeReleasesAccountingAtTheCall) {
   EXPECT_EQ(b->free_memory(0), 4096u);
 }
 
+TEST(HostBackendMemory, NewMemoryIsPoisonedUnlessTurnedOff) {
+  auto b = make({.devices = 1});
+  DeviceBuffer a = alloc(*b, 0, 256);
+  for (size_t k = 0; k < 256; ++k) ASSERT_EQ(bytes_of(a)[k], 0xA5) << k;
+  ASSERT_TRUE(b->free(0, a, {}).ok());
+  // Without poisoning an allocation is still usable (its contents are unspecified).
+  auto c = make({.devices = 1, .poison = false});
+  DeviceBuffer d = alloc(*c, 0, 256);
+  std::memset(d.base, 1, 256);
+  EXPECT_EQ(bytes_of(d)[255], 1);
+  ASSERT_TRUE(c->free(0, d, {}).ok());
+}
+
 TEST(HostBackendMemory, FreeOfUnknownOrFreedBufferIsInvalidArgument) {
   auto b = make({.devices = 2});
   DeviceBuffer a = alloc(*b, 0, 64);

@@ -26,6 +26,7 @@ absl::StatusOr<std::unique_ptr<Backend>> make_backend(const RuntimeOptions& opti
       host.devices = options.devices > 0 ? options.devices : 4;
       host.capacity_bytes = options.device_memory;
       host.peer_access = options.host_peer_access;
+      host.poison = options.host_poison;
       return make_host_backend(host);
     }
     case BBMM_BACKEND_CUDA: {

@@ -97,6 +97,7 @@ bbmm_status bbmm_options_init(bbmm_options* opts) {
     opts->backend = d.backend;
     opts->growth_threshold = d.growth_threshold;
     opts->host_peer_access = d.host_peer_access ? 1 : 0;
+    opts->host_poison = d.host_poison ? 1 : 0;
     opts->eviction_policy = d.eviction_policy;
     if (!o.ok()) return to_c(o.status());
     opts->backend = o->backend;
@@ -105,6 +106,7 @@ bbmm_status bbmm_options_init(bbmm_options* opts) {
     // The string lives as long as the environment variable.
     opts->trace_file = o->trace_file.empty() ? nullptr : std::getenv("BBMM_TRACE");
     opts->check = o->check ? 1 : 0;
+    opts->host_poison = o->host_poison ? 1 : 0;
     return BBMM_OK;
   });
 }
@@ -138,6 +140,7 @@ bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out) {
     o.growth_threshold = opts->growth_threshold;
     o.check = opts->check != 0;
     o.host_peer_access = opts->host_peer_access != 0;
+    o.host_poison = opts->host_poison != 0;
     absl::StatusOr<std::unique_ptr<bbmm::Runtime>> rt = bbmm::Runtime::create(o);
     if (!rt.ok()) return to_c(rt.status());
     *out = new bbmm_runtime{*std::move(rt), o.trace_file};

@@ -77,6 +77,12 @@ absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
     else if (s == "0" || s == "off" || s == "false" || s == "no") o.check = false;
     else return absl::InvalidArgumentError(absl::StrCat("BBMM_CHECK='", v, "': use 0 or 1"));
   }
+  if (const char* v = std::getenv("BBMM_HOST_POISON"); v != nullptr && *v != '\0') {
+    const std::string s = absl::AsciiStrToLower(v);
+    if (s == "1" || s == "on" || s == "true" || s == "yes") o.host_poison = true;
+    else if (s == "0" || s == "off" || s == "false" || s == "no") o.host_poison = false;
+    else return absl::InvalidArgumentError(absl::StrCat("BBMM_HOST_POISON='", v, "': use 0 or 1"));
+  }
   return o;
 }
 

@@ -215,7 +215,7 @@ absl::StatusOr<DeviceBuffer> HostBackend::allocate(int device, size_t bytes) {
                                                      bytes, " bytes: host memory exhausted (",
                                                      dev.in_use, " bytes in use on this device)"));
   }
-  std::memset(p, kPoison, allocated);
+  if (options_.poison) std::memset(p, kPoison, allocated);
   dev.allocations.emplace(p, Device::Allocation{bytes, allocated});
   dev.in_use += bytes;
   return DeviceBuffer{p, 0, bytes};
