@@ -78,6 +78,14 @@ int64_t count(const isl::set& s) {
   return n;
 }
 
+// m[key] := m[key] united with "s".
+template <typename K>
+void unite_into(std::map<K, isl::set>& m, K key, const isl::set& s) {
+  auto it = m.find(key);
+  if (it == m.end()) m.emplace(key, s);
+  else it->second = it->second.unite(s).coalesce();
+}
+
 // "s" with its parameters fixed, as a parameter-free set (so that dim_min is a constant).
 isl::set drop_params(const isl::set& s) {
   isl_size np = isl_set_dim(s.get(), isl_dim_param);
@@ -184,10 +192,7 @@ Needs needs(const Scop& s, const ScopBoxes& bx, const std::map<std::string, int6
     std::map<int, isl::set> foot;  // per array
     for (const Access& a : s.accesses) {
       if (s.arrays[a.array].is_scalar) continue;
-      isl::set e = place.on(a.statement, dev).apply(a.relation);
-      auto it = foot.find(a.array);
-      if (it == foot.end()) foot.emplace(a.array, e);
-      else it->second = it->second.unite(e).coalesce();
+      unite_into(foot, a.array, place.on(a.statement, dev).apply(a.relation));
     }
     for (auto& [arr, set] : foot) {
       int64_t size = s.arrays[arr].elem_size;
@@ -212,10 +217,7 @@ Needs needs(const Scop& s, const ScopBoxes& bx, const std::map<std::string, int6
       const Access& a = s.accesses[acc];
       if (s.arrays[a.array].is_scalar) continue;
       isl::set inst = isl::manage(isl_set_unwrap(t.copy())).domain().intersect(place.on(a.statement, dev));
-      isl::set e = inst.apply(a.relation);
-      auto it = in.find(a.array);
-      if (it == in.end()) in.emplace(a.array, e);
-      else it->second = it->second.unite(e).coalesce();
+      unite_into(in, a.array, inst.apply(a.relation));
     }
     for (auto& [arr, set] : in) out.h2d_min += count(set) * s.arrays[arr].elem_size;
   }
@@ -229,13 +231,10 @@ Needs needs(const Scop& s, const ScopBoxes& bx, const std::map<std::string, int6
       const Access& w = s.accesses[src];
       const Access& r = s.accesses[snk];
       if (s.arrays[w.array].is_scalar) continue;
-      isl::map inst = isl::manage(isl_map_range_factor_domain(isl_map_domain_factor_domain(m.copy())));
+      isl::map inst = untag(m);
       inst = inst.intersect_params(fixed).intersect_range(place.on(r.statement, dev));
       isl::set mine = place.on(w.statement, dev);
-      isl::set writers = inst.domain().subtract(mine);
-      auto it = values.find(src);
-      if (it == values.end()) values.emplace(src, writers);
-      else it->second = it->second.unite(writers).coalesce();
+      unite_into(values, src, inst.domain().subtract(mine));
     }
     for (auto& [src, set] : values) out.peer_min += count(set) * s.arrays[s.accesses[src].array].elem_size;
   }
@@ -243,10 +242,7 @@ Needs needs(const Scop& s, const ScopBoxes& bx, const std::map<std::string, int6
   std::map<int, isl::set> written;
   for (const Access& a : s.accesses) {
     if (a.kind != AccessKind::kWrite || s.arrays[a.array].is_scalar) continue;
-    isl::set e = s.statements[a.statement].domain.intersect_params(fixed).apply(a.relation);
-    auto it = written.find(a.array);
-    if (it == written.end()) written.emplace(a.array, e);
-    else it->second = it->second.unite(e).coalesce();
+    unite_into(written, a.array, s.statements[a.statement].domain.intersect_params(fixed).apply(a.relation));
   }
   for (auto& [arr, set] : written) out.d2h_min += count(set) * s.arrays[arr].elem_size;
   return out;

@@ -110,19 +110,7 @@ void add_rows(const RowEnumeration& r, const Values& v, ElemSet& out, int64_t* c
 // The points of an isl set of array elements with its parameters fixed by name.
 ElemSet isl_elements(const isl::set& s, const Values& v) {
   if (s.is_null()) return {};
-  isl_set* r = s.copy();
-  isl_size np = isl_set_dim(r, isl_dim_param);
-  for (int i = np - 1; i >= 0; --i) {
-    const char* name = isl_set_get_dim_name(r, isl_dim_param, i);
-    auto it = v.find(name ? name : "");
-    if (it == v.end()) {
-      isl_set_free(r);
-      ADD_FAILURE() << "no value for parameter " << (name ? name : "?");
-      return {};
-    }
-    r = isl_set_fix_si(r, isl_dim_param, i, it->second);
-  }
-  std::vector<Elem> pts = testing::points(isl::manage(r));
+  std::vector<Elem> pts = testing::points(fix_params(s, v));
   return ElemSet(pts.begin(), pts.end());
 }
 
@@ -420,9 +408,8 @@ class BoxesOracle {
 };
 
 bool wants_2d(const std::filesystem::path& input) {
-  std::string text = testing::read_file(input);
-  size_t p = text.find("bbmmc-args:");
-  return p != std::string::npos && p < text.find('\n') && text.find("--partition=2d") < text.find('\n');
+  std::vector<std::string> args = testing::extra_args(testing::read_file(input));
+  return std::find(args.begin(), args.end(), "--partition=2d") != args.end();
 }
 
 void check_program(const Program& prog, bool two_d, const std::vector<std::vector<long>>& value_sets,

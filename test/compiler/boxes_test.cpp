@@ -17,6 +17,7 @@
 namespace bbmm::compiler {
 namespace {
 
+using testing::extra_args;
 using testing::files_in;
 using testing::line_diff;
 using testing::read_file;
@@ -26,16 +27,6 @@ struct InBoxesDir {
   InBoxesDir() { std::filesystem::current_path(BBMM_BOXES_DIR); }
   ~InBoxesDir() { std::filesystem::current_path(saved); }
 };
-
-std::vector<std::string> extra_args(const std::string& text) {
-  std::vector<std::string> args;
-  size_t p = text.find("bbmmc-args:");
-  size_t nl = text.find('\n');
-  if (p == std::string::npos || p > nl) return args;
-  std::istringstream ss(text.substr(p + 11, nl - p - 11));
-  for (std::string w; ss >> w;) args.push_back(w);
-  return args;
-}
 
 class BoxesGoldenTest : public ::testing::TestWithParam<std::filesystem::path> {};
 

@@ -57,6 +57,17 @@ inline std::string line_diff(const std::string& expected, const std::string& act
   return out.str();
 }
 
+// The options of a first comment line "bbmmc-args: ..." of an input ({} without one).
+inline std::vector<std::string> extra_args(const std::string& text) {
+  std::vector<std::string> args;
+  size_t p = text.find("bbmmc-args:");
+  size_t nl = text.find('\n');
+  if (p == std::string::npos || p > nl) return args;
+  std::istringstream ss(text.substr(p + 11, nl - p - 11));
+  for (std::string w; ss >> w;) args.push_back(w);
+  return args;
+}
+
 // A gtest-safe name for a file.
 inline std::string test_name(const std::filesystem::path& p) {
   std::string s = p.stem().string();

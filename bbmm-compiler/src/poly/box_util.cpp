@@ -225,7 +225,6 @@ std::optional<int64_t> eval(const isl::pw_aff& pa, const Values& v) {
   return out;
 }
 
-namespace {
 isl::set fix_params(const isl::set& s, const Values& v) {
   isl_set* r = s.copy();
   isl_size np = isl_set_dim(r, isl_dim_param);
@@ -240,7 +239,6 @@ isl::set fix_params(const isl::set& s, const Values& v) {
   }
   return isl::manage(r);
 }
-}  // namespace
 
 bool eval_cond(const isl::set& params, const Values& v) { return !fix_params(params, v).is_empty(); }
 

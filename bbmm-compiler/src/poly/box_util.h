@@ -74,6 +74,9 @@ std::optional<CBox> eval_box(const Box& b, const Values& v);  // nullopt: guard 
 CBox hull(const CBox& a, const CBox& b);
 int64_t union_volume(const std::vector<CBox>& boxes);
 
+// "s" with every parameter fixed to its value in "v" (all must be there; throws).
+isl::set fix_params(const isl::set& s, const Values& v);
+
 // The number of points of "s" with its parameters fixed to "v".
 int64_t count_points(const isl::set& s, const Values& v);
 

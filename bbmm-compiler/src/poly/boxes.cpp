@@ -187,16 +187,16 @@ struct AccessImage {
 // Does some instance in the tile of read access "r" see a value that the tile did not
 // produce? The tile runs its instances in the original order, so the sequential
 // value-based RAW decides; only writers of the same phase execution and tile count.
-bool reads_from_outside(const Scop& scop, const TileFrame& frame, int r, const std::vector<int>& phase_of,
-                        int p) {
+bool reads_from_outside(const Scop& scop, const std::vector<isl::map>& raw, const TileFrame& frame, int r,
+                        const std::vector<int>& phase_of, int p) {
   const Access& rd = scop.accesses[r];
   isl::set readers = tile_instances(scop.statements[rd.statement], frame);
   isl::set inside = isl::manage(isl_set_empty(readers.space().release()));
-  for (const isl::map& m : sorted_maps(scop.deps.raw)) {
+  for (const isl::map& m : raw) {
     if (scop.access_index_of_tag(tagged_ref(m.range().space())) != r) continue;
     int src = scop.access_index_of_tag(tagged_ref(m.domain().space()));
     if (src < 0 || phase_of[scop.accesses[src].statement] != p) continue;
-    isl::map inst = isl::manage(isl_map_range_factor_domain(isl_map_domain_factor_domain(m.copy())));
+    isl::map inst = untag(m);
     inst = inst.intersect_domain(tile_instances(scop.statements[scop.accesses[src].statement], frame));
     inside = inside.unite(inst.intersect_range(readers).range());
   }
@@ -418,6 +418,7 @@ ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
   std::vector<int> phase_of(scop.statements.size(), -1);
   for (size_t q = 0; q < np; ++q)
     for (int st : scop.phases[q].statements) phase_of[st] = static_cast<int>(q);
+  const std::vector<isl::map> raw = sorted_maps(scop.deps.raw);  // for reads_from_outside
   TilePlan plan;
   plan.partition_of_phase.assign(np, 0);
   plan.partitioned.assign(np, false);
@@ -447,7 +448,7 @@ ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
         if (scop.arrays[acc.array].is_scalar) continue;
         const bool write = acc.kind == AccessKind::kWrite;
         by_array[acc.array].push_back({a, write, inst.apply(acc.relation).coalesce(),
-                                       !write && reads_from_outside(scop, f, a, phase_of, static_cast<int>(p))});
+                                       !write && reads_from_outside(scop, raw, f, a, phase_of, static_cast<int>(p))});
       }
     }
     for (auto& [a, imgs] : by_array) {

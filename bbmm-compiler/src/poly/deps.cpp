@@ -7,11 +7,6 @@
 namespace bbmm::compiler {
 namespace {
 
-// S -> T statement-instance map of a tagged dependence [S -> r] -> [T -> r'].
-isl::map untag(const isl::map& m) {
-  return isl::manage(isl_map_range_factor_domain(isl_map_domain_factor_domain(m.copy())));
-}
-
 // Does "u" (S -> T, both inside a loop at depth "d") relate instances that agree on the
 // iterators of levels < d and differ at level d?
 bool carried_at(const isl::map& u, int d) {

@@ -20,7 +20,7 @@ isl::set flow_out_set(const Scop& scop, const TilePlan& plan, int p, int array) 
     if (q < 0) continue;
     bool same_partition = plan.partition_of_phase[q] == plan.partition_of_phase[p];
     if (same_partition && !plan.partitioned[p] && q == p) continue;  // same single tile
-    isl::map inst = isl::manage(isl_map_range_factor_domain(isl_map_domain_factor_domain(m.copy())));
+    isl::map inst = untag(m);
     inst = inst.intersect_domain(tile_instances(scop.statements[w.statement], plan.frames[p]));
     if (same_partition && plan.partitioned[p])
       inst = inst.intersect_range(outside_instances(scop.statements[r.statement], plan.frames[q]));

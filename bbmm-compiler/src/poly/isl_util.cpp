@@ -1,5 +1,7 @@
 #include "poly/isl_util.h"
 
+#include <isl/map.h>
+
 #include <algorithm>
 #include <isl/options.h>
 
@@ -84,6 +86,10 @@ std::string tagged_ref(const isl::space& sp) {
   std::string r = n ? n : "";
   isl_space_free(u);
   return r;
+}
+
+isl::map untag(const isl::map& m) {
+  return isl::manage(isl_map_range_factor_domain(isl_map_domain_factor_domain(m.copy())));
 }
 
 }  // namespace bbmm::compiler

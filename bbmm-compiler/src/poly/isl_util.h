@@ -46,4 +46,7 @@ std::vector<isl::set> sorted_sets(const isl::union_set& uset);
 std::string tagged_statement(const isl::space& wrapped_set_space);
 std::string tagged_ref(const isl::space& wrapped_set_space);
 
+// The S -> T statement-instance map of a tagged dependence [S -> ref] -> [T -> ref'].
+isl::map untag(const isl::map& tagged_dependence);
+
 }  // namespace bbmm::compiler

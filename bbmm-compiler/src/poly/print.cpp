@@ -42,7 +42,7 @@ void print_dep_kind(std::ostream& os, const Scop& s, const char* title, const is
     int src = s.access_index_of_tag(tagged_ref(m.domain().space()));
     if (src < 0) continue;
     const std::string& a = s.arrays[s.accesses[src].array].name;
-    isl::map u = isl::manage(isl_map_range_factor_domain(isl_map_domain_factor_domain(m.copy())));
+    isl::map u = untag(m);
     auto it = per_array.find(a);
     if (it == per_array.end()) per_array.emplace(a, isl::union_map(u));
     else it->second = it->second.unite(isl::union_map(u));
