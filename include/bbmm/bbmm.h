@@ -75,10 +75,15 @@ typedef struct bbmm_tile bbmm_tile;
 /* The message of the calling thread's last failed call ("" if none). */
 const char* bbmm_last_error_message(void);
 
+/* Creates a runtime. Fails (BBMM_ERROR_INVALID_ARGUMENT) when `trace_file`
+ * cannot be written. */
 bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out);
-/* Waits for outstanding work, writes the trace, frees everything. Arrays
- * still registered are NOT synchronised to the host: call bbmm_sync_to_host
- * (or bbmm_array_unregister) first. */
+/* Waits for outstanding work, writes the trace, frees everything, including
+ * `rt`. Every array should be unregistered first (bbmm_array_unregister makes
+ * its host copy valid): an array still registered is NOT synchronised to the
+ * host, and destroy then returns BBMM_ERROR_INVALID_ARGUMENT naming it (after
+ * freeing everything all the same), because its host memory had to stay
+ * valid until now. */
 bbmm_status bbmm_runtime_destroy(bbmm_runtime* rt);
 int bbmm_device_count(const bbmm_runtime* rt);
 
@@ -91,13 +96,36 @@ bbmm_status bbmm_array_register(bbmm_runtime* rt, const char* name, void* host,
 /* Makes the host copy valid, frees the array's device instances. */
 bbmm_status bbmm_array_unregister(bbmm_runtime* rt, bbmm_array* array);
 
+/* Allocates on `device` one instance of `array` covering box [lo, hi),
+ * reading nothing in, so that the tiles of that device whose boxes lie inside
+ * it find their memory in place: no instance grows later, and no
+ * device-to-device copy moves data between instances. Call it before the
+ * tiles, with each device's allocation hull (e.g. the rows a device owns plus
+ * its halo). Unused instances of the device overlapping the box are absorbed
+ * (the new instance covers them too; their valid data moves into it); one
+ * held by an open tile is an error (BBMM_ERROR_INVALID_ARGUMENT), and so is a
+ * box outside the array. BBMM_ERROR_OUT_OF_MEMORY when it does not fit even
+ * after boxing out unused instances (nothing changed). Afterwards it is an
+ * ordinary unused instance: under memory pressure it may be boxed out.
+ * Returns without waiting for device work. */
+bbmm_status bbmm_reserve(bbmm_runtime* rt, int device, bbmm_array* array, const int64_t* lo,
+                         const int64_t* hi);
+
+/* Starts a tile on `device`. A tile handle is valid until bbmm_tile_release;
+ * using it afterwards (a second release, a require) is reported as
+ * BBMM_ERROR_INVALID_ARGUMENT ("stale tile handle"), never a crash, as long as
+ * the runtime lives. */
 bbmm_status bbmm_tile_begin(bbmm_runtime* rt, int device, bbmm_tile** out);
 /* Declares that the tile accesses box [lo, hi) of `array`. */
 bbmm_status bbmm_tile_require(bbmm_tile* tile, bbmm_array* array, const int64_t* lo,
                               const int64_t* hi, bbmm_access access);
 /* Places every required box on the tile's device (reusing, growing,
  * allocating, evicting, reading in). On BBMM_ERROR_OUT_OF_MEMORY nothing was
- * lost and the tile may be released. */
+ * lost and the tile may be released. Returns without waiting for device work
+ * (as do launch, flow_out and release): read-ins are ordered before the
+ * tile's kernel by events. In checking mode, BBMM_ERROR_CONFLICT when the
+ * tile writes what another device's tile wrote since the last
+ * synchronisation point or what an open tile of another device writes. */
 bbmm_status bbmm_tile_acquire(bbmm_tile* tile);
 /* The view of `array` for the acquired tile; valid until release. */
 bbmm_status bbmm_tile_view(bbmm_tile* tile, bbmm_array* array, bbmm_view* out);
@@ -123,7 +151,12 @@ bbmm_status bbmm_sync_to_host(bbmm_runtime* rt, bbmm_array* array);
 /* Waits for all devices; starts a new checking epoch. */
 bbmm_status bbmm_synchronize(bbmm_runtime* rt);
 
-/* Counters of one device (device == -1: all devices together). */
+/* Counters of one device (device == -1: all devices together).
+ * manager_seconds: time the calling threads spent inside acquire, launch,
+ * flow_out, release and reserve for this device. copies: backend copy calls
+ * (a batch of boxes counts once); boxes_copied: boxes moved. The host_pin
+ * fields belong to the runtime, not to a device: they appear in the total
+ * only (time and bytes of pinning registered host arrays, at registration). */
 typedef struct bbmm_stats {
   uint64_t bytes_allocated, peak_bytes_allocated, instances;
   uint64_t hits_exact, hits_contained, hits_grown, misses, pieces;
@@ -131,6 +164,9 @@ typedef struct bbmm_stats {
   uint64_t bytes_h2d, bytes_d2h, bytes_d2d, bytes_peer;
   uint64_t copies, kernels, tiles;
   double manager_seconds;
+  uint64_t reservations, bytes_reserved, boxes_copied;
+  uint64_t bytes_host_pinned;
+  double host_pin_seconds;
 } bbmm_stats;
 bbmm_status bbmm_stats_get(const bbmm_runtime* rt, int device, bbmm_stats* out);
 /* Writes the statistics as a table, or as JSON. */

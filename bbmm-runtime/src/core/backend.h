@@ -2,9 +2,16 @@
 // simulation, CUDA, OpenCL). The core never includes a backend's headers.
 //
 // Every asynchronous operation takes the events it must wait for and returns
-// the event of its own completion (Legion Realm style). Operations on one
-// device are executed in the order they were issued (one in-order queue per
-// device); events order work across devices and with the host.
+// the event of its own completion (Legion Realm style). Operations are ordered
+// ONLY by those events: a backend may run the operations of one device
+// concurrently and in any order (CUDA: a compute stream and several copy
+// streams per GPU; the host backend: one or several worker queues per
+// device). The runtime core tracks every hazard (read after write, write after
+// read, write after write, reuse after free) with events.
+//
+// No method blocks on device work except EventState::wait() and
+// synchronize(): allocate, free, copy, copy_batch, launch and record return
+// once the operation is issued (a backend may hand it to a worker thread).
 //
 // Thread-safety: a Backend's methods may be called from several host threads
 // at once.
@@ -54,11 +61,15 @@ class Event {
 };
 
 // Device memory as the backend sees it: `base` is a device pointer (CUDA, the
-// host simulation) or a cl_mem (OpenCL); `offset` bytes into it.
+// host simulation) or a cl_mem (OpenCL); `offset` bytes into it. `ready`
+// (from allocate) completes when the memory may be used by operations that
+// wait for it (CUDA: the stream-ordered allocation is visible to every
+// stream); a default Event is complete at once.
 struct DeviceBuffer {
   void* base = nullptr;
   size_t offset = 0;
   size_t bytes = 0;
+  Event ready;
 };
 
 // One side of a rectangular copy: the bytes at `offset` from `base`, rows
@@ -77,6 +88,13 @@ struct CopyShape {
   size_t width_bytes = 0;
   size_t height = 1;
   size_t depth = 1;
+};
+
+// One rectangular copy of a batch (Backend::copy_batch).
+struct CopyOp {
+  Endpoint dst;
+  Endpoint src;
+  CopyShape shape;
 };
 
 // What a launched callable receives.
@@ -103,22 +121,34 @@ class Backend {
   // True when `dst` can copy directly from `src` without the host.
   virtual bool can_access_peer(int dst, int src) const = 0;
 
-  // Allocates `bytes` on `device`. Fails with kResourceExhausted when the
-  // device is full (the core then evicts and retries), other codes otherwise.
+  // Allocates `bytes` on `device`; the result's `ready` event says when the
+  // memory may be used. Fails with kResourceExhausted when the device is full
+  // (the core then evicts and retries), other codes otherwise.
   virtual absl::StatusOr<DeviceBuffer> allocate(int device, size_t bytes) = 0;
-  // Frees `buffer` once `after` has completed (queue-ordered on `device`).
+  // Frees `buffer` once `after` has completed. Its bytes count as free at
+  // once (free_memory, allocate).
   virtual absl::Status free(int device, const DeviceBuffer& buffer, std::span<const Event> after) = 0;
 
-  // Copies `shape` from `src` to `dst` after `wait`. Host<->device copies run
-  // on the device's queue; device<->device copies on the destination's queue
-  // (peer, or staged through host memory when the devices cannot reach each
-  // other).
+  // Copies `shape` from `src` to `dst` after `wait`: host->device,
+  // device->host, within a device, or between devices (peer, or staged
+  // through host memory when the devices cannot reach each other).
   virtual absl::StatusOr<Event> copy(const Endpoint& dst, const Endpoint& src,
                                      const CopyShape& shape, std::span<const Event> wait) = 0;
 
-  // Runs `fn` in `device`'s queue order after `wait`. On the host backend `fn`
-  // is the kernel itself and runs on the device's worker thread; on CUDA and
-  // OpenCL it runs on the calling thread and enqueues kernels on ctx.queue.
+  // Copies every op of `ops` after `wait`; the event completes when all have.
+  // The ops may run in any order or concurrently, so no op may write bytes
+  // another op reads or writes. Every op has the same source device and the
+  // same destination device. On error nothing of the batch is still running.
+  // Default: the ops one after another through copy(), each waiting for the
+  // previous one.
+  virtual absl::StatusOr<Event> copy_batch(std::span<const CopyOp> ops,
+                                           std::span<const Event> wait);
+
+  // Runs `fn` on `device` after `wait`; the event completes when what `fn`
+  // enqueued on ctx.queue has. On the host backend `fn` is the kernel itself;
+  // on CUDA and OpenCL it enqueues kernels on ctx.queue. `fn` may run on
+  // another host thread (a device worker), after launch() has returned: it
+  // must own what it captures.
   virtual absl::StatusOr<Event> launch(int device, std::function<void(const LaunchContext&)> fn,
                                        std::span<const Event> wait) = 0;
 
@@ -135,14 +165,19 @@ class Backend {
     return absl::OkStatus();
   }
 
-  // An event that completes when everything issued to `device` so far has.
+  // An event that completes when everything issued to `device` so far has
+  // (on every queue of the device).
   virtual absl::StatusOr<Event> record(int device) = 0;
   // Blocks until everything issued to `device` has completed; returns the
   // first error of a failed operation since the last synchronize.
   virtual absl::Status synchronize(int device) = 0;
 
-  // Where backends report copies, kernels and frees (may be null).
-  void set_tracer(Tracer* tracer) { tracer_ = tracer; }
+  // Where backends report copies, kernels and frees as they run on the
+  // devices (may be null). The runtime calls flush_trace() after
+  // synchronize() of every device and before writing the trace, so a backend
+  // that learns device timings late (CUDA timing events) reports them then.
+  virtual void set_tracer(Tracer* tracer) { tracer_ = tracer; }
+  virtual void flush_trace() {}
 
  protected:
   Tracer* tracer_ = nullptr;
