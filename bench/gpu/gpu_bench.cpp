@@ -184,14 +184,14 @@ double halo_step_seconds(int gpus, bool peer, int64_t rows, int64_t cols, int st
       const int64_t lo = rows * g / gpus, hi = rows * (g + 1) / gpus;
       auto t = *(*rt)->begin_tile(g);
       // Own rows plus one halo row each side.
-      t->require(a, *Box::create({std::max<int64_t>(0, lo - 1), 0}, {std::min(rows, hi + 1), cols}),
+      t.require(a, *Box::create({std::max<int64_t>(0, lo - 1), 0}, {std::min(rows, hi + 1), cols}),
                  Access::kRead).IgnoreError();
-      t->require(a, *Box::create({lo, 0}, {hi, cols}), Access::kWrite).IgnoreError();
-      if (!t->acquire().ok()) std::exit(3);
-      t->launch([](const bbmm_launch_info&) {}).IgnoreError();
-      if (lo > 0) t->flow_out(a, *Box::create({lo, 0}, {lo + 1, cols})).IgnoreError();
-      if (hi < rows) t->flow_out(a, *Box::create({hi - 1, 0}, {hi, cols})).IgnoreError();
-      t->release().IgnoreError();
+      t.require(a, *Box::create({lo, 0}, {hi, cols}), Access::kWrite).IgnoreError();
+      if (!t.acquire().ok()) std::exit(3);
+      t.launch([](const bbmm_launch_info&) {}).IgnoreError();
+      if (lo > 0) t.flow_out(a, *Box::create({lo, 0}, {lo + 1, cols})).IgnoreError();
+      if (hi < rows) t.flow_out(a, *Box::create({hi - 1, 0}, {hi, cols})).IgnoreError();
+      t.release().IgnoreError();
     }
     (*rt)->synchronize().IgnoreError();
   };
@@ -245,14 +245,14 @@ void bench_boxout(double h2d, double d2h) {
   for (int s = 0; s < sweeps; ++s) {
     for (int64_t lo = 0; lo < rows; lo += tile_rows) {
       auto t = *(*rt)->begin_tile(0);
-      t->require(a, *Box::create({lo, 0}, {lo + tile_rows, cols}), Access::kReadWrite).IgnoreError();
-      absl::Status st = t->acquire();
+      t.require(a, *Box::create({lo, 0}, {lo + tile_rows, cols}), Access::kReadWrite).IgnoreError();
+      absl::Status st = t.acquire();
       if (!st.ok()) {
         std::printf("boxout: %s\n", std::string(st.message()).c_str());
         return;
       }
-      t->launch([](const bbmm_launch_info&) {}).IgnoreError();
-      t->release().IgnoreError();
+      t.launch([](const bbmm_launch_info&) {}).IgnoreError();
+      t.release().IgnoreError();
     }
   }
   (*rt)->sync_to_host(a).IgnoreError();
@@ -280,9 +280,9 @@ void bench_latency() {
   Array* a = *(*rt)->register_array("L", host.data(), sizeof(double), ext);
   auto once = [&](int64_t lo) {
     auto t = *(*rt)->begin_tile(0);
-    t->require(a, *Box::create({lo, 0}, {lo + 8, 1024}), Access::kRead).IgnoreError();
-    t->acquire().IgnoreError();
-    t->release().IgnoreError();
+    t.require(a, *Box::create({lo, 0}, {lo + 8, 1024}), Access::kRead).IgnoreError();
+    t.acquire().IgnoreError();
+    t.release().IgnoreError();
   };
   once(0);
   const int n = 20000;

@@ -45,12 +45,12 @@ void check(const absl::Status& s) {
 // given), acquire, release. No kernel: this measures the manager.
 void tile(Runtime& rt, int device, Array* a, const std::vector<Box>& boxes, Array* b = nullptr,
           const Box* out = nullptr, Access out_access = Access::kWrite) {
-  absl::StatusOr<std::unique_ptr<Tile>> t = rt.begin_tile(device);
+  absl::StatusOr<Tile> t = rt.begin_tile(device);
   check(t.status());
-  for (const Box& box : boxes) check((*t)->require(a, box, Access::kRead));
-  if (b != nullptr) check((*t)->require(b, *out, out_access));
-  check((*t)->acquire());
-  check((*t)->release());
+  for (const Box& box : boxes) check(t->require(a, box, Access::kRead));
+  if (b != nullptr) check(t->require(b, *out, out_access));
+  check(t->acquire());
+  check(t->release());
 }
 
 constexpr int64_t kN = 256;
@@ -170,10 +170,10 @@ void BM_AcquireReleaseEvictDirty(benchmark::State& state) {
   const Box boxes[2] = {box2(0, 0, rows / 2, cols), box2(rows / 2, 0, rows, cols)};
   int k = 0;
   for (auto _ : state) {
-    absl::StatusOr<std::unique_ptr<Tile>> t = rt->begin_tile(0);
-    check((*t)->require(a, boxes[k], Access::kReadWrite));
-    check((*t)->acquire());
-    check((*t)->release());
+    absl::StatusOr<Tile> t = rt->begin_tile(0);
+    check(t->require(a, boxes[k], Access::kReadWrite));
+    check(t->acquire());
+    check(t->release());
     k ^= 1;
   }
   check(rt->synchronize());

@@ -69,6 +69,12 @@ class BoxSet {
   // has rank 0), disjoint from every box already in the set.
   void append_unchecked(const Box& b);
   void clear() { coords_.clear(); }
+  // Empties the set and gives it rank `rank` (1..8, unchecked), keeping its
+  // storage (no allocation when it is reused for sets of the same size).
+  void reset(int rank) {
+    coords_.clear();
+    rank_ = rank;
+  }
 
   // Merges pairs of boxes whose union is a box (equal bounds in all
   // dimensions but one, touching in that one) until no pair merges, merging

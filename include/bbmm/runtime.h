@@ -46,8 +46,15 @@ class RuntimeCore;
 class TileState;
 }  // namespace detail
 
+// A tile between Runtime::begin_tile and release(): a movable handle (no
+// heap allocation; the runtime recycles the state behind it). Calls on a
+// handle whose tile was released (release() twice, require() after release)
+// fail with kFailedPrecondition ("stale tile handle") rather than crash, as
+// long as the Runtime lives.
 class Tile {
  public:
+  Tile(Tile&& other) noexcept;
+  Tile& operator=(Tile&& other) noexcept;
   ~Tile();  // Releases the tile if it was not released.
   Tile(const Tile&) = delete;
   Tile& operator=(const Tile&) = delete;
@@ -67,19 +74,29 @@ class Tile {
   // Pushes `box` (written by the tile) to the other devices holding it and to
   // the host where no device does.
   absl::Status flow_out(Array* array, const Box& box);
-  // Ends the tile; its instances become reusable.
+  // Ends the tile; its instances become reusable. The handle is stale
+  // afterwards.
   absl::Status release();
 
  private:
   friend class Runtime;
-  explicit Tile(std::unique_ptr<detail::TileState> state);
-  std::unique_ptr<detail::TileState> state_;
+  Tile(detail::TileState* state, uint32_t generation) : state_(state), generation_(generation) {}
+  detail::TileState* state_ = nullptr;
+  uint32_t generation_ = 0;
 };
 
 class Runtime {
  public:
   static absl::StatusOr<std::unique_ptr<Runtime>> create(const RuntimeOptions& options);
+  // Calls shutdown() and, if it fails, prints its message on stderr.
   ~Runtime();
+
+  // Waits for outstanding work, writes the trace and frees every instance.
+  // Arrays still registered are not synchronised to the host; they make it
+  // return kFailedPrecondition naming them (after doing all of the above),
+  // because unregister_array is how their host copy becomes valid. Later
+  // calls return OK.
+  absl::Status shutdown();
 
   int device_count() const;
   std::string backend_name() const;
@@ -93,7 +110,15 @@ class Runtime {
   // Synchronises `array` to the host and frees its instances and handle.
   absl::Status unregister_array(Array* array);
 
-  absl::StatusOr<std::unique_ptr<Tile>> begin_tile(int device);
+  // Allocates on `device` one instance of `array` covering `box`, reading
+  // nothing in, so that later tiles of the device find their boxes inside it
+  // (see bbmm_reserve in bbmm.h). kFailedPrecondition when an overlapping
+  // instance is held by an open tile, kInvalidArgument for a bad box or
+  // device, kResourceExhausted when it does not fit (nothing changed).
+  absl::Status reserve(int device, Array* array, const Box& box);
+
+  // Starts a tile on `device`.
+  absl::StatusOr<Tile> begin_tile(int device);
   // Makes the host copy of `array` valid everywhere and waits for it.
   absl::Status sync_to_host(Array* array);
   // Waits for all devices; starts a new checking epoch.

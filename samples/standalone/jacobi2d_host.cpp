@@ -73,9 +73,9 @@ absl::Status phase(bbmm::Runtime& rt, bbmm::Array* src, bbmm::Array* dst, const 
     // Tile k owns interior rows [lo, hi).
     const int64_t lo = 1 + (n - 2) * k / tiles, hi = 1 + (n - 2) * (k + 1) / tiles;
     if (lo >= hi) continue;
-    absl::StatusOr<std::unique_ptr<bbmm::Tile>> tile = rt.begin_tile(k / c.tiles_per_device);
+    absl::StatusOr<bbmm::Tile> tile = rt.begin_tile(k / c.tiles_per_device);
     if (!tile.ok()) return tile.status();
-    bbmm::Tile& t = **tile;
+    bbmm::Tile& t = *tile;
     absl::Status s = t.require(src, rows(lo - 1, hi + 1, 0, n), bbmm::Access::kRead);
     if (s.ok()) s = t.require(dst, rows(lo, hi, 1, n - 1), bbmm::Access::kWrite);
     if (s.ok()) s = t.acquire();

@@ -820,9 +820,9 @@ TEST(OpenCLRuntime, Stencil1DFlowOutAndEviction) {
   auto phase = [&](Array* src, Array* dst) -> absl::Status {
     for (int k = 0; k < tiles; ++k) {
       const int64_t lo = 1 + (n - 2) * k / tiles, hi = 1 + (n - 2) * (k + 1) / tiles;
-      absl::StatusOr<std::unique_ptr<Tile>> tile = rt->begin_tile(k * devices / tiles);
+      absl::StatusOr<Tile> tile = rt->begin_tile(k * devices / tiles);
       if (!tile.ok()) return tile.status();
-      Tile& t = **tile;
+      Tile& t = *tile;
       absl::Status s = t.require(src, box(lo - 1, hi + 1), Access::kRead);
       if (s.ok()) s = t.require(dst, box(lo, hi), Access::kWrite);
       if (s.ok()) s = t.acquire();
@@ -895,9 +895,9 @@ TEST(OpenCLRuntime, Stencil2DFlowOutAndEviction) {
   auto phase = [&](Array* src, Array* dst) -> absl::Status {
     for (int k = 0; k < tiles; ++k) {
       const int64_t lo = 1 + (n - 2) * k / tiles, hi = 1 + (n - 2) * (k + 1) / tiles;
-      absl::StatusOr<std::unique_ptr<Tile>> tile = rt.begin_tile(k * devices / tiles);
+      absl::StatusOr<Tile> tile = rt.begin_tile(k * devices / tiles);
       if (!tile.ok()) return tile.status();
-      Tile& t = **tile;
+      Tile& t = *tile;
       absl::Status s = t.require(src, rows(lo - 1, hi + 1, 0, n), Access::kRead);
       if (s.ok()) s = t.require(dst, rows(lo, hi, 1, n - 1), Access::kWrite);
       if (s.ok()) s = t.acquire();

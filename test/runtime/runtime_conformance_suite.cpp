@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/runtime_core.h"
 #include "runtime_conformance.h"
 
 namespace bbmm::testing {
@@ -58,30 +59,30 @@ struct TileReq {
 template <typename Body>
 absl::Status run_tile(Runtime& rt, int device, const std::vector<TileReq>& reqs, Body body,
                       const std::vector<std::pair<Array*, Box>>& flows = {}) {
-  absl::StatusOr<std::unique_ptr<Tile>> tile = rt.begin_tile(device);
+  absl::StatusOr<Tile> tile = rt.begin_tile(device);
   if (!tile.ok()) return tile.status();
   for (const TileReq& r : reqs) {
-    absl::Status s = (*tile)->require(r.array, r.box, r.access);
+    absl::Status s = tile->require(r.array, r.box, r.access);
     if (!s.ok()) return s;
   }
-  absl::Status s = (*tile)->acquire();
+  absl::Status s = tile->acquire();
   if (!s.ok()) {
-    (void)(*tile)->release();
+    (void)tile->release();
     return s;
   }
   std::vector<PieceCopy> views;
   for (const TileReq& r : reqs) {
-    absl::StatusOr<bbmm_view> v = (*tile)->view(r.array);
+    absl::StatusOr<bbmm_view> v = tile->view(r.array);
     if (!v.ok()) return v.status();
     views.emplace_back(*v);
   }
-  s = (*tile)->launch([views, body](const bbmm_launch_info& info) {
+  s = tile->launch([views, body](const bbmm_launch_info& info) {
     run_host_kernel(info, views, body);
   });
   for (const auto& [a, b] : flows) {
-    if (s.ok()) s = (*tile)->flow_out(a, b);
+    if (s.ok()) s = tile->flow_out(a, b);
   }
-  absl::Status r = (*tile)->release();
+  absl::Status r = tile->release();
   return s.ok() ? r : s;
 }
 
@@ -169,21 +170,21 @@ TEST_P(RuntimeConformance, ContainedReuseServesASubBox) {
   auto bad = std::make_shared<std::atomic<int>>(0);
   // The view of the contained box: one piece, exactly the box, inside the
   // instance (its addressing is checked by the kernel reading the values).
-  absl::StatusOr<std::unique_ptr<Tile>> t = rt->begin_tile(0);
+  absl::StatusOr<Tile> t = rt->begin_tile(0);
   ASSERT_TRUE(t.ok());
-  ASSERT_TRUE((*t)->require(a, B({8}, {16}), Access::kRead).ok());
-  ASSERT_TRUE((*t)->acquire().ok());
-  bbmm_view v = *(*t)->view(a);
+  ASSERT_TRUE(t->require(a, B({8}, {16}), Access::kRead).ok());
+  ASSERT_TRUE(t->acquire().ok());
+  bbmm_view v = *t->view(a);
   ASSERT_EQ(v.npieces, 1);
   EXPECT_EQ(v.rank, 1);
   EXPECT_EQ(v.elem_size, 8u);
   EXPECT_EQ(piece_box(v.pieces[0], 1), B({8}, {16}));
   EXPECT_EQ(v.pieces[0].stride[0], 1);
   PieceCopy pc(v);
-  ASSERT_TRUE((*t)->launch([pc, bad](const bbmm_launch_info& info) {
+  ASSERT_TRUE(t->launch([pc, bad](const bbmm_launch_info& info) {
                     run_host_kernel(info, {pc}, check_1d(bad, B({8}, {16})));
                   }).ok());
-  ASSERT_TRUE((*t)->release().ok());
+  ASSERT_TRUE(t->release().ok());
   ASSERT_TRUE(rt->synchronize().ok());
   const bbmm_stats s = rt->stats(0);
   EXPECT_EQ(s.hits_contained, 1u);
@@ -218,19 +219,19 @@ TEST_P(RuntimeConformance, PartialOverlapWithAnInstanceInUseGivesPieces) {
   Array* a = reg(*rt, "x", x.data(), 8, {64});
   // Tile A holds [0,32) while tile B asks for [16,48): the instance cannot
   // grow, so B is served as [16,32) from A's instance plus a new [32,48).
-  absl::StatusOr<std::unique_ptr<Tile>> ta = rt->begin_tile(0);
+  absl::StatusOr<Tile> ta = rt->begin_tile(0);
   ASSERT_TRUE(ta.ok());
-  ASSERT_TRUE((*ta)->require(a, B({0}, {32}), Access::kRead).ok());
-  ASSERT_TRUE((*ta)->acquire().ok());
-  const bbmm_view va = *(*ta)->view(a);
+  ASSERT_TRUE(ta->require(a, B({0}, {32}), Access::kRead).ok());
+  ASSERT_TRUE(ta->acquire().ok());
+  const bbmm_view va = *ta->view(a);
   ASSERT_EQ(va.npieces, 1);
   const bbmm_piece pa = va.pieces[0];
 
-  absl::StatusOr<std::unique_ptr<Tile>> tb = rt->begin_tile(0);
+  absl::StatusOr<Tile> tb = rt->begin_tile(0);
   ASSERT_TRUE(tb.ok());
-  ASSERT_TRUE((*tb)->require(a, B({16}, {48}), Access::kRead).ok());
-  ASSERT_TRUE((*tb)->acquire().ok());
-  const bbmm_view vb = *(*tb)->view(a);
+  ASSERT_TRUE(tb->require(a, B({16}, {48}), Access::kRead).ok());
+  ASSERT_TRUE(tb->acquire().ok());
+  const bbmm_view vb = *tb->view(a);
   ASSERT_EQ(vb.npieces, 2);
   std::vector<Box> boxes = {piece_box(vb.pieces[0], 1), piece_box(vb.pieces[1], 1)};
   std::sort(boxes.begin(), boxes.end(), [](const Box& l, const Box& r) { return l.lo(0) < r.lo(0); });
@@ -241,11 +242,11 @@ TEST_P(RuntimeConformance, PartialOverlapWithAnInstanceInUseGivesPieces) {
   EXPECT_EQ(bbmm_view_at(&vb, i20), bbmm_piece_at(&pa, 8, 1, i20));
   auto bad = std::make_shared<std::atomic<int>>(0);
   PieceCopy pb(vb);
-  ASSERT_TRUE((*tb)->launch([pb, bad](const bbmm_launch_info& info) {
+  ASSERT_TRUE(tb->launch([pb, bad](const bbmm_launch_info& info) {
                      run_host_kernel(info, {pb}, check_1d(bad, B({16}, {48})));
                    }).ok());
-  ASSERT_TRUE((*tb)->release().ok());
-  ASSERT_TRUE((*ta)->release().ok());
+  ASSERT_TRUE(tb->release().ok());
+  ASSERT_TRUE(ta->release().ok());
   ASSERT_TRUE(rt->synchronize().ok());
   const bbmm_stats s = rt->stats(0);
   EXPECT_GE(s.pieces, 1u);
@@ -373,17 +374,33 @@ TEST_P(RuntimeConformance, FlowOutPushesToOtherDevicesHoldingTheBox) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(x[i], value(i) + 100) << i;
 }
 
-TEST_P(RuntimeConformance, FlowOutGoesToTheHostWhereNoDeviceHoldsTheBox) {
+// Where no other device holds the box, a flow-out goes to the host only when
+// some device cannot reach the writer by peer access (its readers would go
+// through the host anyway); otherwise it moves nothing: a later reader copies
+// it from the writer.
+TEST_P(RuntimeConformance, FlowOutGoesToTheHostOnlyForDevicesWithoutPeerAccess) {
   std::vector<double> x(32, -1.0);
   auto rt = make_runtime(2, 0);
+  const bool peer = rt->core()->backend().can_access_peer(1, 0);
   Array* a = reg(*rt, "x", x.data(), 8, {32});
   ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {32}), Access::kWrite}},
                        write_1d(B({0}, {32}), [](int64_t i) { return 7.0 * i; }),
                        {{a, B({8}, {24})}})
                   .ok());
   ASSERT_TRUE(rt->synchronize().ok());  // waits, does not write out
-  EXPECT_EQ(rt->stats(0).bytes_d2h, 16u * 8);
-  for (int i = 0; i < 32; ++i) EXPECT_EQ(x[i], (i >= 8 && i < 24) ? 7.0 * i : -1.0) << i;
+  EXPECT_EQ(rt->stats(0).bytes_d2h, peer ? 0u : 16u * 8);
+  for (int i = 0; i < 32; ++i) {
+    EXPECT_EQ(x[i], (!peer && i >= 8 && i < 24) ? 7.0 * i : -1.0) << i;
+  }
+  // Either way, a reader on the other device sees the new values.
+  auto seen = std::make_shared<std::vector<double>>(32);
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({0}, {32}), Access::kRead}},
+                       [seen](const std::vector<PieceCopy>& v) {
+                         for (int64_t i = 0; i < 32; ++i) (*seen)[i] = *static_cast<double*>(v[0].at(&i));
+                       })
+                  .ok());
+  ASSERT_TRUE(rt->synchronize().ok());
+  for (int i = 0; i < 32; ++i) EXPECT_EQ((*seen)[i], 7.0 * i) << i;
 }
 
 TEST_P(RuntimeConformance, ReadAfterWriteOnAnotherDeviceSeesTheNewData) {
@@ -439,12 +456,12 @@ TEST_P(RuntimeConformance, ReadOnlyArraysAreNeverWrittenBack) {
   EXPECT_EQ(s.bytes_d2h, 0u);
   EXPECT_EQ(s.writebacks, 0u);
   EXPECT_EQ(*bad, 0);
-  absl::StatusOr<std::unique_ptr<Tile>> t = rt->begin_tile(0);
+  absl::StatusOr<Tile> t = rt->begin_tile(0);
   ASSERT_TRUE(t.ok());
-  absl::Status w = (*t)->require(a, B({0}, {4}), Access::kWrite);
+  absl::Status w = t->require(a, B({0}, {4}), Access::kWrite);
   EXPECT_EQ(w.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(w.message()).find("read-only"), std::string::npos) << w;
-  EXPECT_EQ((*t)->require(a, B({0}, {4}), Access::kReadWrite).code(),
+  EXPECT_EQ(t->require(a, B({0}, {4}), Access::kReadWrite).code(),
             absl::StatusCode::kInvalidArgument);
   for (int i = 0; i < 64; ++i) EXPECT_EQ(x[i], value(i));
 }
@@ -658,17 +675,17 @@ TEST_P(RuntimeConformance, ViewPiecesAddressEveryElement) {
   auto rt = make_runtime(1, 0);
   Array* a = reg(*rt, "grid", x.data(), 8, {n0, n1});
   ASSERT_TRUE(touch(*rt, 0, a, B({0, 0}, {6, 7})).ok());  // instance [0,6)x[0,7)
-  absl::StatusOr<std::unique_ptr<Tile>> t = rt->begin_tile(0);
+  absl::StatusOr<Tile> t = rt->begin_tile(0);
   ASSERT_TRUE(t.ok());
   // A contained box, and a box sticking out of the instance by 3 columns
   // (with growth disabled by the in-use hold below, this is several pieces).
-  absl::StatusOr<std::unique_ptr<Tile>> hold = rt->begin_tile(0);
-  ASSERT_TRUE((*hold)->require(a, B({0, 0}, {1, 1}), Access::kRead).ok());
-  ASSERT_TRUE((*hold)->acquire().ok());
-  ASSERT_TRUE((*t)->require(a, B({1, 2}, {3, 5}), Access::kWrite).ok());
-  ASSERT_TRUE((*t)->require(a, B({3, 4}, {5, 10}), Access::kWrite).ok());
-  ASSERT_TRUE((*t)->acquire().ok());
-  const bbmm_view v = *(*t)->view(a);
+  absl::StatusOr<Tile> hold = rt->begin_tile(0);
+  ASSERT_TRUE(hold->require(a, B({0, 0}, {1, 1}), Access::kRead).ok());
+  ASSERT_TRUE(hold->acquire().ok());
+  ASSERT_TRUE(t->require(a, B({1, 2}, {3, 5}), Access::kWrite).ok());
+  ASSERT_TRUE(t->require(a, B({3, 4}, {5, 10}), Access::kWrite).ok());
+  ASSERT_TRUE(t->acquire().ok());
+  const bbmm_view v = *t->view(a);
   ASSERT_GE(v.npieces, 2);
   for (int p = 0; p < v.npieces; ++p) {
     const bbmm_piece& pc = v.pieces[p];
@@ -683,7 +700,7 @@ TEST_P(RuntimeConformance, ViewPiecesAddressEveryElement) {
   }
   const Box b1 = B({1, 2}, {3, 5}), b2 = B({3, 4}, {5, 10});
   PieceCopy pc(v);
-  ASSERT_TRUE((*t)->launch([pc, b1, b2](const bbmm_launch_info& info) {
+  ASSERT_TRUE(t->launch([pc, b1, b2](const bbmm_launch_info& info) {
                     run_host_kernel(info, {pc}, [b1, b2](const std::vector<PieceCopy>& v) {
                       for (const Box& b : {b1, b2}) {
                         for_each_point(b, [&](const int64_t* idx) {
@@ -692,8 +709,8 @@ TEST_P(RuntimeConformance, ViewPiecesAddressEveryElement) {
                       }
                     });
                   }).ok());
-  ASSERT_TRUE((*t)->release().ok());
-  ASSERT_TRUE((*hold)->release().ok());
+  ASSERT_TRUE(t->release().ok());
+  ASSERT_TRUE(hold->release().ok());
   ASSERT_TRUE(rt->sync_to_host(a).ok());
   for (int64_t i = 0; i < n0; ++i)
     for (int64_t j = 0; j < n1; ++j) {

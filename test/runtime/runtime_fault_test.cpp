@@ -203,13 +203,13 @@ class Scenario {
 
   struct Open {
     const TileStep* step;
-    std::unique_ptr<Tile> tile;
+    std::optional<Tile> tile;
     bool acquired = false;
     int number = 0;
   };
 
   bool begin(Open& o) {
-    absl::StatusOr<std::unique_ptr<Tile>> t = rt_->begin_tile(o.step->device);
+    absl::StatusOr<Tile> t = rt_->begin_tile(o.step->device);
     if (!t.ok()) {
       note(t.status());
       return false;
@@ -298,12 +298,12 @@ class Scenario {
   }
 
   void finish(Open& o) {
-    if (o.tile != nullptr) note(o.tile->release());
+    if (o.tile.has_value()) note(o.tile->release());
   }
 
   void run_pair(const TileStep& a, const TileStep* b, int& tile_no) {
-    Open oa{&a, nullptr, false, tile_no++};
-    Open ob{b, nullptr, false, b != nullptr ? tile_no++ : 0};
+    Open oa{&a, std::nullopt, false, tile_no++};
+    Open ob{b, std::nullopt, false, b != nullptr ? tile_no++ : 0};
     begin(oa);
     if (b != nullptr) begin(ob);
     launch_and_flow(oa);

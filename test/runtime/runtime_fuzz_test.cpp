@@ -477,7 +477,7 @@ class Runner {
  private:
   struct Open {
     const TileSpec* spec;
-    std::unique_ptr<Tile> tile;
+    std::optional<Tile> tile;
     bool acquired = false;
     bool launched = false;
   };
@@ -499,13 +499,13 @@ class Runner {
         return std::nullopt;
       }
       case OpKind::kTile: {
-        Open a{&op.a, nullptr};
+        Open a{&op.a, std::nullopt};
         if (auto f = begin_acquire(a, false)) return f;
         if (auto f = finish(a)) return f;
         return std::nullopt;
       }
       case OpKind::kPair: {
-        Open a{&op.a, nullptr}, b{&op.b, nullptr};
+        Open a{&op.a, std::nullopt}, b{&op.b, std::nullopt};
         if (auto f = begin_acquire(a, false)) return f;
         if (auto f = begin_acquire(b, op.a.device == op.b.device)) return f;
         Open& first = op.b_first ? b : a;
@@ -542,7 +542,7 @@ class Runner {
   // device, so running out of memory is legitimate.
   std::optional<std::string> begin_acquire(Open& o, bool may_oom) {
     const TileSpec& t = *o.spec;
-    absl::StatusOr<std::unique_ptr<Tile>> tile = rt_->begin_tile(t.device);
+    absl::StatusOr<Tile> tile = rt_->begin_tile(t.device);
     if (!tile.ok()) return absl::StrCat("begin_tile: ", tile.status().message());
     o.tile = std::move(*tile);
     for (const Req& r : t.reqs) {
@@ -712,7 +712,7 @@ class Runner {
         commit(*o.spec);  // release commits a tile's writes
       }
     }
-    if (o.tile != nullptr) {
+    if (o.tile.has_value()) {
       absl::Status s = o.tile->release();
       o.tile.reset();
       if (!s.ok()) return absl::StrCat("release: ", s.message());

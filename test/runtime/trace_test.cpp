@@ -457,10 +457,10 @@ TEST(RuntimeTrace, CopiesKernelsAndEvictionsNameTheirArrayAndBox) {
     Array* a = *(*rt)->register_array("Grid", host.data(), sizeof(double), ext);
     for (int64_t lo = 0; lo < 64; lo += 8) {
       auto t = *(*rt)->begin_tile(static_cast<int>(lo / 8) % 2);
-      ASSERT_TRUE(t->require(a, *Box::create({lo, 0}, {lo + 8, 8}), Access::kReadWrite).ok());
-      ASSERT_TRUE(t->acquire().ok());
-      ASSERT_TRUE(t->launch([](const bbmm_launch_info&) {}).ok());
-      ASSERT_TRUE(t->release().ok());
+      ASSERT_TRUE(t.require(a, *Box::create({lo, 0}, {lo + 8, 8}), Access::kReadWrite).ok());
+      ASSERT_TRUE(t.acquire().ok());
+      ASSERT_TRUE(t.launch([](const bbmm_launch_info&) {}).ok());
+      ASSERT_TRUE(t.release().ok());
     }
     ASSERT_TRUE((*rt)->sync_to_host(a).ok());
   }  // the runtime writes the trace

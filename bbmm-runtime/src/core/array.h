@@ -11,9 +11,14 @@
 #include "bbmm/box.h"
 #include "core/backend.h"
 #include "core/directory.h"
+#include "core/hazards.h"
 #include "core/instance.h"
 
 namespace bbmm {
+
+namespace detail {
+class TileState;
+}
 
 class Array {
  public:
@@ -41,13 +46,31 @@ class Array {
   detail::Directory directory;
   // Instances of this array on each device; on one device they are disjoint.
   std::vector<std::vector<detail::Instance*>> instances;
-  // Hazards on the host copy: copies reading it (H2D) and writing it (D2H).
-  std::vector<Event> host_reads, host_writes;
-  // Checking mode: boxes written by each device since the last
-  // synchronisation point.
-  std::vector<std::pair<int, Box>> epoch_writes;
+  // Copies in flight reading (H2D) or writing (D2H) the host copy, per box.
+  detail::Hazards host_hazards;
+
+  // Checking mode. Boxes written by each device since the last
+  // synchronisation point, and boxes the acquired, unreleased tiles will
+  // write (so that two open tiles of different devices writing the same
+  // elements conflict at the second acquire, not only after a release).
+  struct Write {
+    int device;
+    Box box;
+    const detail::TileState* tile;  // the open tile (open_writes only)
+  };
+  std::vector<Write> epoch_writes;
+  std::vector<Write> open_writes;
 
   int rank() const { return whole.rank(); }
+
+  // Calls `f(Instance*)` for each instance on `device` overlapping `box`;
+  // `f` must not add or remove instances of that device.
+  template <typename F>
+  void for_each_overlapping(int device, const Box& box, F f) const {
+    for (detail::Instance* inst : instances[device]) {
+      if (overlaps(inst->box, box)) f(inst);
+    }
+  }
 };
 
 }  // namespace bbmm

@@ -34,6 +34,21 @@ class Directory {
 
   // The parts of `box` with their holders, clipped to `box`; they cover it.
   std::vector<Region> query(const Box& box) const;
+  // Calls `f(const Region&)` with each part of `box` (clipped), as query()
+  // returns them, without allocating; `f` must not update the directory.
+  template <typename F>
+  void for_each(const Box& box, F f) const {
+    for (const Region& r : regions_) {
+      if (overlaps(r.box, box)) f(Region{*intersection(r.box, box), r.valid});
+    }
+  }
+  // True when every point of `box` is valid in every holder of `bits`.
+  bool all_valid(const Box& box, HolderMask bits) const {
+    for (const Region& r : regions_) {
+      if ((r.valid & bits) != bits && overlaps(r.box, box)) return false;
+    }
+    return true;
+  }
   // valid := `valid` on every point of `box`.
   void set(const Box& box, HolderMask valid);
   // valid |= `bits` on `box`.

@@ -5,10 +5,10 @@
 
 #include <cstdint>
 #include <list>
-#include <vector>
 
 #include "bbmm/box.h"
 #include "core/backend.h"
+#include "core/hazards.h"
 
 namespace bbmm {
 class Array;
@@ -28,12 +28,12 @@ struct Instance {
 
   int usage = 0;          // tiles holding it; 0 = on the unused list
   uint64_t last_use = 0;  // manager clock at the last acquire/release
-  // Hazards: the last operation writing the instance, and operations reading
-  // it since then (copies out, kernels).
-  Event write_done;
-  std::vector<Event> reads;
+  // Operations in flight on its boxes (copies in and out, kernels); the
+  // allocation's ready event counts as a write of the whole box.
+  Hazards hazards;
 
-  // Position in the device's in-use or unused list.
+  // Position in the device's in-use or unused list (moved between them with
+  // splice, which allocates nothing).
   std::list<Instance*>::iterator list_pos;
 };
 

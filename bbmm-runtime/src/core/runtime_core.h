@@ -1,6 +1,14 @@
-// The runtime core: arrays, per-device managers (in-use and unused lists,
-// allocation, box-out), coherency, tiles. Both public APIs (runtime.h, bbmm.h)
-// are thin layers over it.
+// The runtime core: arrays, reservations and the life of a tile (require,
+// acquire, launch, flow-out, release) over the parts that do the work:
+// placement (core/placement.h), the instance manager (core/instance_manager.h),
+// coherency (core/coherency.h) and the copy planner (core/copy_planner.h), all
+// talking to the device backend through an instrumenting adaptor
+// (core/instrumented_backend.h) that counts transfers and traces issue times.
+// Both public APIs (runtime.h, bbmm.h) are thin layers over it.
+//
+// No call on the tile path waits for device work: acquire issues read-ins,
+// launch issues the kernel after them, flow-out issues peer copies after the
+// kernel, release only does bookkeeping; events order it all.
 //
 // Thread-safety: every public method takes the core's mutex, so several host
 // threads may drive different devices at once; device work itself runs
@@ -10,7 +18,6 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,44 +31,17 @@
 #include "bbmm/runtime.h"
 #include "core/array.h"
 #include "core/backend.h"
+#include "core/coherency.h"
+#include "core/copy_planner.h"
 #include "core/eviction_policy.h"
 #include "core/instance.h"
+#include "core/instance_manager.h"
+#include "core/instrumented_backend.h"
+#include "core/placement.h"
+#include "core/tile_state.h"
 #include "core/trace.h"
 
 namespace bbmm::detail {
-
-class RuntimeCore;
-
-// One tile between begin and release.
-class TileState {
- public:
-  struct Requirement {
-    Array* array;
-    Box box;
-    Access access;
-  };
-  struct ArrayPart {
-    Array* array;
-    BoxSet read;   // points the tile reads (need valid data on the device)
-    BoxSet write;  // points the tile writes
-    BoxSet all;    // everything it asked for
-    std::vector<std::pair<Instance*, Box>> pieces;  // instance, box served by it
-    std::vector<bbmm_piece> view;
-  };
-
-  TileState(RuntimeCore* core, int device) : core(core), device(device) {}
-
-  RuntimeCore* const core;
-  const int device;
-  std::vector<Requirement> requirements;
-  std::vector<ArrayPart> parts;  // after acquire, one per array
-  std::vector<Instance*> held;   // instances whose usage this tile raised
-  bool acquired = false;
-  bool writes_committed = false;
-  bool launch_failed = false;  // the last launch failed: its writes never happened
-  bool released = false;
-  Event kernel_done;
-};
 
 class RuntimeCore {
  public:
@@ -69,25 +49,34 @@ class RuntimeCore {
                                                              const RuntimeOptions& options);
   ~RuntimeCore();
 
-  int device_count() const { return static_cast<int>(devices_.size()); }
+  int device_count() const { return static_cast<int>(stats_.size()); }
   Backend& backend() { return *backend_; }
+  const RuntimeOptions& options() const { return options_; }
 
   absl::StatusOr<Array*> register_array(std::string name, void* host, size_t elem_size,
                                         std::span<const int64_t> extents,
                                         std::span<const int64_t> strides, bool read_only);
   absl::Status unregister_array(Array* array);
+  absl::Status reserve(int device, Array* array, const Box& box);
 
-  absl::StatusOr<std::unique_ptr<TileState>> begin_tile(int device);
+  // An open tile on `device` (recycled: see core/tile_state.h).
+  absl::StatusOr<TileState*> begin_tile(int device);
+  // OK when `tile` is the live tile of a handle given `generation`; else
+  // kFailedPrecondition ("stale tile handle"). `what` names the call.
+  absl::Status check_handle(const TileState* tile, uint32_t generation, const char* what) const;
   absl::Status require(TileState& tile, Array* array, const Box& box, Access access);
   absl::Status acquire(TileState& tile);
   absl::StatusOr<bbmm_view> view(const TileState& tile, Array* array);
   absl::Status launch(TileState& tile, std::function<void(const bbmm_launch_info&)> fn);
   absl::Status flow_out(TileState& tile, Array* array, const Box& box);
+  // Ends the tile and recycles its state (the handle becomes stale).
   absl::Status release(TileState& tile);
 
   absl::Status sync_to_host(Array* array);
   absl::Status synchronize();
-  // Synchronises, frees every instance and writes the trace.
+  // Synchronises, frees every instance, unpins the arrays still registered
+  // and writes the trace. kFailedPrecondition naming the arrays still
+  // registered (their host copy was not made valid). Idempotent.
   absl::Status shutdown();
 
   bbmm_stats stats(int device) const;
@@ -95,78 +84,40 @@ class RuntimeCore {
   std::string stats_json() const;
 
  private:
-  struct Device {
-    size_t capacity = 0;   // bytes the manager may hand out
-    size_t allocated = 0;  // exact bytes of live instances
-    std::list<Instance*> in_use, unused;
-    bbmm_stats stats = {};
-  };
-  // Where an array region is stored: the host array or an instance.
-  struct Layout {
-    int device = kHost;
-    void* base = nullptr;
-    size_t offset = 0;  // bytes from base to the element at `origin`
-    const int64_t* origin = nullptr;
-    const int64_t* strides = nullptr;  // in elements
-  };
+  RuntimeCore(std::unique_ptr<Backend> backend, const RuntimeOptions& options,
+              std::unique_ptr<Tracer> tracer, const std::vector<size_t>& capacity);
 
-  RuntimeCore(std::unique_ptr<Backend> backend, const RuntimeOptions& options);
-
-  Layout host_layout(const Array& a) const;
-  Layout instance_layout(const Instance& inst) const;
-  // Copies `box` of `a` from `src` to `dst` (rank > 3 as several 3-D copies).
-  absl::StatusOr<Event> copy_box(const Array& a, const Layout& dst, const Layout& src,
-                                 const Box& box, std::span<const Event> wait);
-  // The hazard-tracked copies between host, instances and peers.
-  absl::Status copy_host_to_instance(Instance& dst, const Box& box);
-  absl::Status copy_instance_to_host(Instance& src, const Box& box);
-  absl::Status copy_instance_to_instance(Instance& dst, Instance& src, const Box& box);
-  // Makes `box` (inside `dst`) valid on dst's device, from a peer or the host.
-  absl::Status read_in(Instance& dst, const Box& box);
-  // Makes the host copy of `box` valid (write-back from a device holding it).
-  absl::Status write_back(Array& a, const Box& box);
-
-  absl::StatusOr<Instance*> allocate_instance(int device, Array* a, const Box& box,
-                                              const TileState& tile);
-  // Writes back data only this device holds, then frees the instance.
-  absl::Status evict(Instance* inst);
-  absl::Status free_instance(Instance* inst);
-  // Evicts unused instances of `device` (policy order) until `bytes` fit.
-  absl::Status make_room(int device, size_t bytes, const TileState& tile, const Array& a,
-                         const Box& box);
   absl::Status acquire_parts(TileState& tile, bool pressure);
-  // Evicts the unused instances of the tile's device that overlap its boxes
-  // (acquire's last resort before reporting out-of-memory).
-  absl::Status evict_unused_overlapping(TileState& tile);
-  // Places one array's boxes. `pressure`: the device is too full to hold
-  // partly overlapped instances whole, so unused ones are boxed out.
-  absl::Status acquire_array(TileState& tile, TileState::ArrayPart& part, bool pressure);
-  void hold(TileState& tile, Instance* inst);
   void commit_writes(TileState& tile);
   void build_views(TileState& tile);
-  absl::Status check_conflicts(const TileState& tile);
-  void unhold_all(TileState& tile);
-  // Drops the tile's hold on held[first..].
-  void unhold_since(TileState& tile, size_t first);
+  absl::Status check_conflicts(const TileState& tile) const;
+  void drop_open_writes(const TileState& tile);
+  void unhold_all(TileState& tile) { placement_->unhold_since(tile, 0); }
+  void clear_pieces(TileState& tile);
+  // Recycles `tile` (bumping its generation).
+  void retire(TileState& tile);
 
-  std::vector<Instance*> overlapping(const Array& a, int device, const Box& box) const;
-  size_t footprint(const Array& a, const Box& box, int64_t* strides) const;
-  void prune(std::vector<Event>& events);
-  void trace_slice(int device, const char* name, const Array& a, const Box& box, size_t bytes);
-
-  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<InstrumentedBackend> backend_;
   RuntimeOptions options_;
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<EvictionPolicy> policy_;
   mutable std::mutex mu_;
-  std::vector<Device> devices_;
+  std::vector<bbmm_stats> stats_;  // per device
+  std::unique_ptr<CopyPlanner> planner_;
+  std::unique_ptr<Coherency> coherency_;
+  std::unique_ptr<InstanceManager> manager_;
+  std::unique_ptr<Placement> placement_;
   std::vector<std::unique_ptr<Array>> arrays_;
+  TilePool tiles_;
+  std::vector<Coherency::Target> targets_;  // scratch
+  std::vector<Event> waits_;                // scratch
   int next_array_id_ = 0;
-  uint64_t clock_ = 0;
+  double host_pin_seconds_ = 0;
+  uint64_t bytes_host_pinned_ = 0;
   bool shut_down_ = false;
 };
 
-// Measures time spent inside the manager for one device's statistics.
+// Adds the time between its construction and destruction to `*sink`.
 class ManagerTimer {
  public:
   explicit ManagerTimer(double* sink) : sink_(sink), start_(std::chrono::steady_clock::now()) {}
@@ -175,6 +126,8 @@ class ManagerTimer {
       *sink_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     }
   }
+  ManagerTimer(const ManagerTimer&) = delete;
+  ManagerTimer& operator=(const ManagerTimer&) = delete;
 
  private:
   double* sink_;

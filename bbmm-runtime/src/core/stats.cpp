@@ -8,7 +8,7 @@
 namespace bbmm::detail {
 namespace {
 
-// Every counter of bbmm_stats, in print order.
+// Every integer counter of bbmm_stats, in print order.
 struct Field {
   const char* name;
   uint64_t bbmm_stats::*member;
@@ -17,6 +17,8 @@ constexpr Field kFields[] = {
     {"bytes_allocated", &bbmm_stats::bytes_allocated},
     {"peak_bytes_allocated", &bbmm_stats::peak_bytes_allocated},
     {"instances", &bbmm_stats::instances},
+    {"reservations", &bbmm_stats::reservations},
+    {"bytes_reserved", &bbmm_stats::bytes_reserved},
     {"hits_exact", &bbmm_stats::hits_exact},
     {"hits_contained", &bbmm_stats::hits_contained},
     {"hits_grown", &bbmm_stats::hits_grown},
@@ -31,20 +33,46 @@ constexpr Field kFields[] = {
     {"bytes_d2d", &bbmm_stats::bytes_d2d},
     {"bytes_peer", &bbmm_stats::bytes_peer},
     {"copies", &bbmm_stats::copies},
+    {"boxes_copied", &bbmm_stats::boxes_copied},
     {"kernels", &bbmm_stats::kernels},
     {"tiles", &bbmm_stats::tiles},
+    {"bytes_host_pinned", &bbmm_stats::bytes_host_pinned},
+};
+struct SecondsField {
+  const char* name;
+  double bbmm_stats::*member;
+};
+constexpr SecondsField kSeconds[] = {
+    {"manager_seconds", &bbmm_stats::manager_seconds},
+    {"host_pin_seconds", &bbmm_stats::host_pin_seconds},
 };
 
 }  // namespace
 
 bbmm_stats RuntimeCore::stats(int device) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (device >= 0) return device < device_count() ? devices_[device].stats : bbmm_stats{};
+  auto of = [&](int d) {
+    bbmm_stats s = stats_[d];
+    const TransferCounters& c = backend_->counters(d);
+    s.bytes_h2d = c.bytes_h2d;
+    s.bytes_d2h = c.bytes_d2h;
+    s.bytes_d2d = c.bytes_d2d;
+    s.bytes_peer = c.bytes_peer;
+    s.copies = c.copies;
+    s.boxes_copied = c.boxes;
+    s.kernels = c.kernels;
+    return s;
+  };
+  if (device >= 0) return device < device_count() ? of(device) : bbmm_stats{};
   bbmm_stats total = {};
-  for (const Device& dev : devices_) {
-    for (const Field& f : kFields) total.*f.member += dev.stats.*f.member;
-    total.manager_seconds += dev.stats.manager_seconds;
+  for (int d = 0; d < device_count(); ++d) {
+    const bbmm_stats s = of(d);
+    for (const Field& f : kFields) total.*f.member += s.*f.member;
+    for (const SecondsField& f : kSeconds) total.*f.member += s.*f.member;
   }
+  // The runtime's own counters, not a device's.
+  total.bytes_host_pinned = bytes_host_pinned_;
+  total.host_pin_seconds = host_pin_seconds_;
   return total;
 }
 
@@ -60,9 +88,11 @@ std::string RuntimeCore::stats_table() const {
     for (const bbmm_stats& s : cols) absl::StrAppendFormat(&out, " %14u", s.*f.member);
     out += "\n";
   }
-  absl::StrAppendFormat(&out, "%-22s", "manager_seconds");
-  for (const bbmm_stats& s : cols) absl::StrAppendFormat(&out, " %14.6f", s.manager_seconds);
-  out += "\n";
+  for (const SecondsField& f : kSeconds) {
+    absl::StrAppendFormat(&out, "%-22s", f.name);
+    for (const bbmm_stats& s : cols) absl::StrAppendFormat(&out, " %14.6f", s.*f.member);
+    out += "\n";
+  }
   return out;
 }
 
@@ -70,8 +100,11 @@ std::string RuntimeCore::stats_json() const {
   auto one = [](const bbmm_stats& s) {
     std::string o = "{";
     for (const Field& f : kFields) absl::StrAppend(&o, "\"", f.name, "\":", s.*f.member, ",");
-    absl::StrAppend(&o, "\"manager_seconds\":", absl::StrFormat("%.9f", s.manager_seconds), "}");
-    return o;
+    for (size_t k = 0; k < std::size(kSeconds); ++k) {
+      absl::StrAppend(&o, k > 0 ? "," : "", "\"", kSeconds[k].name, "\":",
+                      absl::StrFormat("%.9f", s.*kSeconds[k].member));
+    }
+    return o + "}";
   };
   std::string out = absl::StrCat("{\"backend\":\"", json_escape(backend_->name()),
                                  "\",\"devices\":[");

@@ -113,6 +113,16 @@ struct HostBackend::Op {
   std::shared_ptr<HostEventState> event;
 };
 
+// One in-order queue of a device with its worker thread; its state is
+// guarded by the device's mutex.
+struct HostBackend::Queue {
+  std::condition_variable work_cv;  // worker: the queue is nonempty or stop
+  std::deque<Op> ops;
+  uint64_t issued = 0;
+  uint64_t completed = 0;
+  std::thread worker;
+};
+
 struct HostBackend::Device {
   struct Allocation {
     size_t bytes;  // as requested, for the accounting
@@ -122,18 +132,15 @@ struct HostBackend::Device {
   int index = 0;
   size_t capacity = 0;  // 0 = unlimited
 
+  // Guards everything below, including the queues' state (not the workers'
+  // running ops).
   mutable std::mutex mu;
-  std::condition_variable work_cv;  // worker: the queue is nonempty or stop
-  std::condition_variable done_cv;  // synchronize: `completed` went up
-  std::deque<Op> queue;
+  std::condition_variable done_cv;  // synchronize: some `completed` went up
+  std::vector<std::unique_ptr<Queue>> queues;
   bool stop = false;
-  uint64_t issued = 0;
-  uint64_t completed = 0;
   absl::Status first_error;  // since the last synchronize
   size_t in_use = 0;
   std::unordered_map<const void*, Allocation> allocations;
-
-  std::thread worker;
 };
 
 HostBackend::HostBackend(const HostBackendOptions& options) : options_(options) {
@@ -142,13 +149,17 @@ HostBackend::HostBackend(const HostBackendOptions& options) : options_(options) 
     auto dev = std::make_unique<Device>();
     dev->index = d;
     dev->capacity = options.capacity_bytes;
+    for (int q = 0; q < options.queues; ++q) dev->queues.push_back(std::make_unique<Queue>());
     devices_.push_back(std::move(dev));
   }
   // Workers start once every Device exists: an op on one device may wait for
   // events of any other.
   for (auto& dev : devices_) {
     Device* p = dev.get();
-    p->worker = std::thread([this, p] { worker_loop(*p); });
+    for (auto& q : p->queues) {
+      Queue* qp = q.get();
+      qp->worker = std::thread([this, p, qp] { worker_loop(*p, *qp); });
+    }
   }
 }
 
@@ -158,11 +169,13 @@ HostBackend::~HostBackend() {
       std::lock_guard<std::mutex> lock(dev->mu);
       dev->stop = true;
     }
-    dev->work_cv.notify_all();
+    for (auto& q : dev->queues) q->work_cv.notify_all();
   }
   // Each worker drains its queue before exiting; ops may wait for events of
   // other devices, which keep running until they drain too.
-  for (auto& dev : devices_) dev->worker.join();
+  for (auto& dev : devices_) {
+    for (auto& q : dev->queues) q->worker.join();
+  }
   for (auto& dev : devices_) {
     for (auto& [base, alloc] : dev->allocations) {
       std::free(const_cast<void*>(base));
@@ -218,7 +231,7 @@ absl::StatusOr<DeviceBuffer> HostBackend::allocate(int device, size_t bytes) {
   if (options_.poison) std::memset(p, kPoison, allocated);
   dev.allocations.emplace(p, Device::Allocation{bytes, allocated});
   dev.in_use += bytes;
-  return DeviceBuffer{p, 0, bytes};
+  return DeviceBuffer{p, 0, bytes, Event()};
 }
 
 absl::Status HostBackend::free(int device, const DeviceBuffer& buffer,
@@ -252,7 +265,7 @@ absl::Status HostBackend::free(int device, const DeviceBuffer& buffer,
     std::free(base);
     return absl::OkStatus();
   };
-  enqueue(device, std::move(op));
+  enqueue(device, 0, std::move(op));
   return absl::OkStatus();
 }
 
@@ -309,15 +322,19 @@ absl::StatusOr<Event> HostBackend::copy(const Endpoint& dst, const Endpoint& src
 
   Op op;
   int queue_device;
+  int queue;  // see HostBackendOptions::queues
   bool staged = false;
   if (src.device == kHost) {
     queue_device = dst.device;
+    queue = 1;
     op.name = "copy H2D";
   } else if (dst.device == kHost) {
     queue_device = src.device;
+    queue = 2;
     op.name = "copy D2H";
   } else {
     queue_device = dst.device;
+    queue = 3;
     if (src.device == dst.device) {
       op.name = "copy D2D";
     } else {
@@ -348,7 +365,7 @@ absl::StatusOr<Event> HostBackend::copy(const Endpoint& dst, const Endpoint& src
     copy_rect(dst_ptr, d.row_pitch, d.slice_pitch, bounce.data(), row, plane, shape);
     return absl::OkStatus();
   };
-  return enqueue(queue_device, std::move(op));
+  return enqueue(queue_device, queue, std::move(op));
 }
 
 absl::StatusOr<Event> HostBackend::launch(int device, std::function<void(const LaunchContext&)> fn,
@@ -364,21 +381,30 @@ absl::StatusOr<Event> HostBackend::launch(int device, std::function<void(const L
     fn(LaunchContext{device, nullptr});
     return absl::OkStatus();
   };
-  return enqueue(device, std::move(op));
+  return enqueue(device, 0, std::move(op));
 }
 
 absl::StatusOr<Event> HostBackend::record(int device) {
   if (absl::Status s = check_device(device, "record"); !s.ok()) return s;
   Device* dev = devices_[device].get();
+  // A marker on every other queue, and on queue 0 an op after all of them.
+  std::vector<Event> markers;
+  for (int q = 1; q < static_cast<int>(dev->queues.size()); ++q) {
+    Op marker;
+    marker.name = "record";
+    marker.body = [] { return absl::OkStatus(); };
+    markers.push_back(enqueue(device, q, std::move(marker)));
+  }
   Op op;
   op.name = "record";
-  // Runs after every earlier op of the queue has finished and updated
+  op.waits = std::move(markers);
+  // Runs after every earlier op of the device has finished and updated
   // first_error.
   op.body = [dev] {
     std::lock_guard<std::mutex> lock(dev->mu);
     return dev->first_error;
   };
-  return enqueue(device, std::move(op));
+  return enqueue(device, 0, std::move(op));
 }
 
 absl::Status HostBackend::synchronize(int device) {
@@ -387,33 +413,40 @@ absl::Status HostBackend::synchronize(int device) {
   std::unique_lock<std::mutex> lock(dev.mu);
   // Wait for what was issued before the call only, so that other threads
   // issuing more work cannot starve us.
-  const uint64_t target = dev.issued;
-  dev.done_cv.wait(lock, [&] { return dev.completed >= target; });
+  std::vector<uint64_t> target;
+  for (auto& q : dev.queues) target.push_back(q->issued);
+  dev.done_cv.wait(lock, [&] {
+    for (size_t k = 0; k < dev.queues.size(); ++k) {
+      if (dev.queues[k]->completed < target[k]) return false;
+    }
+    return true;
+  });
   return std::exchange(dev.first_error, absl::OkStatus());
 }
 
-Event HostBackend::enqueue(int device, Op op) {
+Event HostBackend::enqueue(int device, int queue, Op op) {
   auto state = std::make_shared<HostEventState>();
   op.event = state;
   Device& dev = *devices_[device];
+  Queue& q = *dev.queues[static_cast<size_t>(queue) % dev.queues.size()];
   {
     std::lock_guard<std::mutex> lock(dev.mu);
-    dev.queue.push_back(std::move(op));
-    ++dev.issued;
+    q.ops.push_back(std::move(op));
+    ++q.issued;
   }
-  dev.work_cv.notify_one();
+  q.work_cv.notify_one();
   return Event(std::move(state));
 }
 
-void HostBackend::worker_loop(Device& dev) {
+void HostBackend::worker_loop(Device& dev, Queue& queue) {
   for (;;) {
     Op op;
     {
       std::unique_lock<std::mutex> lock(dev.mu);
-      dev.work_cv.wait(lock, [&] { return dev.stop || !dev.queue.empty(); });
-      if (dev.queue.empty()) return;  // stopping and drained
-      op = std::move(dev.queue.front());
-      dev.queue.pop_front();
+      queue.work_cv.wait(lock, [&] { return dev.stop || !queue.ops.empty(); });
+      if (queue.ops.empty()) return;  // stopping and drained
+      op = std::move(queue.ops.front());
+      queue.ops.pop_front();
     }
     // Wait for every event even after one failed: the op's completion must
     // still come after all of them (a free must not release memory in use).
@@ -452,7 +485,7 @@ void HostBackend::worker_loop(Device& dev) {
     {
       std::lock_guard<std::mutex> lock(dev.mu);
       if (!status.ok() && dev.first_error.ok()) dev.first_error = status;
-      ++dev.completed;
+      ++queue.completed;
     }
     dev.done_cv.notify_all();
   }
@@ -462,6 +495,10 @@ absl::StatusOr<std::unique_ptr<Backend>> make_host_backend(const HostBackendOpti
   if (options.devices < 1 || options.devices > kMaxDevices) {
     return absl::InvalidArgumentError(absl::StrCat("host backend: ", options.devices,
                                                    " devices requested; use 1..", kMaxDevices));
+  }
+  if (options.queues < 1 || options.queues > 8) {
+    return absl::InvalidArgumentError(absl::StrCat("host backend: ", options.queues,
+                                                   " queues per device requested; use 1..8"));
   }
   const size_t a = options.pitch_alignment;
   if (a == 0 || (a & (a - 1)) != 0) {

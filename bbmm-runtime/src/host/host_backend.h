@@ -37,6 +37,13 @@ struct HostBackendOptions {
   // wrote shows up as garbage in tests. Costs a memset of each allocation on the
   // calling thread (inside acquire): off for timing runs.
   bool poison = true;
+  // Worker queues per device (1..8). With 1, every operation of a device runs
+  // in issue order. With more, as on a GPU with copy streams, kernels and
+  // frees run on queue 0, host->device copies on queue 1, device->host on
+  // queue 2 and copies between devices on queue 3 (modulo the count), so that
+  // operations are ordered only by the events they wait for: tests run with
+  // 4 to catch a missing event.
+  int queues = 1;
 };
 
 class HostBackend : public Backend {
@@ -107,20 +114,23 @@ class HostBackend : public Backend {
   absl::Status synchronize(int device) override;
 
  private:
-  struct Device;
   struct Op;
+  struct Queue;
+  struct Device;
 
   absl::Status check_device(int device, const char* what) const;
-  // Queues `op` on `device`; returns its completion event.
-  Event enqueue(int device, Op op);
-  void worker_loop(Device& dev);
+  // Queues `op` on queue `queue` (modulo the count) of `device`; returns its
+  // completion event.
+  Event enqueue(int device, int queue, Op op);
+  void worker_loop(Device& dev, Queue& queue);
 
   HostBackendOptions options_;
   std::vector<std::unique_ptr<Device>> devices_;
 };
 
 // Creates a host backend. Errors: kInvalidArgument when `options.devices` is
-// not in 1..1024 or `options.pitch_alignment` is not a power of two.
+// not in 1..1024, `options.queues` not in 1..8 or `options.pitch_alignment`
+// is not a power of two.
 absl::StatusOr<std::unique_ptr<Backend>> make_host_backend(const HostBackendOptions& options);
 
 }  // namespace bbmm

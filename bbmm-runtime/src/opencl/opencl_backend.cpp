@@ -354,7 +354,7 @@ class OpenCLBackend final : public Backend {
     }
     std::lock_guard<std::mutex> lock(dev.mu);
     dev.allocations.emplace(mem, bytes);
-    return DeviceBuffer{static_cast<void*>(mem), 0, bytes};
+    return DeviceBuffer{static_cast<void*>(mem), 0, bytes, Event()};
   }
 
   absl::Status free(int device, const DeviceBuffer& buffer, std::span<const Event> after) override {

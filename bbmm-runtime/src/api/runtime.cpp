@@ -1,42 +1,88 @@
-// The public C++ API (bbmm/runtime.h): thin RAII wrappers over RuntimeCore.
+// The public C++ API (bbmm/runtime.h): thin handles over RuntimeCore.
 #include "bbmm/runtime.h"
 
-#include "core/backend_factory.h"
+#include <cstdio>
+
+#include "api/backend_factory.h"
 #include "core/runtime_core.h"
 
 namespace bbmm {
 
-Tile::Tile(std::unique_ptr<detail::TileState> state) : state_(std::move(state)) {}
-
-Tile::~Tile() {
-  if (state_ != nullptr && !state_->released) (void)state_->core->release(*state_);
+Tile::Tile(Tile&& other) noexcept : state_(other.state_), generation_(other.generation_) {
+  other.state_ = nullptr;
 }
 
-int Tile::device() const { return state_->device; }
+Tile& Tile::operator=(Tile&& other) noexcept {
+  if (this != &other) {
+    if (state_ != nullptr && state_->generation.load(std::memory_order_relaxed) == generation_) {
+      (void)state_->core->release(*state_);
+    }
+    state_ = other.state_;
+    generation_ = other.generation_;
+    other.state_ = nullptr;
+  }
+  return *this;
+}
+
+Tile::~Tile() {
+  if (state_ != nullptr && state_->generation.load(std::memory_order_relaxed) == generation_) {
+    (void)state_->core->release(*state_);
+  }
+}
+
+int Tile::device() const { return state_ == nullptr ? -1 : state_->device; }
+
+// Each call checks the handle first (a moved-from or released handle is an
+// error, not a crash).
+#define BBMM_TILE_CHECK(what)                                                           \
+  do {                                                                                  \
+    if (state_ == nullptr) {                                                            \
+      return absl::FailedPreconditionError(what ": empty tile handle (moved from)");    \
+    }                                                                                   \
+    absl::Status bbmm_s_ = state_->core->check_handle(state_, generation_, what);       \
+    if (!bbmm_s_.ok()) return bbmm_s_;                                                  \
+  } while (0)
 
 absl::Status Tile::require(Array* array, const Box& box, Access access) {
+  BBMM_TILE_CHECK("require");
   return state_->core->require(*state_, array, box, access);
 }
 
-absl::Status Tile::acquire() { return state_->core->acquire(*state_); }
+absl::Status Tile::acquire() {
+  BBMM_TILE_CHECK("acquire");
+  return state_->core->acquire(*state_);
+}
 
 absl::StatusOr<bbmm_view> Tile::view(Array* array) const {
+  BBMM_TILE_CHECK("view");
   return state_->core->view(*state_, array);
 }
 
 absl::Status Tile::launch(std::function<void(const bbmm_launch_info&)> fn) {
+  BBMM_TILE_CHECK("launch");
   return state_->core->launch(*state_, std::move(fn));
 }
 
 absl::Status Tile::flow_out(Array* array, const Box& box) {
+  BBMM_TILE_CHECK("flow_out");
   return state_->core->flow_out(*state_, array, box);
 }
 
-absl::Status Tile::release() { return state_->core->release(*state_); }
+absl::Status Tile::release() {
+  BBMM_TILE_CHECK("release");
+  return state_->core->release(*state_);
+}
+
+#undef BBMM_TILE_CHECK
 
 Runtime::Runtime(std::unique_ptr<detail::RuntimeCore> core) : core_(std::move(core)) {}
 
-Runtime::~Runtime() = default;
+Runtime::~Runtime() {
+  absl::Status s = core_->shutdown();
+  if (!s.ok()) std::fprintf(stderr, "bbmm: %s\n", std::string(s.message()).c_str());
+}
+
+absl::Status Runtime::shutdown() { return core_->shutdown(); }
 
 absl::StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
   absl::StatusOr<std::unique_ptr<Backend>> backend = detail::make_backend(options);
@@ -65,10 +111,14 @@ absl::StatusOr<Array*> Runtime::register_array(std::string name, void* host, siz
 
 absl::Status Runtime::unregister_array(Array* array) { return core_->unregister_array(array); }
 
-absl::StatusOr<std::unique_ptr<Tile>> Runtime::begin_tile(int device) {
-  absl::StatusOr<std::unique_ptr<detail::TileState>> state = core_->begin_tile(device);
+absl::Status Runtime::reserve(int device, Array* array, const Box& box) {
+  return core_->reserve(device, array, box);
+}
+
+absl::StatusOr<Tile> Runtime::begin_tile(int device) {
+  absl::StatusOr<detail::TileState*> state = core_->begin_tile(device);
   if (!state.ok()) return state.status();
-  return std::unique_ptr<Tile>(new Tile(*std::move(state)));
+  return Tile(*state, (*state)->generation.load(std::memory_order_relaxed));
 }
 
 absl::Status Runtime::sync_to_host(Array* array) { return core_->sync_to_host(array); }

@@ -13,11 +13,37 @@ struct bbmm_runtime {
   std::unique_ptr<bbmm::Runtime> rt;
   std::string trace_file;
 };
-struct bbmm_tile {
-  std::unique_ptr<bbmm::Tile> tile;
-};
 
 namespace {
+
+using bbmm::detail::TileState;
+
+// A bbmm_tile* is the address of the tile's (64-byte aligned, recycled,
+// never freed while the runtime lives) TileState with the low 6 bits of its
+// generation in the low bits: a handle used after its release finds another
+// generation there and is reported as stale. No allocation per tile.
+constexpr uintptr_t kTagMask = 63;
+static_assert(alignof(TileState) >= kTagMask + 1);
+
+bbmm_tile* make_handle(TileState* t) {
+  const uintptr_t tag = t->generation.load(std::memory_order_relaxed) & kTagMask;
+  return reinterpret_cast<bbmm_tile*>(reinterpret_cast<uintptr_t>(t) | tag);
+}
+
+// The live TileState behind `h`, or an error naming `what`.
+absl::StatusOr<TileState*> open_handle(bbmm_tile* h, const char* what) {
+  if (h == nullptr) return absl::InvalidArgumentError(std::string(what) + ": null tile");
+  const uintptr_t v = reinterpret_cast<uintptr_t>(h);
+  TileState* t = reinterpret_cast<TileState*>(v & ~kTagMask);
+  const uint32_t gen = t->generation.load(std::memory_order_relaxed);
+  if ((gen & kTagMask) != (v & kTagMask)) {
+    return absl::FailedPreconditionError(std::string(what) +
+                                         ": stale tile handle (the tile was released)");
+  }
+  absl::Status s = t->core->check_handle(t, gen, what);
+  if (!s.ok()) return s;
+  return t;
+}
 
 thread_local std::string g_last_error;
 
@@ -191,14 +217,26 @@ bbmm_status bbmm_array_unregister(bbmm_runtime* rt, bbmm_array* array) {
   });
 }
 
+bbmm_status bbmm_reserve(bbmm_runtime* rt, int device, bbmm_array* array, const int64_t* lo,
+                         const int64_t* hi) {
+  return guarded([&] {
+    if (rt == nullptr || array == nullptr) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "reserve: null runtime or array");
+    }
+    absl::StatusOr<bbmm::Box> box = make_box(lo, hi, array_rank(array));
+    if (!box.ok()) return to_c(box.status());
+    return to_c(rt->rt->reserve(device, unwrap(array), *box));
+  });
+}
+
 bbmm_status bbmm_tile_begin(bbmm_runtime* rt, int device, bbmm_tile** out) {
   return guarded([&] {
     if (rt == nullptr || out == nullptr) {
       return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_begin: null runtime or out");
     }
-    absl::StatusOr<std::unique_ptr<bbmm::Tile>> t = rt->rt->begin_tile(device);
+    absl::StatusOr<TileState*> t = rt->rt->core()->begin_tile(device);
     if (!t.ok()) return to_c(t.status());
-    *out = new bbmm_tile{*std::move(t)};
+    *out = make_handle(*t);
     return BBMM_OK;
   });
 }
@@ -209,19 +247,22 @@ bbmm_status bbmm_tile_require(bbmm_tile* tile, bbmm_array* array, const int64_t*
     if (tile == nullptr || array == nullptr) {
       return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_require: null tile or array");
     }
+    absl::StatusOr<TileState*> t = open_handle(tile, "tile_require");
+    if (!t.ok()) return to_c(t.status());
     absl::StatusOr<bbmm::Box> box = make_box(lo, hi, array_rank(array));
     if (!box.ok()) return to_c(box.status());
     // bbmm::Access has a fixed underlying type: any value is valid there, and
     // the core rejects unknown modes.
-    return to_c(tile->tile->require(unwrap(array), *box,
+    return to_c((*t)->core->require(**t, unwrap(array), *box,
                                     static_cast<bbmm::Access>(enum_bits(access))));
   });
 }
 
 bbmm_status bbmm_tile_acquire(bbmm_tile* tile) {
   return guarded([&] {
-    if (tile == nullptr) return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_acquire: null tile");
-    return to_c(tile->tile->acquire());
+    absl::StatusOr<TileState*> t = open_handle(tile, "tile_acquire");
+    if (!t.ok()) return to_c(t.status());
+    return to_c((*t)->core->acquire(**t));
   });
 }
 
@@ -230,7 +271,9 @@ bbmm_status bbmm_tile_view(bbmm_tile* tile, bbmm_array* array, bbmm_view* out) {
     if (tile == nullptr || array == nullptr || out == nullptr) {
       return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_view: null tile, array or out");
     }
-    absl::StatusOr<bbmm_view> v = tile->tile->view(unwrap(array));
+    absl::StatusOr<TileState*> t = open_handle(tile, "tile_view");
+    if (!t.ok()) return to_c(t.status());
+    absl::StatusOr<bbmm_view> v = (*t)->core->view(**t, unwrap(array));
     if (!v.ok()) return to_c(v.status());
     *out = *v;
     return BBMM_OK;
@@ -243,10 +286,12 @@ bbmm_status bbmm_tile_launch(bbmm_tile* tile, bbmm_kernel_fn fn, const void* arg
     if (tile == nullptr || fn == nullptr || (args == nullptr && args_size > 0)) {
       return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_launch: null tile, kernel or args");
     }
+    absl::StatusOr<TileState*> t = open_handle(tile, "tile_launch");
+    if (!t.ok()) return to_c(t.status());
     auto copy = std::make_shared<std::vector<unsigned char>>(
         static_cast<const unsigned char*>(args),
         static_cast<const unsigned char*>(args) + args_size);
-    return to_c(tile->tile->launch([fn, copy](const bbmm_launch_info& info) {
+    return to_c((*t)->core->launch(**t, [fn, copy](const bbmm_launch_info& info) {
       fn(&info, copy->empty() ? nullptr : copy->data());
     }));
   });
@@ -258,18 +303,19 @@ bbmm_status bbmm_tile_flow_out(bbmm_tile* tile, bbmm_array* array, const int64_t
     if (tile == nullptr || array == nullptr) {
       return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_flow_out: null tile or array");
     }
+    absl::StatusOr<TileState*> t = open_handle(tile, "tile_flow_out");
+    if (!t.ok()) return to_c(t.status());
     absl::StatusOr<bbmm::Box> box = make_box(lo, hi, array_rank(array));
     if (!box.ok()) return to_c(box.status());
-    return to_c(tile->tile->flow_out(unwrap(array), *box));
+    return to_c((*t)->core->flow_out(**t, unwrap(array), *box));
   });
 }
 
 bbmm_status bbmm_tile_release(bbmm_tile* tile) {
   return guarded([&] {
-    if (tile == nullptr) return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_release: null tile");
-    absl::Status s = tile->tile->release();
-    delete tile;
-    return to_c(s);
+    absl::StatusOr<TileState*> t = open_handle(tile, "tile_release");
+    if (!t.ok()) return to_c(t.status());
+    return to_c((*t)->core->release(**t));
   });
 }
 

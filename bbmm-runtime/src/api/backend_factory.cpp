@@ -1,4 +1,4 @@
-#include "core/backend_factory.h"
+#include "api/backend_factory.h"
 
 #include "absl/strings/str_cat.h"
 #include "host/host_backend.h"

@@ -1,0 +1,159 @@
+#include "core/coherency.h"
+
+#include "absl/strings/str_cat.h"
+#include "bbmm/box_set.h"
+
+namespace bbmm::detail {
+
+absl::Status Coherency::flush_and_apply() {
+  absl::Status s = planner_.flush();
+  if (s.ok()) {
+    for (const Update& u : updates_) u.array->directory.add(u.box, u.bits);
+  }
+  updates_.clear();
+  return s;
+}
+
+absl::Status Coherency::read_in(std::span<const Target> targets) {
+  for (const Target& t : targets) {
+    Instance& dst = *t.inst;
+    Array& a = *dst.array;
+    const int d = dst.device;
+    const HolderMask mine = device_bit(d);
+    if (a.directory.all_valid(t.box, mine)) continue;  // the hit path: nothing to copy
+    // A copy of the regions: write_back below updates the directory.
+    std::vector<Directory::Region> regions = a.directory.query(t.box);
+    for (const Directory::Region& g : regions) {
+      if (g.valid & mine) continue;
+      int peer = -1;
+      for (int e = 0; e < device_count() && peer < 0; ++e) {
+        if (e != d && (g.valid & device_bit(e)) && backend_.can_access_peer(d, e)) peer = e;
+      }
+      absl::Status s;
+      if (peer >= 0) {
+        a.for_each_overlapping(peer, g.box, [&](Instance* src) {
+          if (s.ok()) s = planner_.add(Place::of(dst), Place::of(*src), *intersection(g.box, src->box));
+        });
+      } else {
+        // Only the host, or devices this one cannot reach, hold it: through
+        // the host.
+        if (!(g.valid & kHostBit)) s = write_back(a, g.box);
+        if (s.ok()) s = planner_.add(Place::of(dst), Place::host(a), g.box);
+      }
+      if (!s.ok()) {
+        updates_.clear();
+        return s;
+      }
+      updates_.push_back(Update{&a, g.box, mine});
+    }
+  }
+  return flush_and_apply();
+}
+
+absl::Status Coherency::write_back(Array& a, const Box& box) {
+  absl::Status s;
+  a.directory.for_each(box, [&](const Directory::Region& g) {
+    if (!s.ok() || (g.valid & kHostBit)) return;
+    int from = -1;
+    for (int e = 0; e < device_count() && from < 0; ++e) {
+      if (g.valid & device_bit(e)) from = e;
+    }
+    if (from < 0) {
+      s = absl::InternalError(absl::StrCat("coherency: array '", a.name, "' box ",
+                                           g.box.to_string(), " has no valid copy"));
+      return;
+    }
+    a.for_each_overlapping(from, g.box, [&](Instance* src) {
+      if (!s.ok()) return;
+      const Box part = *intersection(g.box, src->box);
+      s = planner_.add(Place::host(a), Place::of(*src), part);
+      stats_[from].writebacks++;
+      stats_[from].bytes_written_back += part.volume() * a.elem_size;
+    });
+    updates_.push_back(Update{&a, g.box, kHostBit});
+  });
+  if (!s.ok()) {
+    updates_.clear();
+    return s;
+  }
+  return flush_and_apply();
+}
+
+absl::Status Coherency::save_sole_copies(Instance& inst) {
+  Array& a = *inst.array;
+  if (a.read_only) return absl::OkStatus();
+  const HolderMask mine = device_bit(inst.device);
+  absl::Status s;
+  a.directory.for_each(inst.box, [&](const Directory::Region& g) {
+    if (!s.ok() || (g.valid & ~mine) != 0) return;  // another copy stays valid
+    s = planner_.add(Place::host(a), Place::of(inst), g.box);
+    stats_[inst.device].writebacks++;
+    stats_[inst.device].bytes_written_back += g.box.volume() * a.elem_size;
+    updates_.push_back(Update{&a, g.box, kHostBit});
+  });
+  if (!s.ok()) {
+    updates_.clear();
+    return s;
+  }
+  return flush_and_apply();
+}
+
+absl::Status Coherency::flow_out(Array& a, int device, const Box& box) {
+  const int d = device;
+  const HolderMask mine = device_bit(d);
+  absl::Status s;
+  bool unreachable = false;  // some device cannot read this one's memory
+  for (int e = 0; e < device_count(); ++e) {
+    if (e == d) continue;
+    if (!backend_.can_access_peer(e, d)) unreachable = true;
+    const HolderMask theirs = device_bit(e);
+    a.for_each_overlapping(e, box, [&](Instance* dst) {
+      const Box part = *intersection(box, dst->box);
+      a.directory.for_each(part, [&](const Directory::Region& g) {
+        if (!s.ok() || !(g.valid & mine) || (g.valid & theirs)) return;
+        a.for_each_overlapping(d, g.box, [&](Instance* src) {
+          if (!s.ok()) return;
+          const Box piece = *intersection(g.box, src->box);
+          if (backend_.can_access_peer(e, d)) {
+            s = planner_.add(Place::of(*dst), Place::of(*src), piece);
+          } else {
+            // The devices cannot reach each other: through the host, which
+            // then holds a valid copy too (the planner orders the two).
+            s = planner_.add(Place::host(a), Place::of(*src), piece);
+            if (s.ok()) s = planner_.add(Place::of(*dst), Place::host(a), piece);
+            updates_.push_back(Update{&a, piece, kHostBit});
+          }
+          updates_.push_back(Update{&a, piece, theirs});
+        });
+      });
+    });
+  }
+  if (s.ok() && unreachable) {
+    // Readers on devices that cannot reach this one go through the host:
+    // push there what no other device holds, now, under the compute.
+    BoxSet to_host(box.rank());
+    to_host.append_unchecked(box);
+    for (int e = 0; e < device_count(); ++e) {
+      if (e == d) continue;
+      a.for_each_overlapping(e, box, [&](Instance* dst) { (void)to_host.remove(dst->box); });
+    }
+    for (size_t i = 0; i < to_host.size() && s.ok(); ++i) {
+      a.directory.for_each(to_host[i], [&](const Directory::Region& g) {
+        if (!s.ok() || !(g.valid & mine) || (g.valid & kHostBit)) return;
+        a.for_each_overlapping(d, g.box, [&](Instance* src) {
+          if (!s.ok()) return;
+          const Box piece = *intersection(g.box, src->box);
+          s = planner_.add(Place::host(a), Place::of(*src), piece);
+          updates_.push_back(Update{&a, piece, kHostBit});
+        });
+      });
+    }
+  }
+  if (!s.ok()) {
+    updates_.clear();
+    return s;
+  }
+  return flush_and_apply();
+}
+
+}  // namespace bbmm::detail

@@ -1,0 +1,51 @@
+// The operations in flight on one memory object (an instance, or a host
+// array), per box: a new operation waits only for those touching the same
+// elements (a write waits for earlier reads and writes of its box, a read for
+// earlier writes). One instance often holds several tiles (a device's
+// allocation hull, or instances grown to the hull); per-box hazards let one
+// tile's kernel run while another tile's flow-out copy of other rows of the
+// same instance is still in flight.
+//
+// Thread-safety: none; the runtime core serialises access.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "bbmm/box.h"
+#include "core/backend.h"
+
+namespace bbmm::detail {
+
+class Hazards {
+ public:
+  // Appends to `out` the events an operation accessing `box` must wait for:
+  // the writes overlapping it, and when `write`, the reads overlapping it too.
+  void before(const Box& box, bool write, std::vector<Event>& out) const;
+  // Records that the operation completing with `done` reads (or, when
+  // `write`, writes) `box`. A write makes the entries inside its box
+  // redundant (it waited for them, and whatever touches them later overlaps
+  // it), so they are dropped.
+  void after(const Box& box, bool write, const Event& done);
+  // Appends every event in flight (the object is about to be freed).
+  void all(std::vector<Event>& out) const;
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    Box box;
+    Event done;
+    bool write;
+  };
+  // Drops the entries whose operation has completed.
+  void prune();
+
+  std::vector<Entry> entries_;
+  size_t prune_at_ = 32;  // prune when this many entries are kept
+};
+
+// Appends `e` to `out` unless an event with the same state is already there
+// (or `e` is a default, complete event).
+void add_event(std::vector<Event>& out, const Event& e);
+
+}  // namespace bbmm::detail

@@ -1,0 +1,227 @@
+#include "core/placement.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace bbmm::detail {
+
+void Placement::hold(TileState& tile, Instance* inst) {
+  if (std::find(tile.held.begin(), tile.held.end(), inst) != tile.held.end()) return;
+  manager_.pin(inst);
+  tile.held.push_back(inst);
+}
+
+void Placement::unhold_since(TileState& tile, size_t first) {
+  for (size_t k = first; k < tile.held.size(); ++k) manager_.unpin(tile.held[k]);
+  tile.held.resize(first);
+}
+
+absl::StatusOr<Instance*> Placement::merge_into_hull(int device, Array& a, const Box& hull,
+                                                     const std::vector<Instance*>& cands,
+                                                     const TileState* tile) {
+  for (Instance* c : cands) manager_.pin(c);  // so that making room spares them
+  absl::StatusOr<Instance*> merged = manager_.allocate(device, &a, hull, tile);
+  absl::Status s = merged.status();
+  for (Instance* c : cands) {
+    if (s.ok()) s = planner_.add(Place::of(**merged), Place::of(*c), c->box);
+  }
+  if (s.ok()) s = planner_.flush();
+  for (Instance* c : cands) manager_.unpin(c);
+  if (!s.ok()) return s;
+  for (Instance* c : cands) {
+    // The data moved within the device: its validity bits stay.
+    s = manager_.free(c);
+    if (!s.ok()) return s;
+  }
+  return *merged;
+}
+
+absl::Status Placement::allocate_fresh(TileState& tile, TileState::ArrayPart& part, BoxSet fresh,
+                                       bool pressure) {
+  if (fresh.empty()) return absl::OkStatus();
+  Array& a = *part.array;
+  const int d = tile.device;
+  fresh.coalesce();
+  const Box hull = fresh.hull();
+  bool hull_overlaps = false;
+  a.for_each_overlapping(d, hull, [&](Instance*) { hull_overlaps = true; });
+  // Fix (fuzz): under memory pressure allocate exactly the boxes; a hull's
+  // waste can be what keeps the tile's other arrays from fitting.
+  bool use_hull = !pressure && fresh.size() > 1 && !hull_overlaps &&
+                  static_cast<double>(hull.volume() - fresh.volume()) <=
+                      threshold_ * static_cast<double>(hull.volume());
+  if (use_hull) {
+    absl::StatusOr<Instance*> inst = manager_.allocate(d, &a, hull, &tile);
+    if (inst.ok()) {
+      stats_[d].misses++;
+      hold(tile, *inst);
+      for (size_t i = 0; i < fresh.size(); ++i) part.pieces.push_back({*inst, fresh[i]});
+      return absl::OkStatus();
+    }
+    // Fix (fuzz): the hull's waste may be exactly what does not fit; the
+    // boxes themselves may still fit, so fall back to them.
+    if (!absl::IsResourceExhausted(inst.status())) return inst.status();
+  }
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    absl::StatusOr<Instance*> inst = manager_.allocate(d, &a, fresh[i], &tile);
+    if (!inst.ok()) return inst.status();
+    stats_[d].misses++;
+    hold(tile, *inst);
+    part.pieces.push_back({*inst, fresh[i]});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool pressure) {
+  Array& a = *part.array;
+  const int d = tile.device;
+  bbmm_stats& st = stats_[d];
+
+  // 1. Boxes already inside one instance on the device are hits.
+  BoxSet rest(a.rank());
+  for (size_t i = 0; i < part.all.size(); ++i) {
+    const Box r = part.all[i];
+    Instance* home = nullptr;
+    for (Instance* inst : a.instances[d]) {
+      if (is_subset(r, inst->box)) {
+        home = inst;
+        break;
+      }
+    }
+    if (home == nullptr) {
+      rest.append_unchecked(r);
+      continue;
+    }
+    (home->box == r ? st.hits_exact : st.hits_contained)++;
+    hold(tile, home);
+    part.pieces.push_back({home, r});
+  }
+  if (rest.empty()) return absl::OkStatus();
+
+  // 2. Instances that overlap the rest partly.
+  cands_.clear();
+  for (size_t i = 0; i < rest.size(); ++i) {
+    a.for_each_overlapping(d, rest[i], [&](Instance* inst) {
+      if (std::find(cands_.begin(), cands_.end(), inst) == cands_.end()) cands_.push_back(inst);
+    });
+  }
+  if (cands_.empty()) return allocate_fresh(tile, part, rest, pressure);
+  const std::vector<Instance*> cands = cands_;
+
+  // 3. Grow: replace the overlapped instances by their hull with the rest,
+  // when none is in use and the hull wastes little.
+  const size_t held_mark = tile.held.size(), piece_mark = part.pieces.size();
+  BoxSet covered = rest;
+  Box hull = rest.hull();
+  bool can_grow = true;
+  for (Instance* c : cands) {
+    can_grow = can_grow && c->usage == 0;
+    (void)covered.add(c->box);
+    hull = *convex_union(hull, c->box);
+  }
+  if (can_grow) {
+    a.for_each_overlapping(d, hull, [&](Instance* other) {
+      if (std::find(cands.begin(), cands.end(), other) == cands.end()) can_grow = false;
+    });
+  }
+  if (can_grow && !pressure &&
+      static_cast<double>(hull.volume() - covered.volume()) <=
+          threshold_ * static_cast<double>(hull.volume())) {
+    absl::StatusOr<Instance*> grown = merge_into_hull(d, a, hull, cands, &tile);
+    if (grown.ok()) {
+      hold(tile, *grown);
+      st.hits_grown++;
+      for (size_t i = 0; i < rest.size(); ++i) part.pieces.push_back({*grown, rest[i]});
+      return absl::OkStatus();
+    }
+    if (!absl::IsResourceExhausted(grown.status())) return grown.status();
+    // Not enough room for the hull: pieces.
+  }
+
+  // 4. Pieces: serve what the overlapped instances hold from them and
+  // allocate the remainder. Under memory pressure (`replace`), unused
+  // overlapped instances are boxed out instead of held whole for a sliver.
+  auto serve_with_pieces = [&](bool replace) -> absl::Status {
+    BoxSet fresh(a.rank());
+    for (size_t i = 0; i < rest.size(); ++i) {
+      BoxSet remainder(a.rank());
+      remainder.append_unchecked(rest[i]);
+      cands_.clear();
+      a.for_each_overlapping(d, rest[i], [&](Instance* c) { cands_.push_back(c); });
+      for (Instance* c : cands_) {
+        if (replace && c->usage == 0) {
+          absl::Status s = manager_.evict(c);
+          if (!s.ok()) return s;
+          continue;
+        }
+        hold(tile, c);
+        part.pieces.push_back({c, *intersection(rest[i], c->box)});
+        st.pieces++;
+        (void)remainder.remove(c->box);
+      }
+      for (size_t k = 0; k < remainder.size(); ++k) fresh.append_unchecked(remainder[k]);
+    }
+    return allocate_fresh(tile, part, fresh, pressure);
+  };
+  absl::Status s = serve_with_pieces(pressure);
+  if (pressure || !absl::IsResourceExhausted(s)) return s;
+  unhold_since(tile, held_mark);
+  part.pieces.resize(piece_mark);
+  return serve_with_pieces(true);
+}
+
+absl::Status Placement::evict_unused_overlapping(TileState& tile) {
+  for (TileState::ArrayPart& part : tile.live_parts()) {
+    for (size_t i = 0; i < part.all.size(); ++i) {
+      cands_.clear();
+      part.array->for_each_overlapping(tile.device, part.all[i], [&](Instance* inst) {
+        if (inst->usage == 0) cands_.push_back(inst);
+      });
+      for (Instance* inst : cands_) {
+        absl::Status s = manager_.evict(inst);
+        if (!s.ok()) return s;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Placement::reserve(int device, Array& a, const Box& box) {
+  if (box.empty()) return absl::OkStatus();
+  for (Instance* inst : a.instances[device]) {
+    if (is_subset(box, inst->box)) return absl::OkStatus();  // already in place
+  }
+  // The hull of the box and every instance it overlaps, until it overlaps no
+  // other (instances of one device stay disjoint).
+  std::vector<Instance*> cands;
+  Box hull = box;
+  for (bool grew = true; grew;) {
+    grew = false;
+    a.for_each_overlapping(device, hull, [&](Instance* inst) {
+      if (std::find(cands.begin(), cands.end(), inst) != cands.end()) return;
+      cands.push_back(inst);
+      grew = true;
+    });
+    for (Instance* c : cands) hull = *convex_union(hull, c->box);
+  }
+  for (Instance* c : cands) {
+    if (c->usage > 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "reserve array '", a.name, "' box ", box.to_string(), " on device ", device,
+          ": it overlaps instance ", c->box.to_string(), ", held by an open tile"));
+    }
+  }
+  absl::StatusOr<Instance*> inst = cands.empty() ? manager_.allocate(device, &a, hull, nullptr)
+                                                 : merge_into_hull(device, a, hull, cands, nullptr);
+  if (!inst.ok()) {
+    return absl::Status(inst.status().code(),
+                        absl::StrCat("reserve array '", a.name, "' box ", box.to_string(),
+                                     " on device ", device, ": ", inst.status().message()));
+  }
+  stats_[device].reservations++;
+  stats_[device].bytes_reserved += (*inst)->bytes;
+  return absl::OkStatus();
+}
+
+}  // namespace bbmm::detail
