@@ -101,7 +101,7 @@ TEST_F(CApi, OptionsFromEnvironment) {
   setenv("BBMM_BACKEND", "Host", 1);
   setenv("BBMM_DEVICES", "3", 1);
   setenv("BBMM_DEVICE_MEMORY", "64MiB", 1);
-  setenv("BBMM_TRACE", "/tmp/bbmm_c_api_test_unused.json", 1);
+  setenv("BBMM_TRACE", "bbmm_c_api_test_unused.json", 1);  // parsed, never written
   setenv("BBMM_CHECK", "1", 1);
   bbmm_options o;
   ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << last();
@@ -109,7 +109,7 @@ TEST_F(CApi, OptionsFromEnvironment) {
   EXPECT_EQ(o.devices, 3);
   EXPECT_EQ(o.device_memory, 64u << 20);
   ASSERT_NE(o.trace_file, nullptr);
-  EXPECT_STREQ(o.trace_file, "/tmp/bbmm_c_api_test_unused.json");
+  EXPECT_STREQ(o.trace_file, "bbmm_c_api_test_unused.json");
   EXPECT_EQ(o.check, 1);
 
   const struct {
@@ -544,6 +544,92 @@ TEST_F(CApi, TraceFileIsWrittenAtDestroy) {
   EXPECT_TRUE(mentions(trace, "evict")) << trace;
   EXPECT_TRUE(mentions(trace, "traced")) << trace;
   std::remove(path.c_str());
+}
+
+TEST_F(CApi, ReserveThenTilesHitTheReservedInstance) {
+  make(2);
+  std::vector<double>& h = host(64, 2.0);
+  bbmm_array* a = reg("r", h.data(), 64);
+  const int64_t lo = 0, hi = 40;
+  ASSERT_EQ(bbmm_reserve(rt_, 1, a, &lo, &hi), BBMM_OK) << last();
+  for (int64_t k = 0; k < 4; ++k) {
+    bbmm_tile* t = nullptr;
+    const int64_t tlo = 10 * k, thi = 10 * k + 10;
+    ASSERT_EQ(bbmm_tile_begin(rt_, 1, &t), BBMM_OK) << last();
+    ASSERT_EQ(bbmm_tile_require(t, a, &tlo, &thi, BBMM_READ_WRITE), BBMM_OK) << last();
+    ASSERT_EQ(bbmm_tile_acquire(t), BBMM_OK) << last();
+    bbmm_view v;
+    ASSERT_EQ(bbmm_tile_view(t, a, &v), BBMM_OK) << last();
+    AddArgs args{v.pieces[0], tlo, thi, 1.0};
+    ASSERT_EQ(bbmm_tile_launch(t, add_kernel, &args, sizeof args), BBMM_OK) << last();
+    ASSERT_EQ(bbmm_tile_release(t), BBMM_OK) << last();
+  }
+  ASSERT_EQ(bbmm_sync_to_host(rt_, a), BBMM_OK) << last();
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(h[i], i < 40 ? 3.0 : 2.0) << i;
+  bbmm_stats s;
+  ASSERT_EQ(bbmm_stats_get(rt_, 1, &s), BBMM_OK);
+  EXPECT_EQ(s.reservations, 1u);
+  EXPECT_EQ(s.bytes_reserved, 40u * 8);
+  EXPECT_EQ(s.misses, 0u);
+  EXPECT_EQ(s.hits_contained, 4u);
+  EXPECT_EQ(s.bytes_d2d, 0u);
+  // Errors.
+  const int64_t bad_hi = 65;
+  EXPECT_EQ(bbmm_reserve(rt_, 0, a, &lo, &bad_hi), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(last(), "'r'")) << last();
+  EXPECT_EQ(bbmm_reserve(rt_, 5, a, &lo, &hi), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(bbmm_reserve(nullptr, 0, a, &lo, &hi), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(bbmm_reserve(rt_, 0, a, nullptr, &hi), BBMM_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(CApi, StaleTileHandlesAreReportedNotCrashes) {
+  make(1);
+  std::vector<double>& h = host(16, 0.0);
+  bbmm_array* a = reg("s", h.data(), 16);
+  bbmm_tile* t = nullptr;
+  const int64_t lo = 0, hi = 8;
+  ASSERT_EQ(bbmm_tile_begin(rt_, 0, &t), BBMM_OK);
+  ASSERT_EQ(bbmm_tile_require(t, a, &lo, &hi, BBMM_READ), BBMM_OK);
+  ASSERT_EQ(bbmm_tile_acquire(t), BBMM_OK);
+  ASSERT_EQ(bbmm_tile_release(t), BBMM_OK);
+  EXPECT_EQ(bbmm_tile_release(t), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(last(), "stale tile handle")) << last();
+  EXPECT_EQ(bbmm_tile_require(t, a, &lo, &hi, BBMM_READ), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(last(), "stale tile handle")) << last();
+  bbmm_view v;
+  EXPECT_EQ(bbmm_tile_view(t, a, &v), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(bbmm_tile_acquire(t), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(bbmm_tile_flow_out(t, a, &lo, &hi), BBMM_ERROR_INVALID_ARGUMENT);
+  // The state is recycled by later tiles; the stale handle stays stale.
+  for (int k = 0; k < 20; ++k) {
+    bbmm_tile* u = nullptr;
+    ASSERT_EQ(bbmm_tile_begin(rt_, 0, &u), BBMM_OK);
+    EXPECT_EQ(bbmm_tile_release(t), BBMM_ERROR_INVALID_ARGUMENT);
+    ASSERT_EQ(bbmm_tile_release(u), BBMM_OK) << last();
+  }
+}
+
+TEST_F(CApi, DestroyWithArraysStillRegisteredNamesThem) {
+  make(1);
+  std::vector<double>& h = host(16, 0.0);
+  bbmm_array* a = reg("forgotten", h.data(), 16);
+  (void)a;
+  arrays_.clear();  // the test destroys with it registered
+  EXPECT_EQ(bbmm_runtime_destroy(rt_), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(last(), "'forgotten'")) << last();
+  EXPECT_TRUE(mentions(last(), "still registered")) << last();
+  rt_ = nullptr;  // destroyed all the same
+}
+
+TEST_F(CApi, UnwritableTraceFileIsAnErrorAtCreate) {
+  setenv("BBMM_TRACE", "/nonexistent-bbmm-dir/trace.json", 1);
+  setenv("BBMM_BACKEND", "host", 1);
+  bbmm_runtime* rt = nullptr;
+  EXPECT_EQ(bbmm_runtime_create(nullptr, &rt), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(rt, nullptr);
+  EXPECT_TRUE(mentions(last(), "/nonexistent-bbmm-dir/trace.json")) << last();
+  EXPECT_TRUE(mentions(last(), "BBMM_TRACE")) << last();
+  EXPECT_TRUE(mentions(last(), "No such file")) << last();
 }
 
 }  // namespace

@@ -757,5 +757,196 @@ TEST_P(RuntimeConformance, OneHostThreadPerDevice) {
   EXPECT_EQ(rt->stats(-1).tiles, static_cast<uint64_t>(kDevices * kRounds));
 }
 
+// ------------------------------------------------------------------ reservations
+
+// A device's allocation hull reserved up front: every tile inside it is a hit
+// (no instance grows, nothing moves within the device), only the read-ins
+// and write-backs cross, and the values are right.
+TEST_P(RuntimeConformance, ReservedHullServesEveryTileWithoutGrowth) {
+  const int64_t rows = 32, cols = 16;
+  std::vector<double> x(rows * cols), y(rows * cols, 0.0);
+  for (int64_t i = 0; i < rows * cols; ++i) x[i] = value(i);
+  auto rt = make_runtime(2, 0);
+  Array* a = reg(*rt, "A", x.data(), 8, {rows, cols});
+  Array* b = reg(*rt, "B", y.data(), 8, {rows, cols});
+  // Device d owns rows [16d, 16d+16) and reads one halo row each side.
+  for (int d = 0; d < 2; ++d) {
+    const int64_t lo = std::max<int64_t>(0, 16 * d - 1), hi = std::min<int64_t>(rows, 16 * d + 17);
+    ASSERT_TRUE(rt->reserve(d, a, B({lo, 0}, {hi, cols})).ok());
+    ASSERT_TRUE(rt->reserve(d, b, B({lo, 0}, {hi, cols})).ok());
+    // Reserving again, or a box inside, changes nothing.
+    ASSERT_TRUE(rt->reserve(d, b, B({16 * d, 0}, {16 * d + 4, cols})).ok());
+  }
+  const bbmm_stats before = rt->stats(-1);
+  EXPECT_EQ(before.reservations, 4u);
+  EXPECT_EQ(before.instances, 4u);
+  EXPECT_EQ(before.bytes_h2d, 0u) << "a reservation reads nothing in";
+  // Two tiles per device: B = A + 1 on the tile's rows, reading A's halo.
+  for (int k = 0; k < 4; ++k) {
+    const int64_t lo = 8 * k, hi = 8 * k + 8;
+    const Box rd = B({std::max<int64_t>(0, lo - 1), 0}, {std::min(rows, hi + 1), cols});
+    const Box wr = B({lo, 0}, {hi, cols});
+    ASSERT_TRUE(run_tile(*rt, k / 2, {{a, rd, Access::kRead}, {b, wr, Access::kWrite}},
+                         [wr](const std::vector<PieceCopy>& v) {
+                           for_each_point(wr, [&](const int64_t* idx) {
+                             *static_cast<double*>(v[1].at(idx)) =
+                                 *static_cast<const double*>(v[0].at(idx)) + 1.0;
+                           });
+                         })
+                    .ok());
+  }
+  ASSERT_TRUE(rt->sync_to_host(b).ok());
+  for (int64_t i = 0; i < rows * cols; ++i) ASSERT_EQ(y[i], value(i) + 1.0) << i;
+  const bbmm_stats s = rt->stats(-1);
+  EXPECT_EQ(s.instances, 4u);
+  EXPECT_EQ(s.misses, 0u);
+  EXPECT_EQ(s.hits_grown, 0u);
+  EXPECT_EQ(s.bytes_d2d, 0u);
+  EXPECT_EQ(s.hits_contained + s.hits_exact, 8u);
+}
+
+// Unused instances the reservation overlaps are absorbed: their values move
+// into the new instance (the only copy of device-written data survives).
+TEST_P(RuntimeConformance, ReservationAbsorbsUnusedInstancesAndKeepsTheirData) {
+  std::vector<double> x(64, 0.0);
+  auto rt = make_runtime(1, 0);
+  Array* a = reg(*rt, "A", x.data(), 8, {64});
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({8}, {16}), Access::kWrite}},
+                       write_1d(B({8}, {16}), [](int64_t i) { return 3.0 * i; }))
+                  .ok());
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({40}, {48}), Access::kWrite}},
+                       write_1d(B({40}, {48}), [](int64_t i) { return -2.0 * i; }))
+                  .ok());
+  ASSERT_EQ(rt->stats(0).instances, 2u);
+  ASSERT_TRUE(rt->reserve(0, a, B({12}, {44})).ok());  // overlaps both
+  EXPECT_EQ(rt->stats(0).instances, 1u);
+  // The new instance covers the hull of the box and what it absorbed.
+  auto bad = std::make_shared<std::atomic<int>>(0);
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({8}, {48}), Access::kRead}},
+                       [bad](const std::vector<PieceCopy>& v) {
+                         if (v[0].pieces().size() != 1) ++*bad;
+                       })
+                  .ok());
+  EXPECT_EQ(rt->stats(0).hits_exact, 1u);  // the hull is [8,48)
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  EXPECT_EQ(*bad, 0);
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(x[i], (i >= 8 && i < 16) ? 3.0 * i : (i >= 40 && i < 48) ? -2.0 * i : 0.0) << i;
+  }
+}
+
+TEST_P(RuntimeConformance, ReservationErrorsNameTheArrayAndChangeNothing) {
+  std::vector<double> x(64, 1.0);
+  auto rt = make_runtime(2, 32 * 8);
+  Array* a = reg(*rt, "Res", x.data(), 8, {64});
+  // Held by an open tile.
+  absl::StatusOr<Tile> t = rt->begin_tile(0);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->require(a, B({0}, {8}), Access::kRead).ok());
+  ASSERT_TRUE(t->acquire().ok());
+  absl::Status s = rt->reserve(0, a, B({4}, {16}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(std::string(s.message()).find("'Res'"), std::string::npos) << s;
+  EXPECT_NE(std::string(s.message()).find("[0,8)"), std::string::npos) << s;
+  ASSERT_TRUE(t->release().ok());
+  // Too large for the device.
+  s = rt->reserve(1, a, B({0}, {64}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(std::string(s.message()).find("'Res'"), std::string::npos) << s;
+  EXPECT_EQ(rt->stats(1).instances, 0u);
+  // Bad box, bad device.
+  EXPECT_EQ(rt->reserve(0, a, B({0}, {65})).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(rt->reserve(0, a, B({0, 0}, {1, 1})).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(rt->reserve(2, a, B({0}, {8})).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(rt->reserve(0, nullptr, B({0}, {8})).code(), absl::StatusCode::kInvalidArgument);
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(x[i], 1.0);
+}
+
+// ------------------------------------------------------------------ handles and checking
+
+TEST_P(RuntimeConformance, StaleTileHandlesAreErrorsNotCrashes) {
+  std::vector<double> x(16, 0.0);
+  auto rt = make_runtime(1, 0);
+  Array* a = reg(*rt, "A", x.data(), 8, {16});
+  absl::StatusOr<Tile> t = rt->begin_tile(0);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->require(a, B({0}, {8}), Access::kRead).ok());
+  ASSERT_TRUE(t->acquire().ok());
+  ASSERT_TRUE(t->release().ok());
+  for (const absl::Status& s :
+       {t->release(), t->require(a, B({0}, {4}), Access::kRead), t->acquire(),
+        t->launch([](const bbmm_launch_info&) {}), t->flow_out(a, B({0}, {4})),
+        t->view(a).status()}) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_NE(std::string(s.message()).find("stale tile handle"), std::string::npos) << s;
+  }
+  // The recycled state serves a new tile; the old handle stays stale.
+  for (int k = 0; k < 40; ++k) {
+    absl::StatusOr<Tile> u = rt->begin_tile(0);
+    ASSERT_TRUE(u.ok());
+    ASSERT_TRUE(u->require(a, B({0}, {8}), Access::kRead).ok());
+    ASSERT_TRUE(u->acquire().ok());
+    EXPECT_EQ(t->release().code(), absl::StatusCode::kFailedPrecondition);
+    ASSERT_TRUE(u->release().ok());
+  }
+  // A moved-from handle is an error too.
+  absl::StatusOr<Tile> v = rt->begin_tile(0);
+  ASSERT_TRUE(v.ok());
+  Tile w = *std::move(v);
+  EXPECT_EQ(v->release().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(w.release().ok());
+}
+
+// Two tiles open at once on different devices writing the same elements:
+// the second acquire reports the conflict (it does not wait for a release).
+TEST_P(RuntimeConformance, CheckingModeReportsOverlappingWritesOfOpenTiles) {
+  for (Access second : {Access::kWrite, Access::kReadWrite}) {
+    RuntimeOptions opts;
+    opts.check = true;
+    std::vector<double> x(8 * 8, 0.0);
+    auto rt = make_runtime(2, 0, opts);
+    Array* a = reg(*rt, "A", x.data(), 8, {8, 8});
+    absl::StatusOr<Tile> t0 = rt->begin_tile(0);
+    absl::StatusOr<Tile> t1 = rt->begin_tile(1);
+    ASSERT_TRUE(t0.ok() && t1.ok());
+    ASSERT_TRUE(t0->require(a, B({0, 0}, {4, 4}), Access::kWrite).ok());
+    ASSERT_TRUE(t1->require(a, B({0, 0}, {4, 4}), second).ok());
+    ASSERT_TRUE(t0->acquire().ok());
+    absl::Status s = t1->acquire();
+    EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+    EXPECT_NE(std::string(s.message()).find("open tile of device 0"), std::string::npos) << s;
+    EXPECT_NE(std::string(s.message()).find("[0,4)x[0,4)"), std::string::npos) << s;
+    ASSERT_TRUE(t1->release().ok());
+    ASSERT_TRUE(t0->release().ok());
+    // A tile of the same device, or reading only, is no conflict; nor is the
+    // same box after a synchronisation point... of a released tile, still
+    // within the epoch, it is (device 0 wrote it).
+    absl::StatusOr<Tile> t2 = rt->begin_tile(1);
+    ASSERT_TRUE(t2->require(a, B({0, 0}, {4, 4}), Access::kRead).ok());
+    EXPECT_TRUE(t2->acquire().ok());
+    ASSERT_TRUE(t2->release().ok());
+    ASSERT_TRUE(rt->synchronize().ok());
+    absl::StatusOr<Tile> t3 = rt->begin_tile(1);
+    ASSERT_TRUE(t3->require(a, B({0, 0}, {4, 4}), second).ok());
+    EXPECT_TRUE(t3->acquire().ok());
+    ASSERT_TRUE(t3->release().ok());
+  }
+}
+
+TEST_P(RuntimeConformance, ShutdownWithArraysStillRegisteredIsAnErrorNamingThem) {
+  std::vector<double> x(16, 0.0), y(16, 0.0);
+  auto rt = make_runtime(1, 0);
+  Array* a = reg(*rt, "kept", x.data(), 8, {16});
+  Array* b = reg(*rt, "gone", y.data(), 8, {16});
+  (void)a;
+  ASSERT_TRUE(rt->unregister_array(b).ok());
+  EXPECT_EQ(rt->unregister_array(b).code(), absl::StatusCode::kInvalidArgument);
+  absl::Status s = rt->shutdown();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(std::string(s.message()).find("'kept'"), std::string::npos) << s;
+  EXPECT_EQ(std::string(s.message()).find("'gone'"), std::string::npos) << s;
+  EXPECT_TRUE(rt->shutdown().ok());  // once
+}
+
 }  // namespace
 }  // namespace bbmm::testing

@@ -46,12 +46,18 @@ struct Req {
   Access access;
 };
 struct TileStep {
-  int device;
+  TileStep() = default;
+  TileStep(int device, std::vector<Req> reqs, std::vector<std::pair<int, Box>> flows = {})
+      : device(device), reqs(std::move(reqs)), flows(std::move(flows)) {}
+  int device = 0;
   std::vector<Req> reqs;
   std::vector<std::pair<int, Box>> flows;
 };
 struct Step {
-  enum Kind { kTile, kPair, kSync, kSynchronize } kind;
+  enum Kind { kTile, kPair, kSync, kSynchronize };
+  Step(Kind kind, TileStep a = {}, TileStep b = {}, int array = 0)
+      : kind(kind), a(std::move(a)), b(std::move(b)), array(array) {}
+  Kind kind;
   TileStep a, b;  // kPair: a is acquired first, b while a is held
   int array = 0;  // kSync
 };

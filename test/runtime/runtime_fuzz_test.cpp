@@ -113,13 +113,15 @@ struct TileSpec {
   bool launch = true;
 };
 
-enum class OpKind { kTile, kPair, kSync, kSynchronize };
+enum class OpKind { kTile, kPair, kSync, kSynchronize, kReserve };
 
 struct Op {
   OpKind kind = OpKind::kTile;
   TileSpec a, b;        // kTile: a; kPair: a and b
   bool b_first = false; // kPair: launch/flow/release b before a
-  int array = 0;        // kSync
+  int array = 0;        // kSync, kReserve
+  int device = 0;       // kReserve
+  Box box;              // kReserve
 };
 
 struct Trace {
@@ -130,6 +132,7 @@ struct Trace {
   size_t align = 1;
   double growth = 0.25;
   bool check = false;
+  int queues = 1;  // host backend worker queues per device
   std::vector<ArraySpec> arrays;
   std::vector<Op> ops;
 };
@@ -150,7 +153,8 @@ std::string to_string(const TileSpec& t) {
 std::string to_string(const Trace& t) {
   std::string s = absl::StrCat("trace seed=", t.seed, " devices=", t.devices,
                                " capacity=", t.capacity, " peer=", t.peer,
-                               " align=", t.align, " growth=", t.growth, " check=", t.check, "\n");
+                               " align=", t.align, " growth=", t.growth, " check=", t.check,
+                               " queues=", t.queues, "\n");
   for (size_t i = 0; i < t.arrays.size(); ++i) {
     const ArraySpec& a = t.arrays[i];
     absl::StrAppend(&s, "  A", i, ": rank ", a.rank, " extents");
@@ -174,6 +178,9 @@ std::string to_string(const Trace& t) {
         break;
       case OpKind::kSynchronize:
         absl::StrAppend(&s, "synchronize");
+        break;
+      case OpKind::kReserve:
+        absl::StrAppend(&s, "reserve A", op.array, op.box.to_string(), " on dev", op.device);
         break;
     }
     s += "\n";
@@ -275,6 +282,9 @@ Trace generate(uint64_t seed) {
   t.align = rng.chance(25) ? 64 : 1;
   t.growth = rng.chance(20) ? 0.0 : static_cast<double>(rng.range(0, 60)) / 100.0;
   t.check = rng.chance(30);
+  // Several queues per device run a device's kernels and copies
+  // concurrently: a missing event shows up as a wrong value.
+  t.queues = rng.chance(50) ? 4 : 1;
   const int narrays = static_cast<int>(rng.range(1, 3));
   static constexpr size_t kElems[] = {1, 4, 8, 12, 16};
   for (int i = 0; i < narrays; ++i) {
@@ -320,6 +330,18 @@ Trace generate(uint64_t seed) {
       bool writes = false;
       for (const Req& r : op.b.reqs) writes = writes || r.access == Access::kWrite;
       op.b.launch = op.b.launch || writes;
+    } else if (k < 80) {
+      // A reservation: any box, on any device; it must change no value.
+      op.kind = OpKind::kReserve;
+      op.array = static_cast<int>(rng.range(0, narrays - 1));
+      op.device = static_cast<int>(rng.range(0, t.devices - 1));
+      const ArraySpec& a = t.arrays[op.array];
+      int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
+      for (int d = 0; d < a.rank; ++d) {
+        lo[d] = rng.range(0, a.ext[d] - 1);
+        hi[d] = rng.range(lo[d] + 1, a.ext[d]);
+      }
+      op.box = Box::make_unchecked(a.rank, lo, hi);
     } else if (k < 90) {
       op.kind = OpKind::kSync;
       op.array = static_cast<int>(rng.range(0, narrays - 1));
@@ -410,7 +432,8 @@ class Runner {
       backend = std::move(b);
     } else {
       backend = make_host_backend({.devices = t_.devices, .capacity_bytes = t_.capacity,
-                                   .pitch_alignment = t_.align, .peer_access = t_.peer});
+                                   .pitch_alignment = t_.align, .peer_access = t_.peer,
+                                   .queues = t_.queues});
     }
     if (!backend.ok()) return absl::StrCat("make backend: ", backend.status().message());
     RuntimeOptions opts;
@@ -496,6 +519,12 @@ class Runner {
         absl::Status s = rt_->synchronize();
         if (!s.ok()) return absl::StrCat("synchronize: ", s.message());
         epoch_writes_.clear();
+        return std::nullopt;
+      }
+      case OpKind::kReserve: {
+        // No tile is open: only running out of memory may refuse it.
+        absl::Status s = rt_->reserve(op.device, arrays_[op.array], op.box);
+        if (!s.ok() && !absl::IsResourceExhausted(s)) return absl::StrCat("reserve: ", s.message());
         return std::nullopt;
       }
       case OpKind::kTile: {

@@ -49,27 +49,30 @@ struct BackendFactory {
 // gtest prints a parameter by its name.
 inline void PrintTo(const BackendFactory& f, std::ostream* os) { *os << f.name; }
 
-inline BackendFactory host_factory(std::string name, bool peer, size_t align) {
+inline BackendFactory host_factory(std::string name, bool peer, size_t align, int queues = 1) {
   return BackendFactory{
       std::move(name),
-      [peer, align](int devices, size_t capacity) -> std::unique_ptr<Backend> {
+      [peer, align, queues](int devices, size_t capacity) -> std::unique_ptr<Backend> {
         absl::StatusOr<std::unique_ptr<Backend>> b = make_host_backend(
             {.devices = devices, .capacity_bytes = capacity, .pitch_alignment = align,
-             .peer_access = peer});
+             .peer_access = peer, .queues = queues});
         if (!b.ok()) {
           ADD_FAILURE() << b.status();
           return nullptr;
         }
         return *std::move(b);
       },
-      align};
+      align, {}};
 }
 
 // Today's factories: the host backend with and without (simulated) peer
-// access, and with rows padded to 64 bytes.
+// access, with rows padded to 64 bytes, and with 4 queues per device (kernels,
+// H2D, D2H and peer copies run concurrently, ordered only by events, as on a
+// GPU's streams).
 inline std::vector<BackendFactory> host_backend_factories() {
   return {host_factory("host_peer", true, 1), host_factory("host_nopeer", false, 1),
-          host_factory("host_pitch64", true, 64)};
+          host_factory("host_pitch64", true, 64), host_factory("host_queues", true, 1, 4),
+          host_factory("host_queues_nopeer", false, 1, 4)};
 }
 
 // Box [lo, hi); aborts the test on a malformed box.

@@ -216,10 +216,22 @@ TEST(JsonReaderSelfTest, RejectsWhatTheTracerMustNeverWrite) {
 
 // ---------------------------------------------------------------------------
 
+// A file name in the test's temporary directory (ctest sets TEST_TMPDIR to a
+// folder of the build tree; never /tmp), removed when the test ends.
 std::string temp_path(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/bbmm_" + name + "_" +
-         std::to_string(getpid()) + ".json";
+  const std::string path = ::testing::TempDir() + "bbmm_" + name + "_" +
+                           std::to_string(getpid()) + ".json";
+  class Remover : public ::testing::EmptyTestEventListener {
+   public:
+    explicit Remover(std::string path) : path_(std::move(path)) {}
+    void OnTestEnd(const ::testing::TestInfo&) override { std::remove(path_.c_str()); }
+
+   private:
+    std::string path_;
+  };
+  // Removed at the end of the current test, even when it fails early.
+  ::testing::UnitTest::GetInstance()->listeners().Append(new Remover(path));
+  return path;
 }
 
 std::string read_file(const std::string& path) {
