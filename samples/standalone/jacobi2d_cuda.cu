@@ -1,214 +1,250 @@
-// The 2-D Jacobi of jacobi2d_host.cpp with CUDA kernels on 1-4 GPUs through
-// libbbmm's public C API: row-block partition, each GPU's rows split into
-// tiles, halo rows pushed to the neighbours by flow_out (peer copies over
-// NVLink where the GPUs reach each other), and an optional per-GPU capacity
-// limit that forces box-out. Verified against a CPU loop.
+// The 2-D Jacobi of jacobi2d_host.cpp with CUDA kernels on 1..N GPUs through libbbmm's
+// public C API (driver in stencil_common.h): the interior rows are cut into one block
+// per GPU, each block into --tiles-per-device tiles; per tile: require the rows plus
+// one halo row each side (all columns) READ and the written rows WRITE, acquire,
+// launch, flow out the first/last row when a tile of another GPU reads it (peer copies
+// over NVLink where the GPUs reach each other), release. With --reserve (default) each
+// GPU's allocation hull (its rows plus the halo) is reserved before the time loop, so
+// no instance grows (bytes_d2d == 0). --capacity auto forces box-out.
+//
+// Kernels: a single-piece fast path (one base pointer and pitch per view, 32x8 blocks,
+// threadIdx.x along the contiguous columns, grid-stride over rows); the generic piece
+// lookup only when a view has several pieces. Verified against an independent
+// single-GPU CUDA program in this binary (cudaMalloc, its own kernels, no libbbmm) and,
+// for n <= 514, against the CPU loop; the reference is never timed.
 //
 //   jacobi2d_cuda [--n N] [--steps T] [--devices D] [--tiles-per-device K]
-//                 [--capacity BYTES|auto|none] [--json]
+//                 [--capacity BYTES|auto|none] [--no-reserve] [--json] [--plan]
 //
-// Exits 77 (skipped) when no GPU is present.
+// Prints the statistics table (or JSON) and a last line
+//   RESULT sample=jacobi2d n=.. steps=.. gpus=.. ... verified=0|1 max_rel_err=..
+// Exit codes: 0 verified, 1 usage or runtime error, 2 verification failed, 3 an
+// instance grew although the hulls were reserved, 77 no GPU visible (SKIP).
 #include <cuda_runtime.h>
 
-#include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
-#include <vector>
 
-#include "bbmm/bbmm.h"
+#include "stencil_common.h"
 
 namespace {
 
-constexpr int kMaxPieces = 4;
+using stencil::Pieces;
 
-// A view's pieces by value, so a kernel can take them as an argument.
-struct Pieces {
-  int n;
-  bbmm_piece p[kMaxPieces];
+constexpr int kBx = 32, kBy = 8;  // threads: x along columns (contiguous), y along rows
+constexpr int64_t kMaxGridY = 65535;
+
+__host__ __device__ inline double init_a(int64_t i, int64_t j) {
+  return static_cast<double>((i * 7 + j * 13) % 101) / 101.0;
+}
+__host__ __device__ inline double init_b(int64_t i, int64_t j) {
+  return static_cast<double>((i * 3 + j * 5) % 37) / 37.0;
+}
+
+void init(double* a, double* b, int64_t n, int64_t lo, int64_t hi) {
+  for (int64_t i = lo; i < hi; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      a[i * n + j] = init_a(i, j);
+      b[i * n + j] = init_b(i, j);
+    }
+}
+
+void cpu_loop(double* a, double* b, int64_t n, int steps) {
+  for (int t = 0; t < steps; ++t) {
+    for (int64_t i = 1; i < n - 1; ++i)
+      for (int64_t j = 1; j < n - 1; ++j)
+        b[i * n + j] = 0.2 * (a[i * n + j] + a[i * n + j - 1] + a[i * n + j + 1] +
+                              a[(i + 1) * n + j] + a[(i - 1) * n + j]);
+    for (int64_t i = 1; i < n - 1; ++i)
+      for (int64_t j = 1; j < n - 1; ++j)
+        a[i * n + j] = 0.2 * (b[i * n + j] + b[i * n + j - 1] + b[i * n + j + 1] +
+                              b[(i + 1) * n + j] + b[(i - 1) * n + j]);
+  }
+}
+
+// ------------------------------------------------------------ libbbmm kernels
+
+// Single piece per view: `in` and `out` point at element (lo, 1) of their pieces; the
+// tile writes `rows` x `cols` elements from there.
+struct SingleArgs {
+  const double* in;
+  double* out;
+  int64_t in_pitch, out_pitch, rows, cols;
 };
 
-struct Args {
+__global__ void __launch_bounds__(kBx * kBy)
+    jacobi_single(const double* __restrict__ in, double* __restrict__ out, int64_t in_pitch,
+                  int64_t out_pitch, int64_t rows, int64_t cols) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kBx + threadIdx.x;
+  if (c >= cols) return;
+  const int64_t row_step = static_cast<int64_t>(gridDim.y) * kBy;
+  for (int64_t r = static_cast<int64_t>(blockIdx.y) * kBy + threadIdx.y; r < rows;
+       r += row_step) {
+    const double* p = in + r * in_pitch + c;
+    out[r * out_pitch + c] = 0.2 * (p[0] + p[-1] + p[1] + p[in_pitch] + p[-in_pitch]);
+  }
+}
+
+void launch_single(const bbmm_launch_info* info, void* p) {
+  const SingleArgs& a = *static_cast<const SingleArgs*>(p);
+  const dim3 block(kBx, kBy);
+  const dim3 grid(static_cast<unsigned>((a.cols + kBx - 1) / kBx),
+                  static_cast<unsigned>(std::min<int64_t>((a.rows + kBy - 1) / kBy, kMaxGridY)));
+  jacobi_single<<<grid, block, 0, static_cast<cudaStream_t>(info->queue)>>>(
+      a.in, a.out, a.in_pitch, a.out_pitch, a.rows, a.cols);
+}
+
+// Several pieces: every access looks its piece up.
+struct GenericArgs {
   Pieces in, out;
   int64_t lo, hi, n;
 };
 
-__device__ double* at(const Pieces& v, int64_t i, int64_t j) {
+__device__ inline double* at(const Pieces& v, int64_t i, int64_t j) {
   const int64_t idx[2] = {i, j};
-  if (v.n == 1) return static_cast<double*>(bbmm_piece_at(&v.p[0], sizeof(double), 2, idx));
   for (int k = 0; k < v.n; ++k) {
     if (bbmm_piece_contains(&v.p[k], 2, idx)) {
       return static_cast<double*>(bbmm_piece_at(&v.p[k], sizeof(double), 2, idx));
     }
   }
-  return nullptr;
+  return nullptr;  // not reached: the views cover the required boxes
 }
 
-__global__ void jacobi_rows(Args a) {
-  const int64_t j = 1 + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  const int64_t i = a.lo + blockIdx.y;
-  if (j >= a.n - 1 || i >= a.hi) return;
-  *at(a.out, i, j) = 0.2 * (*at(a.in, i, j) + *at(a.in, i, j - 1) + *at(a.in, i, j + 1) +
-                            *at(a.in, i + 1, j) + *at(a.in, i - 1, j));
+__global__ void __launch_bounds__(kBx * kBy) jacobi_generic(const __grid_constant__ GenericArgs a) {
+  const int64_t j = 1 + static_cast<int64_t>(blockIdx.x) * kBx + threadIdx.x;
+  if (j >= a.n - 1) return;
+  const int64_t row_step = static_cast<int64_t>(gridDim.y) * kBy;
+  for (int64_t i = a.lo + static_cast<int64_t>(blockIdx.y) * kBy + threadIdx.y; i < a.hi;
+       i += row_step) {
+    *at(a.out, i, j) = 0.2 * (*at(a.in, i, j) + *at(a.in, i, j - 1) + *at(a.in, i, j + 1) +
+                              *at(a.in, i + 1, j) + *at(a.in, i - 1, j));
+  }
 }
 
-void kernel(const bbmm_launch_info* info, void* p) {
-  const Args& a = *static_cast<const Args*>(p);
-  dim3 block(256), grid(static_cast<unsigned>((a.n - 2 + 255) / 256),
-                        static_cast<unsigned>(a.hi - a.lo));
-  jacobi_rows<<<grid, block, 0, static_cast<cudaStream_t>(info->queue)>>>(a);
+void launch_generic(const bbmm_launch_info* info, void* p) {
+  const GenericArgs& a = *static_cast<const GenericArgs*>(p);
+  const dim3 block(kBx, kBy);
+  const dim3 grid(static_cast<unsigned>((a.n - 2 + kBx - 1) / kBx),
+                  static_cast<unsigned>(std::min<int64_t>((a.hi - a.lo + kBy - 1) / kBy, kMaxGridY)));
+  jacobi_generic<<<grid, block, 0, static_cast<cudaStream_t>(info->queue)>>>(a);
 }
 
-bool to_pieces(const bbmm_view& v, Pieces* out) {
-  if (v.npieces > kMaxPieces) return false;
-  out->n = v.npieces;
-  for (int k = 0; k < v.npieces; ++k) out->p[k] = v.pieces[k];
-  return true;
+std::string launch(bbmm_tile* t, const bbmm_view& src, const bbmm_view& dst, int64_t lo,
+                   int64_t hi, int64_t n, stencil::LaunchCounts* counts) {
+  bbmm_status st;
+  if (src.npieces == 1 && dst.npieces == 1) {
+    const int64_t first[2] = {lo, 1};
+    SingleArgs a;
+    a.in = static_cast<const double*>(bbmm_piece_at(&src.pieces[0], sizeof(double), 2, first));
+    a.out = static_cast<double*>(bbmm_piece_at(&dst.pieces[0], sizeof(double), 2, first));
+    a.in_pitch = src.pieces[0].stride[0];
+    a.out_pitch = dst.pieces[0].stride[0];
+    a.rows = hi - lo;
+    a.cols = n - 2;
+    counts->single_piece++;
+    st = bbmm_tile_launch(t, launch_single, &a, sizeof a);
+  } else {
+    GenericArgs a;
+    if (!stencil::copy_pieces(src, &a.in) || !stencil::copy_pieces(dst, &a.out)) {
+      return "a view has " + std::to_string(std::max(src.npieces, dst.npieces)) +
+             " pieces; the generic kernel takes at most " + std::to_string(stencil::kMaxPieces);
+    }
+    a.lo = lo;
+    a.hi = hi;
+    a.n = n;
+    counts->generic++;
+    st = bbmm_tile_launch(t, launch_generic, &a, sizeof a);
+  }
+  if (st != BBMM_OK) return std::string("bbmm_tile_launch: ") + bbmm_last_error_message();
+  return "";
 }
 
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    if ((call) != BBMM_OK) {                                                          \
-      std::fprintf(stderr, "jacobi2d_cuda: %s: %s\n", #call, bbmm_last_error_message()); \
-      return 1;                                                                       \
-    }                                                                                 \
+// ------------------------------------------------- independent reference (no libbbmm)
+
+__global__ void ref_init(double* a, double* b, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n * n;
+       e += stride) {
+    a[e] = init_a(e / n, e % n);
+    b[e] = init_b(e / n, e % n);
+  }
+}
+
+__global__ void ref_step(const double* in, double* out, int64_t n) {
+  for (int64_t i = 1 + blockIdx.y * static_cast<int64_t>(blockDim.y) + threadIdx.y; i < n - 1;
+       i += static_cast<int64_t>(gridDim.y) * blockDim.y)
+    for (int64_t j = 1 + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < n - 1;
+         j += static_cast<int64_t>(gridDim.x) * blockDim.x)
+      out[i * n + j] = 0.2 * (in[i * n + j] + in[i * n + j - 1] + in[i * n + j + 1] +
+                              in[(i + 1) * n + j] + in[(i - 1) * n + j]);
+}
+
+#define REF_CUDA(call)                                                              \
+  do {                                                                              \
+    const cudaError_t e_ = (call);                                                  \
+    if (e_ != cudaSuccess) return std::string(#call) + ": " + cudaGetErrorString(e_); \
   } while (0)
 
-int phase(bbmm_runtime* rt, bbmm_array* src, bbmm_array* dst, int64_t n, int devices,
-          int tiles_per_device) {
-  const int tiles = devices * tiles_per_device;
-  for (int k = 0; k < tiles; ++k) {
-    const int64_t lo = 1 + (n - 2) * k / tiles, hi = 1 + (n - 2) * (k + 1) / tiles;
-    if (lo >= hi) continue;
-    bbmm_tile* t = nullptr;
-    CHECK(bbmm_tile_begin(rt, k / tiles_per_device, &t));
-    const int64_t rlo[2] = {lo - 1, 0}, rhi[2] = {hi + 1, n};
-    const int64_t wlo[2] = {lo, 1}, whi[2] = {hi, n - 1};
-    CHECK(bbmm_tile_require(t, src, rlo, rhi, BBMM_READ));
-    CHECK(bbmm_tile_require(t, dst, wlo, whi, BBMM_WRITE));
-    CHECK(bbmm_tile_acquire(t));
-    bbmm_view vin, vout;
-    CHECK(bbmm_tile_view(t, src, &vin));
-    CHECK(bbmm_tile_view(t, dst, &vout));
-    Args args;
-    if (!to_pieces(vin, &args.in) || !to_pieces(vout, &args.out)) {
-      std::fprintf(stderr, "jacobi2d_cuda: more than %d pieces\n", kMaxPieces);
-      return 1;
-    }
-    args.lo = lo;
-    args.hi = hi;
-    args.n = n;
-    CHECK(bbmm_tile_launch(t, kernel, &args, sizeof args));
-    if (lo > 1) {
-      const int64_t flo[2] = {lo, 1}, fhi[2] = {lo + 1, n - 1};
-      CHECK(bbmm_tile_flow_out(t, dst, flo, fhi));
-    }
-    if (hi < n - 1) {
-      const int64_t flo[2] = {hi - 1, 1}, fhi[2] = {hi, n - 1};
-      CHECK(bbmm_tile_flow_out(t, dst, flo, fhi));
-    }
-    CHECK(bbmm_tile_release(t));
+// The same computation on GPU 0 with plain CUDA: its own input, kernels and buffers.
+std::string reference(double* ra, double* rb, int64_t n, int steps) {
+  const size_t bytes = static_cast<size_t>(n * n) * sizeof(double);
+  double *a = nullptr, *b = nullptr;
+  REF_CUDA(cudaSetDevice(0));
+  REF_CUDA(cudaMalloc(&a, bytes));
+  REF_CUDA(cudaMalloc(&b, bytes));
+  ref_init<<<4096, 256>>>(a, b, n);
+  REF_CUDA(cudaGetLastError());
+  const dim3 block(32, 8), grid(static_cast<unsigned>((n + 31) / 32),
+                                static_cast<unsigned>(std::min<int64_t>((n + 7) / 8, 65535)));
+  for (int t = 0; t < steps; ++t) {
+    ref_step<<<grid, block>>>(a, b, n);
+    ref_step<<<grid, block>>>(b, a, n);
   }
-  return 0;
+  REF_CUDA(cudaGetLastError());
+  REF_CUDA(cudaMemcpy(ra, a, bytes, cudaMemcpyDeviceToHost));
+  REF_CUDA(cudaMemcpy(rb, b, bytes, cudaMemcpyDeviceToHost));
+  REF_CUDA(cudaFree(a));
+  REF_CUDA(cudaFree(b));
+  return "";
+}
+
+// Own rows read all n columns, halo rows the n-2 interior ones; n-2 written per row.
+// In: all of A but its 4 corners, and B's boundary without corners (read in phase 2
+// before any write); out: both interiors.
+stencil::Traffic traffic(int64_t n, int steps, const stencil::Partition& p) {
+  stencil::Traffic t;
+  if (steps == 0) return t;
+  t.device = stencil::device_bytes(p, steps, n, n - 2, n - 2);
+  t.h2d_min = static_cast<uint64_t>(n * n - 4 + 4 * (n - 2)) * sizeof(double);
+  t.d2h_min = static_cast<uint64_t>(2 * (n - 2) * (n - 2)) * sizeof(double);
+  return t;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int64_t n = 2048;
-  int steps = 20, devices = 0, tiles_per_device = 2;
-  std::string capacity = "none";
-  bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "jacobi2d_cuda: %s needs a value\n", argv[i]);
-        std::exit(1);
-      }
-      return argv[++i];
-    };
-    if (!std::strcmp(argv[i], "--n")) n = std::atoll(value());
-    else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(value());
-    else if (!std::strcmp(argv[i], "--devices")) devices = std::atoi(value());
-    else if (!std::strcmp(argv[i], "--tiles-per-device")) tiles_per_device = std::atoi(value());
-    else if (!std::strcmp(argv[i], "--capacity")) capacity = value();
-    else if (!std::strcmp(argv[i], "--json")) json = true;
-    else {
-      std::fprintf(stderr, "usage: jacobi2d_cuda [--n N] [--steps T] [--devices D] "
-                           "[--tiles-per-device K] [--capacity BYTES|auto|none] [--json]\n");
-      return 1;
-    }
+  const stencil::Sample s{"jacobi2d", "jacobi2d_cuda", 2, BBMM_BACKEND_CUDA, init, launch,
+                          cpu_loop, 514, reference,
+                          "the CUDA reference (one GPU, no libbbmm)", traffic};
+  stencil::Options o;
+  o.n = 2048;
+  o.steps = 20;
+  const int rc = stencil::parse_options(argc, argv, s.program, &o);
+  if (rc >= 0) return rc;
+  if (o.plan) {
+    if (o.devices == 0) o.devices = 1;
+    return stencil::run(s, o);
   }
   int visible = 0;
   if (cudaGetDeviceCount(&visible) != cudaSuccess || visible == 0) {
-    std::printf("SKIP: jacobi2d_cuda needs a GPU (none visible)\n");
+    std::printf("SKIP: %s needs a GPU (none visible)\n", s.program);
     return 77;
   }
-  if (devices <= 0) devices = visible < 4 ? visible : 4;
-  if (n < 3 || steps < 0 || devices > visible || tiles_per_device < 1) {
-    std::fprintf(stderr, "jacobi2d_cuda: need n >= 3, steps >= 0, 1 <= devices <= %d\n", visible);
+  if (o.devices == 0) o.devices = visible;
+  if (o.devices > visible) {
+    std::fprintf(stderr, "%s: --devices %d, but only %d GPUs are visible\n", s.program, o.devices,
+                 visible);
     return 1;
   }
-  std::vector<double> a(n * n), b(n * n);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      a[i * n + j] = static_cast<double>((i * 7 + j * 13) % 101) / 101.0;
-      b[i * n + j] = static_cast<double>((i * 3 + j * 5) % 37) / 37.0;
-    }
-  std::vector<double> ra = a, rb = b;
-
-  bbmm_options o;
-  CHECK(bbmm_options_init(&o));
-  o.backend = BBMM_BACKEND_CUDA;
-  o.devices = devices;
-  if (capacity == "auto") {
-    o.device_memory = 2 * n * n * sizeof(double) / devices * 3 / 4;
-  } else if (capacity != "none") {
-    o.device_memory = std::strtoull(capacity.c_str(), nullptr, 10);
-  }
-  bbmm_runtime* rt = nullptr;
-  CHECK(bbmm_runtime_create(&o, &rt));
-  const int64_t ext[2] = {n, n};
-  bbmm_array *A = nullptr, *B = nullptr;
-  CHECK(bbmm_array_register(rt, "A", a.data(), sizeof(double), 2, ext, nullptr, 0, &A));
-  CHECK(bbmm_array_register(rt, "B", b.data(), sizeof(double), 2, ext, nullptr, 0, &B));
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int t = 0; t < steps; ++t) {
-    if (phase(rt, A, B, n, devices, tiles_per_device) || phase(rt, B, A, n, devices, tiles_per_device)) {
-      return 1;
-    }
-  }
-  CHECK(bbmm_sync_to_host(rt, A));
-  CHECK(bbmm_sync_to_host(rt, B));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-  for (int t = 0; t < steps; ++t) {
-    for (int64_t i = 1; i < n - 1; ++i)
-      for (int64_t j = 1; j < n - 1; ++j)
-        rb[i * n + j] = 0.2 * (ra[i * n + j] + ra[i * n + j - 1] + ra[i * n + j + 1] +
-                               ra[(i + 1) * n + j] + ra[(i - 1) * n + j]);
-    for (int64_t i = 1; i < n - 1; ++i)
-      for (int64_t j = 1; j < n - 1; ++j)
-        ra[i * n + j] = 0.2 * (rb[i * n + j] + rb[i * n + j - 1] + rb[i * n + j + 1] +
-                               rb[(i + 1) * n + j] + rb[(i - 1) * n + j]);
-  }
-  double max_err = 0;
-  for (int64_t k = 0; k < n * n; ++k) {
-    max_err = std::fmax(max_err, std::fabs(a[k] - ra[k]) / std::fmax(1e-300, std::fabs(ra[k])));
-    max_err = std::fmax(max_err, std::fabs(b[k] - rb[k]) / std::fmax(1e-300, std::fabs(rb[k])));
-  }
-  std::printf("jacobi2d_cuda: n=%ld steps=%d gpus=%d tiles/gpu=%d capacity=%s time=%.3f s\n",
-              static_cast<long>(n), steps, devices, tiles_per_device, capacity.c_str(), seconds);
-  if (json) {
-    CHECK(bbmm_stats_print_json(rt, stdout));
-  } else {
-    CHECK(bbmm_stats_print(rt, stdout));
-  }
-  const bool ok = max_err <= 1e-10;
-  std::printf("verification against the CPU loop: max relative error %.3g -> %s\n", max_err,
-              ok ? "PASSED" : "FAILED");
-  CHECK(bbmm_runtime_destroy(rt));
-  return ok ? 0 : 2;
+  return stencil::run(s, o);
 }

@@ -11,9 +11,20 @@ if(BBMM_HAVE_CUDA)
   bbmm_add_test(cuda_fuzz_test LABELS gpu
     SOURCES runtime_fuzz_test.cpp cuda_fuzz_setup.cpp
     LIBS bbmm_runtime_internal CUDA::cudart_static)
-  if(TARGET jacobi2d_cuda)
-    add_test(NAME jacobi2d_cuda_sample
-      COMMAND jacobi2d_cuda --n 258 --steps 4 --capacity auto)
-    set_tests_properties(jacobi2d_cuda_sample PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
-  endif()
+  # The hand-written CUDA samples on all visible GPUs, small sizes: with every GPU's
+  # hull reserved (exit 3 if an instance grew anyway) and with a capacity that forces
+  # box-out; each verifies against its own plain-CUDA reference and the CPU loop.
+  foreach(sample jacobi2d_cuda heat3d_cuda)
+    if(TARGET ${sample})
+      if(sample STREQUAL "jacobi2d_cuda")
+        set(size --n 258 --steps 4)
+      else()
+        set(size --n 34 --steps 4)
+      endif()
+      add_test(NAME ${sample}_sample COMMAND ${sample} ${size})
+      add_test(NAME ${sample}_boxout_sample COMMAND ${sample} ${size} --capacity auto)
+      set_tests_properties(${sample}_sample ${sample}_boxout_sample PROPERTIES
+        LABELS gpu SKIP_RETURN_CODE 77)
+    endif()
+  endforeach()
 endif()

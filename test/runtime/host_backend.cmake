@@ -10,4 +10,14 @@ bbmm_add_test(host_backend_test LABELS runtime
 bbmm_add_test(trace_test LABELS runtime
   SOURCES trace_test.cpp
   LIBS bbmm_runtime_internal)
+# jacobi2d_host_sample: the hand-written sample on 4 simulated devices with every
+# device's hull reserved (exits 3 if an instance grew, 2 if the result is wrong);
+# jacobi2d_host_boxout_sample: the same under a capacity that forces box-out.
+if(TARGET jacobi2d_host)
+  add_test(NAME jacobi2d_host_sample COMMAND jacobi2d_host --n 130 --steps 4)
+  add_test(NAME jacobi2d_host_boxout_sample
+    COMMAND jacobi2d_host --n 130 --steps 4 --capacity auto)
+  set_tests_properties(jacobi2d_host_sample jacobi2d_host_boxout_sample PROPERTIES
+    LABELS runtime)
+endif()
 # --- end of host backend ----------------------------------------------------------
