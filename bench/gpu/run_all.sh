@@ -1,59 +1,204 @@
 #!/usr/bin/env bash
-# Runs every GPU test and benchmark from a staged folder (bench/gpu/stage.sh);
-# builds nothing. Writes logs.txt, gpu_bench.md and summary.md under $OUT and
-# prints the summary table last.
-#   bash bench/gpu/run_all.sh .gpu
+# Runs the GPU tests, sanitizers, ceilings and stencil performance runs from a staged
+# folder (bench/gpu/stage.sh); builds nothing. One device call (10 minutes at most):
+#   bash bench/gpu/run_all.sh .gpu [SUBSET...]
+# SUBSET (default all; several allowed, run in this order):
+#   tests     GPU unit tests (cuda_backend_test, cuda_conformance_test, cuda_fuzz_test with
+#             BBMM_FUZZ_TRACES=2000) on all GPUs and with CUDA_VISIBLE_DEVICES=0, and the
+#             small sample runs of the test suite (reserve and box-out)        ~1 min
+#   sanitize  compute-sanitizer memcheck and racecheck on cuda_backend_test and on the
+#             1-GPU small runs of jacobi2d_cuda and heat3d_cuda                ~2 min
+#   perf      ceilings, then jacobi2d_cuda n=16386 100 steps and heat3d_cuda n=768 100
+#             steps on 1 and 2 GPUs (2 tiles per GPU, reserve on), on 2 GPUs without
+#             reserve, and a box-out run on 1 GPU (smaller n)                  ~1.5 min
+#   bench     gpu_bench (box copies, flow-out, box-out, acquire/release)       ~20 s
+#   trace     jacobi2d_cuda n=16386, 5 steps, 2 GPUs with BBMM_TRACE, plotted by
+#             plot_trace.py (whole run and a window around one kernel)         ~20 s
+#   all       tests sanitize perf bench trace                                  ~5 min
+# The estimates are printed per step; a step that would end past the budget
+# (BBMM_BUDGET_S, default 570 s) is skipped and reported, and every step runs under
+# `timeout`, so the summary is always printed.
+#
+# Writes under $OUT (default /tmp/bbmm-gpu-out), at most 8 files, none in a subfolder:
+#   logs.txt          every command and its whole output
+#   results.txt       one RUN line per step (tab-separated) + its RESULT/CEILING lines
+#   summary.md        the tables printed last (bench/gpu/summarize.py)
+#   gpu_bench.md      gpu_bench's tables (bench)
+#   trace_jacobi_2gpu.json, trace_jacobi_2gpu.png, trace_jacobi_2gpu_step.png   (trace)
 set -uo pipefail
-G="$(cd "${1:-.gpu}" && pwd)"
+
+G="$(cd "${1:-.gpu}" && pwd)" || { echo "run_all.sh: no staged folder '${1:-.gpu}'" >&2; exit 1; }
+shift || true
 OUT="${OUT:-/tmp/bbmm-gpu-out}"
+BUDGET_S="${BBMM_BUDGET_S:-570}"
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$G/lib:${LD_LIBRARY_PATH:-}"
 export NCCL_NVLS_ENABLE=0
-LOG="$OUT/logs.txt"
-: > "$LOG"
-summary=()
-ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
-{ echo "== $(date -u) on $(hostname)"; nvidia-smi -L; nvidia-smi topo -m; } >> "$LOG" 2>&1
 
-# run NAME CMD...: runs CMD, appends its output to logs.txt, records a row.
-run() {
-  local name="$1"; shift
-  local t0=$SECONDS
-  echo "== $name: $*" >> "$LOG"
-  "$@" > "$OUT/.cur" 2>&1
-  local rc=$?
-  cat "$OUT/.cur" >> "$LOG"
-  local what
-  what=$(grep -E "^\[  (PASSED|FAILED)  \]|tests ran|PASSED|FAILED|ERROR SUMMARY|SKIP" "$OUT/.cur" | tail -3 | tr '\n' ' ' | cut -c1-150)
-  summary+=("| $name | $rc | $((SECONDS - t0)) s | $what |")
-  echo "== $name: rc=$rc" >> "$LOG"
-}
+subsets=("$@")
+[[ ${#subsets[@]} -eq 0 ]] && subsets=(all)
+want=" "
+for s in "${subsets[@]}"; do
+  case "$s" in
+    all) want+="tests sanitize perf bench trace " ;;
+    tests|sanitize|perf|bench|trace) want+="$s " ;;
+    *) echo "run_all.sh: unknown subset '$s' (tests, sanitize, perf, bench, trace, all)" >&2
+       exit 1 ;;
+  esac
+done
+wants() { [[ "$want" == *" $1 "* ]]; }
+
+LOG="$OUT/logs.txt"
+RES="$OUT/results.txt"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+: > "$LOG"
+: > "$RES"
+rm -f "$OUT/summary.md"
+start=$SECONDS
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+[[ -n "${CUDA_VISIBLE_DEVICES:-}" ]] && ngpu=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
+{
+  echo "== $(date -u) on $(hostname); subsets:$want; budget ${BUDGET_S} s"
+  nvidia-smi -L; nvidia-smi topo -m; nvidia-smi --query-gpu=index,name,memory.total,clocks.max.sm --format=csv
+  nproc; free -g
+} >> "$LOG" 2>&1
+echo "run_all.sh: $ngpu GPU(s); subsets:$want; budget ${BUDGET_S} s; output in $OUT"
+
+SAN=""
+for c in compute-sanitizer /usr/local/cuda/bin/compute-sanitizer \
+         /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+  if command -v "$c" >/dev/null 2>&1; then SAN="$(command -v "$c")"; break; fi
+done
 
 have() { [[ -x "$G/bin/$1" ]]; }
 
-run cuda_backend_test "$G/bin/cuda_backend_test"
-have cuda_conformance_test && run cuda_conformance "$G/bin/cuda_conformance_test"
-have cuda_fuzz_test && run cuda_fuzz env BBMM_FUZZ_TRACES=2000 "$G/bin/cuda_fuzz_test"
-if command -v compute-sanitizer >/dev/null; then
-  run memcheck_backend env CUDA_VISIBLE_DEVICES=0 compute-sanitizer --tool memcheck \
-    --error-exitcode 1 "$G/bin/cuda_backend_test"
-  run memcheck_jacobi env CUDA_VISIBLE_DEVICES=0 compute-sanitizer --tool memcheck \
-    --error-exitcode 1 "$G/bin/jacobi2d_cuda" --n 258 --steps 3 --capacity auto
-  have cuda_conformance_test && run memcheck_conformance env CUDA_VISIBLE_DEVICES=0 \
-    compute-sanitizer --tool memcheck --error-exitcode 1 "$G/bin/cuda_conformance_test" --gtest_filter="*cuda_kernel*"
-fi
-for d in 1 2 4; do
-  [[ $d -le $ngpu ]] || continue
-  run "jacobi_${d}gpu" "$G/bin/jacobi2d_cuda" --devices "$d" --n 4098 --steps 10
-  run "jacobi_${d}gpu_boxout" "$G/bin/jacobi2d_cuda" --devices "$d" --n 4098 --steps 10 \
-    --capacity auto
-done
-run gpu_bench_all sh -c "'$G/bin/gpu_bench' > '$OUT/gpu_bench.md'; rc=\$?; cat '$OUT/gpu_bench.md'; exit \$rc"
+# step SUBSET NAME EST_S CMD...: runs CMD under timeout, logs its output, records a RUN
+# line and the RESULT/CEILING lines it printed. Skipped when it would end past the budget.
+nstep=0
+step() {
+  local subset="$1" name="$2" est="$3"; shift 3
+  nstep=$((nstep + 1))
+  local elapsed=$((SECONDS - start)) left
+  left=$((BUDGET_S - elapsed))
+  if (( elapsed + est > BUDGET_S )); then
+    printf '[%2d] %-28s SKIPPED (est. %d s, %d s left of the budget)\n' "$nstep" "$name" "$est" "$left"
+    printf 'RUN\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$subset" "skip" "0" "$est" \
+      "skipped: time budget" >> "$RES"
+    echo "== $name: SKIPPED (time budget)" >> "$LOG"
+    return 0
+  fi
+  local limit=$((est * 4 > 60 ? est * 4 : 60))
+  (( limit > left - 10 )) && limit=$((left - 10))
+  (( limit < 5 )) && limit=5
+  printf '[%2d] %-28s est. %3d s, at %3d s ... ' "$nstep" "$name" "$est" "$elapsed"
+  echo "== $name (est. $est s, limit $limit s): $*" >> "$LOG"
+  local t0=$SECONDS
+  timeout -k 10 "$limit" "$@" > "$TMP/cur" 2>&1
+  local rc=$?
+  local wall=$((SECONDS - t0))
+  cat "$TMP/cur" >> "$LOG"
+  echo "== $name: rc=$rc in $wall s" >> "$LOG"
+  local note
+  note=$(grep -E "^\[  (PASSED|FAILED)  \]|ERROR SUMMARY|RACECHECK SUMMARY|^SKIP|verification against|RESERVE CHECK FAILED|CHECK FAILED|^[a-z0-9_]+: .*(error|Error|failed)" \
+           "$TMP/cur" | tail -3 | sed 's/^verification against the //; s/========= //' | tr '\n\t' '  ' | cut -c1-160)
+  (( rc == 124 || rc == 137 )) && note="TIMEOUT after $limit s; $note"
+  printf 'RUN\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$subset" "$rc" "$wall" "$est" "$note" >> "$RES"
+  grep -E '^(RESULT|CEILING|CEILING_CONCURRENT) ' "$TMP/cur" >> "$RES"
+  echo "rc=$rc, $wall s"
+}
 
-{
-  echo "| run | rc | time | result |"
-  echo "|---|---|---|---|"
-  printf '%s\n' "${summary[@]}"
-} > "$OUT/summary.md"
-rm -f "$OUT/.cur"
-cat "$OUT/summary.md"
+B="$G/bin"
+if wants tests; then
+  for t in cuda_backend_test cuda_conformance_test cuda_fuzz_test; do
+    have "$t" || { echo "($t not staged)"; continue; }
+    est=5; [[ $t == cuda_fuzz_test ]] && est=15
+    step tests "${t%_test}_all" "$est" env BBMM_FUZZ_TRACES=2000 "$B/$t"
+    step tests "${t%_test}_gpu0" "$est" env CUDA_VISIBLE_DEVICES=0 BBMM_FUZZ_TRACES=2000 "$B/$t"
+  done
+  # The sample tests of test/runtime/cuda.cmake, on all GPUs.
+  step tests jacobi2d_small "$((5))" "$B/jacobi2d_cuda" --n 258 --steps 4
+  step tests jacobi2d_small_boxout 5 "$B/jacobi2d_cuda" --n 258 --steps 4 --capacity auto
+  step tests heat3d_small 5 "$B/heat3d_cuda" --n 34 --steps 4
+  step tests heat3d_small_boxout 5 "$B/heat3d_cuda" --n 34 --steps 4 --capacity auto
+fi
+
+if wants sanitize; then
+  if [[ -z "$SAN" ]]; then
+    echo "compute-sanitizer not found: sanitize skipped"
+    printf 'RUN\t%s\t%s\t%s\t%s\t%s\t%s\n' sanitizer sanitize skip 0 0 \
+      "compute-sanitizer not found" >> "$RES"
+  else
+    for tool in memcheck racecheck; do
+      san=(env CUDA_VISIBLE_DEVICES=0 "$SAN" --tool "$tool" --error-exitcode 1 --print-limit 50)
+      step sanitize "${tool}_backend_test" 20 "${san[@]}" "$B/cuda_backend_test"
+      step sanitize "${tool}_jacobi2d" 15 "${san[@]}" "$B/jacobi2d_cuda" --n 258 --steps 3
+      step sanitize "${tool}_jacobi2d_boxout" 15 "${san[@]}" "$B/jacobi2d_cuda" --n 258 --steps 3 \
+        --capacity auto
+      step sanitize "${tool}_heat3d" 15 "${san[@]}" "$B/heat3d_cuda" --n 34 --steps 3
+      step sanitize "${tool}_heat3d_boxout" 15 "${san[@]}" "$B/heat3d_cuda" --n 34 --steps 3 \
+        --capacity auto
+    done
+  fi
+fi
+
+if wants perf; then
+  step perf ceilings 10 "$B/ceilings"
+  # name sample est args...
+  perf_run() {
+    local name="$1" bin="$2" est="$3"; shift 3
+    step perf "$name" "$est" "$B/$bin" "$@"
+  }
+  J=(--n 16386 --steps 100 --tiles-per-device 2)
+  H=(--n 768 --steps 100 --tiles-per-device 2)
+  perf_run jacobi2d_1gpu jacobi2d_cuda 12 --devices 1 "${J[@]}"
+  if (( ngpu >= 2 )); then
+    perf_run jacobi2d_2gpu jacobi2d_cuda 12 --devices 2 "${J[@]}"
+    perf_run jacobi2d_2gpu_noreserve jacobi2d_cuda 12 --devices 2 "${J[@]}" --no-reserve
+  fi
+  perf_run jacobi2d_1gpu_boxout jacobi2d_cuda 10 --devices 1 --n 8194 --steps 20 --capacity auto
+  perf_run heat3d_1gpu heat3d_cuda 20 --devices 1 "${H[@]}"
+  if (( ngpu >= 2 )); then
+    perf_run heat3d_2gpu heat3d_cuda 20 --devices 2 "${H[@]}"
+    perf_run heat3d_2gpu_noreserve heat3d_cuda 20 --devices 2 "${H[@]}" --no-reserve
+  fi
+  perf_run heat3d_1gpu_boxout heat3d_cuda 12 --devices 1 --n 384 --steps 10 --capacity auto
+fi
+
+if wants bench; then
+  if have gpu_bench; then
+    step bench gpu_bench 20 sh -c "'$B/gpu_bench' > '$OUT/gpu_bench.md'; rc=\$?; cat '$OUT/gpu_bench.md'; exit \$rc"
+  else
+    echo "(gpu_bench not staged)"
+  fi
+fi
+
+if wants trace; then
+  tdev=2; (( ngpu < 2 )) && tdev=1
+  rm -f "$OUT/trace_jacobi_2gpu.json"
+  step trace jacobi2d_trace 12 env BBMM_TRACE="$OUT/trace_jacobi_2gpu.json" \
+    "$B/jacobi2d_cuda" --devices "$tdev" --n 16386 --steps 5 --tiles-per-device 2
+  if [[ -s "$OUT/trace_jacobi_2gpu.json" ]]; then
+    step trace plot_trace_full 10 python3 "$G/plot_trace.py" "$OUT/trace_jacobi_2gpu.json" \
+      -o "$OUT/trace_jacobi_2gpu.png" --title "jacobi2d_cuda n=16386, 5 steps, $tdev GPU(s)"
+    # Kernel 9 of device 0 is in step 2 (2 tiles x 2 phases per step).
+    step trace plot_trace_step 10 python3 "$G/plot_trace.py" "$OUT/trace_jacobi_2gpu.json" \
+      -o "$OUT/trace_jacobi_2gpu_step.png" --step 9 \
+      --title "jacobi2d_cuda n=16386, $tdev GPU(s): around kernel 9 of device 0"
+  fi
+fi
+
+# Logs over the 16 MiB a returned file may have: keep the head and the tail.
+if [[ $(stat -c %s "$LOG") -gt $((15 * 1024 * 1024)) ]]; then
+  { head -c $((2 * 1024 * 1024)) "$LOG"; echo; echo "[... logs.txt cut to 15 MiB ...]";
+    tail -c $((12 * 1024 * 1024)) "$LOG"; } > "$TMP/log" && mv "$TMP/log" "$LOG"
+fi
+
+echo "run_all.sh: done in $((SECONDS - start)) s"
+echo
+if python3 "$G/summarize.py" "$RES" > "$OUT/summary.md" 2> "$TMP/sumerr"; then
+  cat "$OUT/summary.md"
+else
+  echo "summarize.py failed:"; cat "$TMP/sumerr"
+  echo "raw results:"; cat "$RES"
+fi
