@@ -63,7 +63,13 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
   nvidia-smi -L; nvidia-smi topo -m; nvidia-smi --query-gpu=index,name,memory.total,clocks.max.sm --format=csv
   nproc; free -g
 } >> "$LOG" 2>&1
-echo "run_all.sh: $ngpu GPU(s); subsets:$want; budget ${BUDGET_S} s; output in $OUT"
+# Estimated seconds per subset on 2 x H200 (the sums of the step estimates below).
+est_total=0
+for s in $want; do
+  case "$s" in tests) e=70 ;; sanitize) e=160 ;; perf) e=128 ;; bench) e=20 ;; trace) e=32 ;; esac
+  est_total=$((est_total + e))
+done
+echo "run_all.sh: $ngpu GPU(s); subsets:$want; estimated <= $est_total s (budget ${BUDGET_S} s); output in $OUT"
 
 SAN=""
 for c in compute-sanitizer /usr/local/cuda/bin/compute-sanitizer \
@@ -84,7 +90,7 @@ step() {
   if (( elapsed + est > BUDGET_S )); then
     printf '[%2d] %-28s SKIPPED (est. %d s, %d s left of the budget)\n' "$nstep" "$name" "$est" "$left"
     printf 'RUN\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$subset" "skip" "0" "$est" \
-      "skipped: time budget" >> "$RES"
+      "time budget" >> "$RES"
     echo "== $name: SKIPPED (time budget)" >> "$LOG"
     return 0
   fi
@@ -101,7 +107,10 @@ step() {
   echo "== $name: rc=$rc in $wall s" >> "$LOG"
   local note
   note=$(grep -E "^\[  (PASSED|FAILED)  \]|ERROR SUMMARY|RACECHECK SUMMARY|^SKIP|verification against|RESERVE CHECK FAILED|CHECK FAILED|^[a-z0-9_]+: .*(error|Error|failed)" \
-           "$TMP/cur" | tail -3 | sed 's/^verification against the //; s/========= //' | tr '\n\t' '  ' | cut -c1-160)
+           "$TMP/cur" | tail -3 | sed -E 's/^verification against the CUDA reference[^:]*: max relative error /ref err /;
+             s/^verification against the sequential CPU loop: max relative error /cpu err /;
+             s/ -> / /; s/^RESERVE CHECK FAILED: (bytes_d2d = [0-9]+).*/RESERVE CHECK FAILED: \1/;
+             s/ hazards displayed.*/ hazards/; s/========= //' | tr '\t' ' ' | paste -sd';' - | cut -c1-100)
   (( rc == 124 || rc == 137 )) && note="TIMEOUT after $limit s; $note"
   printf 'RUN\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$subset" "$rc" "$wall" "$est" "$note" >> "$RES"
   grep -E '^(RESULT|CEILING|CEILING_CONCURRENT) ' "$TMP/cur" >> "$RES"
