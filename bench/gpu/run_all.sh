@@ -106,7 +106,7 @@ step() {
   cat "$TMP/cur" >> "$LOG"
   echo "== $name: rc=$rc in $wall s" >> "$LOG"
   local note
-  note=$(grep -E "^\[  (PASSED|FAILED)  \]|ERROR SUMMARY|RACECHECK SUMMARY|^SKIP|verification against|RESERVE CHECK FAILED|CHECK FAILED|^[a-z0-9_]+: .*(error|Error|failed)" \
+  note=$(grep -E "^\[  SKIPPED \] [0-9]+ test|^\[  (PASSED|FAILED)  \]|ERROR SUMMARY|RACECHECK SUMMARY|^SKIP|verification against|RESERVE CHECK FAILED|CHECK FAILED|^[a-z0-9_]+: .*(error|Error|failed)" \
            "$TMP/cur" | tail -3 | sed -E 's/^verification against the CUDA reference[^:]*: max relative error /ref err /;
              s/^verification against the sequential CPU loop: max relative error /cpu err /;
              s/ -> / /; s/^RESERVE CHECK FAILED: (bytes_d2d = [0-9]+).*/RESERVE CHECK FAILED: \1/;
