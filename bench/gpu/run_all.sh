@@ -5,17 +5,19 @@
 # SUBSET (default all; several allowed, run in this order):
 #   tests     GPU unit tests (cuda_backend_test, cuda_conformance_test, cuda_fuzz_test with
 #             BBMM_FUZZ_TRACES=2000) on all GPUs and with CUDA_VISIBLE_DEVICES=0, and the
-#             small sample runs of the test suite (reserve and box-out)        ~1 min
+#             small sample runs of the test suite (reserve and box-out)   ~1 min (<= 70 s)
 #   sanitize  compute-sanitizer memcheck and racecheck on cuda_backend_test and on the
-#             1-GPU small runs of jacobi2d_cuda and heat3d_cuda                ~2 min
+#             1-GPU small runs of jacobi2d_cuda and heat3d_cuda (reserve and box-out),
+#             memcheck on the copy-kernel conformance cases             ~1.5 min (<= 180 s)
 #   perf      ceilings, then jacobi2d_cuda n=16386 100 steps and heat3d_cuda n=768 100
 #             steps on 1 and 2 GPUs (2 tiles per GPU, reserve on), on 2 GPUs without
-#             reserve, and a box-out run on 1 GPU (smaller n)                  ~1.5 min
-#   bench     gpu_bench (box copies, flow-out, box-out, acquire/release)       ~20 s
+#             reserve, and a box-out run on 1 GPU (smaller n)           ~1.5 min (<= 128 s)
+#   bench     gpu_bench (box copies, flow-out, box-out, acquire/release)   ~10 s (<= 20 s)
 #   trace     jacobi2d_cuda n=16386, 5 steps, 2 GPUs with BBMM_TRACE, plotted by
-#             plot_trace.py (whole run and a window around one kernel)         ~20 s
-#   all       tests sanitize perf bench trace                                  ~5 min
-# The estimates are printed per step; a step that would end past the budget
+#             plot_trace.py (whole run and a window around one kernel)     ~15 s (<= 32 s)
+#   all       tests sanitize perf bench trace                            ~4.5 min (<= 430 s)
+# Expected times on 2 x H200; in brackets the sum of the step estimates (upper bounds),
+# which are printed per step; a step that would end past the budget
 # (BBMM_BUDGET_S, default 570 s) is skipped and reported, and every step runs under
 # `timeout`, so the summary is always printed.
 #
@@ -66,7 +68,7 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 # Estimated seconds per subset on 2 x H200 (the sums of the step estimates below).
 est_total=0
 for s in $want; do
-  case "$s" in tests) e=70 ;; sanitize) e=160 ;; perf) e=128 ;; bench) e=20 ;; trace) e=32 ;; esac
+  case "$s" in tests) e=70 ;; sanitize) e=180 ;; perf) e=128 ;; bench) e=20 ;; trace) e=32 ;; esac
   est_total=$((est_total + e))
 done
 echo "run_all.sh: $ngpu GPU(s); subsets:$want; estimated <= $est_total s (budget ${BUDGET_S} s); output in $OUT"
@@ -126,7 +128,7 @@ if wants tests; then
     step tests "${t%_test}_gpu0" "$est" env CUDA_VISIBLE_DEVICES=0 BBMM_FUZZ_TRACES=2000 "$B/$t"
   done
   # The sample tests of test/runtime/cuda.cmake, on all GPUs.
-  step tests jacobi2d_small "$((5))" "$B/jacobi2d_cuda" --n 258 --steps 4
+  step tests jacobi2d_small 5 "$B/jacobi2d_cuda" --n 258 --steps 4
   step tests jacobi2d_small_boxout 5 "$B/jacobi2d_cuda" --n 258 --steps 4 --capacity auto
   step tests heat3d_small 5 "$B/heat3d_cuda" --n 34 --steps 4
   step tests heat3d_small_boxout 5 "$B/heat3d_cuda" --n 34 --steps 4 --capacity auto
@@ -141,6 +143,10 @@ if wants sanitize; then
     for tool in memcheck racecheck; do
       san=(env CUDA_VISIBLE_DEVICES=0 "$SAN" --tool "$tool" --error-exitcode 1 --print-limit 50)
       step sanitize "${tool}_backend_test" 20 "${san[@]}" "$B/cuda_backend_test"
+      if [[ $tool == memcheck ]] && have cuda_conformance_test; then
+        step sanitize memcheck_conformance_kernel 20 "${san[@]}" "$B/cuda_conformance_test" \
+          --gtest_filter='*cuda_kernel*'
+      fi
       step sanitize "${tool}_jacobi2d" 15 "${san[@]}" "$B/jacobi2d_cuda" --n 258 --steps 3
       step sanitize "${tool}_jacobi2d_boxout" 15 "${san[@]}" "$B/jacobi2d_cuda" --n 258 --steps 3 \
         --capacity auto
