@@ -26,14 +26,14 @@
 
 namespace {
 
-#define CEIL_CUDA(call)                                                                 \
-  do {                                                                                  \
-    const cudaError_t e_ = (call);                                                      \
-    if (e_ != cudaSuccess) {                                                            \
+#define CEIL_CUDA(call)                                                                   \
+  do {                                                                                    \
+    const cudaError_t e_ = (call);                                                        \
+    if (e_ != cudaSuccess) {                                                              \
       std::fprintf(stderr, "ceilings: %s: %s (line %d)\n", #call, cudaGetErrorString(e_), \
-                   __LINE__);                                                           \
-      std::exit(1);                                                                     \
-    }                                                                                   \
+                   __LINE__);                                                             \
+      std::exit(1);                                                                       \
+    }                                                                                     \
   } while (0)
 
 __global__ void copy_kernel(const double2* __restrict__ src, double2* __restrict__ dst,
@@ -132,11 +132,16 @@ bool parse_bytes(const char* text, size_t* out) {
   if (errno != 0 || end == text || !(v > 0)) return false;
   const std::string unit(end);
   double f = 0;
-  if (unit.empty() || unit == "B") f = 1;
-  else if (unit == "KiB") f = 1024.0;
-  else if (unit == "MiB") f = 1048576.0;
-  else if (unit == "GiB") f = 1073741824.0;
-  else return false;
+  if (unit.empty() || unit == "B")
+    f = 1;
+  else if (unit == "KiB")
+    f = 1024.0;
+  else if (unit == "MiB")
+    f = 1048576.0;
+  else if (unit == "GiB")
+    f = 1073741824.0;
+  else
+    return false;
   *out = static_cast<size_t>(v * f) / 256 * 256;
   return *out > 0;
 }
@@ -211,9 +216,10 @@ int main(int argc, char** argv) {
     const double dev = measure(all, Kind::kDevice, bytes, reps);
     const double h2d = measure(all, Kind::kH2D, bytes, reps);
     const double d2h = measure(all, Kind::kD2H, bytes, reps);
-    std::printf("# all %d GPUs at once (aggregate): device copy %.1f GB/s, H2D %.1f GB/s, "
-                "D2H %.1f GB/s\n",
-                devices, dev / 1e9, h2d / 1e9, d2h / 1e9);
+    std::printf(
+        "# all %d GPUs at once (aggregate): device copy %.1f GB/s, H2D %.1f GB/s, "
+        "D2H %.1f GB/s\n",
+        devices, dev / 1e9, h2d / 1e9, d2h / 1e9);
     std::printf("CEILING_CONCURRENT gpus=%d dev_bw=%.6g h2d_bw=%.6g d2h_bw=%.6g\n", devices, dev,
                 h2d, d2h);
   }

@@ -71,8 +71,9 @@ void cpu_loop(double* a, double* b, int64_t n, int steps) {
 
 // ------------------------------------------------------------ libbbmm kernels
 
-constexpr int kBx = 32, kBy = 8;   // single-piece kernel: threads over (k, j)
-constexpr int kPlaneChunk = 32;    // planes marched through by one thread
+constexpr int kBx = 32, kBy = 8;  // single-piece kernel: threads over (k, j)
+constexpr int kThreads = kBx * kBy;
+constexpr int kPlaneChunk = 32;  // planes marched through by one thread
 
 // Single piece per view: `in` and `out` point at element (lo, 1, 1) of their pieces;
 // the tile writes planes x m x m elements from there (m = n - 2).
@@ -82,7 +83,7 @@ struct SingleArgs {
   int64_t in_plane, in_row, out_plane, out_row, planes, m;
 };
 
-__global__ void __launch_bounds__(kBx * kBy)
+__global__ void __launch_bounds__(kThreads)
     heat_single(const double* __restrict__ in, double* __restrict__ out, int64_t in_plane,
                 int64_t in_row, int64_t out_plane, int64_t out_row, int64_t planes, int64_t m) {
   const int64_t k = static_cast<int64_t>(blockIdx.x) * kBx + threadIdx.x;
@@ -121,6 +122,7 @@ struct GenericArgs {
 };
 
 constexpr int kGx = 32, kGy = 4, kGz = 2;  // generic kernel: threads over (k, j, i)
+constexpr int kGenericThreads = kGx * kGy * kGz;
 
 __device__ inline double* at(const Pieces& v, int64_t i, int64_t j, int64_t k) {
   const int64_t idx[3] = {i, j, k};
@@ -132,7 +134,7 @@ __device__ inline double* at(const Pieces& v, int64_t i, int64_t j, int64_t k) {
   return nullptr;  // not reached: the views cover the required boxes
 }
 
-__global__ void __launch_bounds__(kGx * kGy * kGz)
+__global__ void __launch_bounds__(kGenericThreads)
     heat_generic(const __grid_constant__ GenericArgs a) {
   const int64_t n = a.n;
   for (int64_t i = a.lo + static_cast<int64_t>(blockIdx.z) * kGz + threadIdx.z; i < a.hi;
@@ -142,10 +144,10 @@ __global__ void __launch_bounds__(kGx * kGy * kGz)
       for (int64_t k = 1 + static_cast<int64_t>(blockIdx.x) * kGx + threadIdx.x; k < n - 1;
            k += static_cast<int64_t>(gridDim.x) * kGx) {
         const double c = *at(a.in, i, j, k);
-        *at(a.out, i, j, k) =
-            0.125 * (*at(a.in, i + 1, j, k) - 2.0 * c + *at(a.in, i - 1, j, k)) +
-            0.125 * (*at(a.in, i, j + 1, k) - 2.0 * c + *at(a.in, i, j - 1, k)) +
-            0.125 * (*at(a.in, i, j, k + 1) - 2.0 * c + *at(a.in, i, j, k - 1)) + c;
+        *at(a.out, i, j, k) = 0.125 * (*at(a.in, i + 1, j, k) - 2.0 * c + *at(a.in, i - 1, j, k)) +
+                              0.125 * (*at(a.in, i, j + 1, k) - 2.0 * c + *at(a.in, i, j - 1, k)) +
+                              0.125 * (*at(a.in, i, j, k + 1) - 2.0 * c + *at(a.in, i, j, k - 1)) +
+                              c;
       }
 }
 
@@ -159,8 +161,8 @@ void launch_generic(const bbmm_launch_info* info, void* p) {
   heat_generic<<<grid, block, 0, static_cast<cudaStream_t>(info->queue)>>>(a);
 }
 
-std::string launch(bbmm_tile* t, const bbmm_view& src, const bbmm_view& dst, int64_t lo,
-                   int64_t hi, int64_t n, stencil::LaunchCounts* counts) {
+std::string launch(bbmm_tile* t, const bbmm_view& src, const bbmm_view& dst, int64_t lo, int64_t hi,
+                   int64_t n, stencil::LaunchCounts* counts) {
   bbmm_status st;
   const int64_t m = n - 2;
   if (src.npieces == 1 && dst.npieces == 1 && (m + kBy - 1) / kBy <= kMaxGridYZ &&
@@ -210,8 +212,8 @@ __global__ void ref_step(const double* a, double* b, int64_t n) {
        i += static_cast<int64_t>(gridDim.z) * blockDim.z)
     for (int64_t j = 1 + blockIdx.y * static_cast<int64_t>(blockDim.y) + threadIdx.y; j < n - 1;
          j += static_cast<int64_t>(gridDim.y) * blockDim.y)
-      for (int64_t k = 1 + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-           k < n - 1; k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+      for (int64_t k = 1 + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < n - 1;
+           k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
         const int64_t e = (i * n + j) * n + k;
         b[e] = 0.125 * (a[e + n * n] - 2.0 * a[e] + a[e - n * n]) +
                0.125 * (a[e + n] - 2.0 * a[e] + a[e - n]) +
@@ -219,9 +221,9 @@ __global__ void ref_step(const double* a, double* b, int64_t n) {
       }
 }
 
-#define REF_CUDA(call)                                                              \
-  do {                                                                              \
-    const cudaError_t e_ = (call);                                                  \
+#define REF_CUDA(call)                                                                \
+  do {                                                                                \
+    const cudaError_t e_ = (call);                                                    \
     if (e_ != cudaSuccess) return std::string(#call) + ": " + cudaGetErrorString(e_); \
   } while (0)
 
@@ -267,9 +269,10 @@ stencil::Traffic traffic(int64_t n, int steps, const stencil::Partition& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const stencil::Sample s{"heat3d", "heat3d_cuda", 3, BBMM_BACKEND_CUDA, init, launch,
-                          cpu_loop, 66, reference,
-                          "the CUDA reference (one GPU, no libbbmm)", traffic};
+  const stencil::Sample s{
+      "heat3d", "heat3d_cuda", 3,  BBMM_BACKEND_CUDA, init,
+      launch,   cpu_loop,      66, reference,         "the CUDA reference (one GPU, no libbbmm)",
+      traffic};
   stencil::Options o;
   o.n = 256;
   o.steps = 20;

@@ -32,6 +32,7 @@ namespace {
 using stencil::Pieces;
 
 constexpr int kBx = 32, kBy = 8;  // threads: x along columns (contiguous), y along rows
+constexpr int kThreads = kBx * kBy;
 constexpr int64_t kMaxGridY = 65535;
 
 __host__ __device__ inline double init_a(int64_t i, int64_t j) {
@@ -72,14 +73,13 @@ struct SingleArgs {
   int64_t in_pitch, out_pitch, rows, cols;
 };
 
-__global__ void __launch_bounds__(kBx * kBy)
+__global__ void __launch_bounds__(kThreads)
     jacobi_single(const double* __restrict__ in, double* __restrict__ out, int64_t in_pitch,
                   int64_t out_pitch, int64_t rows, int64_t cols) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kBx + threadIdx.x;
   if (c >= cols) return;
   const int64_t row_step = static_cast<int64_t>(gridDim.y) * kBy;
-  for (int64_t r = static_cast<int64_t>(blockIdx.y) * kBy + threadIdx.y; r < rows;
-       r += row_step) {
+  for (int64_t r = static_cast<int64_t>(blockIdx.y) * kBy + threadIdx.y; r < rows; r += row_step) {
     const double* p = in + r * in_pitch + c;
     out[r * out_pitch + c] = 0.2 * (p[0] + p[-1] + p[1] + p[in_pitch] + p[-in_pitch]);
   }
@@ -110,7 +110,7 @@ __device__ inline double* at(const Pieces& v, int64_t i, int64_t j) {
   return nullptr;  // not reached: the views cover the required boxes
 }
 
-__global__ void __launch_bounds__(kBx * kBy) jacobi_generic(const __grid_constant__ GenericArgs a) {
+__global__ void __launch_bounds__(kThreads) jacobi_generic(const __grid_constant__ GenericArgs a) {
   const int64_t j = 1 + static_cast<int64_t>(blockIdx.x) * kBx + threadIdx.x;
   if (j >= a.n - 1) return;
   const int64_t row_step = static_cast<int64_t>(gridDim.y) * kBy;
@@ -124,13 +124,14 @@ __global__ void __launch_bounds__(kBx * kBy) jacobi_generic(const __grid_constan
 void launch_generic(const bbmm_launch_info* info, void* p) {
   const GenericArgs& a = *static_cast<const GenericArgs*>(p);
   const dim3 block(kBx, kBy);
-  const dim3 grid(static_cast<unsigned>((a.n - 2 + kBx - 1) / kBx),
-                  static_cast<unsigned>(std::min<int64_t>((a.hi - a.lo + kBy - 1) / kBy, kMaxGridY)));
+  const dim3 grid(
+      static_cast<unsigned>((a.n - 2 + kBx - 1) / kBx),
+      static_cast<unsigned>(std::min<int64_t>((a.hi - a.lo + kBy - 1) / kBy, kMaxGridY)));
   jacobi_generic<<<grid, block, 0, static_cast<cudaStream_t>(info->queue)>>>(a);
 }
 
-std::string launch(bbmm_tile* t, const bbmm_view& src, const bbmm_view& dst, int64_t lo,
-                   int64_t hi, int64_t n, stencil::LaunchCounts* counts) {
+std::string launch(bbmm_tile* t, const bbmm_view& src, const bbmm_view& dst, int64_t lo, int64_t hi,
+                   int64_t n, stencil::LaunchCounts* counts) {
   bbmm_status st;
   if (src.npieces == 1 && dst.npieces == 1) {
     const int64_t first[2] = {lo, 1};
@@ -179,9 +180,9 @@ __global__ void ref_step(const double* in, double* out, int64_t n) {
                               in[(i + 1) * n + j] + in[(i - 1) * n + j]);
 }
 
-#define REF_CUDA(call)                                                              \
-  do {                                                                              \
-    const cudaError_t e_ = (call);                                                  \
+#define REF_CUDA(call)                                                                \
+  do {                                                                                \
+    const cudaError_t e_ = (call);                                                    \
     if (e_ != cudaSuccess) return std::string(#call) + ": " + cudaGetErrorString(e_); \
   } while (0)
 
@@ -223,9 +224,12 @@ stencil::Traffic traffic(int64_t n, int steps, const stencil::Partition& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const stencil::Sample s{"jacobi2d", "jacobi2d_cuda", 2, BBMM_BACKEND_CUDA, init, launch,
-                          cpu_loop, 514, reference,
-                          "the CUDA reference (one GPU, no libbbmm)", traffic};
+  const stencil::Sample s{"jacobi2d", "jacobi2d_cuda",
+                          2,          BBMM_BACKEND_CUDA,
+                          init,       launch,
+                          cpu_loop,   514,
+                          reference,  "the CUDA reference (one GPU, no libbbmm)",
+                          traffic};
   stencil::Options o;
   o.n = 2048;
   o.steps = 20;

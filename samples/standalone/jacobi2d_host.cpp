@@ -82,8 +82,8 @@ void kernel(const bbmm_launch_info*, void* p) {
                                 *at(a.in, i + 1, j) + *at(a.in, i - 1, j));
 }
 
-std::string launch(bbmm_tile* t, const bbmm_view& src, const bbmm_view& dst, int64_t lo,
-                   int64_t hi, int64_t n, stencil::LaunchCounts* counts) {
+std::string launch(bbmm_tile* t, const bbmm_view& src, const bbmm_view& dst, int64_t lo, int64_t hi,
+                   int64_t n, stencil::LaunchCounts* counts) {
   Args args;
   if (!stencil::copy_pieces(src, &args.in) || !stencil::copy_pieces(dst, &args.out)) {
     return "a view has " + std::to_string(std::max(src.npieces, dst.npieces)) +
@@ -114,8 +114,8 @@ stencil::Traffic traffic(int64_t n, int steps, const stencil::Partition& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const stencil::Sample s{"jacobi2d", "jacobi2d_host", 2, BBMM_BACKEND_HOST, init, launch,
-                          cpu_loop, int64_t{1} << 40, nullptr, nullptr, traffic};
+  const stencil::Sample s{"jacobi2d", "jacobi2d_host",  2,       BBMM_BACKEND_HOST, init,   launch,
+                          cpu_loop,   int64_t{1} << 40, nullptr, nullptr,           traffic};
   stencil::Options o;
   o.n = 512;
   o.steps = 20;

@@ -51,7 +51,7 @@ inline bool copy_pieces(const bbmm_view& v, Pieces* out) {
 struct Options {
   int64_t n = 0;
   int steps = 0;
-  int devices = 0;           // 0: all visible (CUDA) or the sample's default
+  int devices = 0;  // 0: all visible (CUDA) or the sample's default
   int tiles_per_device = 2;
   std::string capacity = "none";  // none | auto | bytes (e.g. 512MiB)
   bool reserve = true;
@@ -80,9 +80,16 @@ inline bool parse_bytes(const std::string& text, uint64_t* out) {
   static const struct {
     const char* name;
     double factor;
-  } kUnits[] = {{"", 1},           {"B", 1},          {"KiB", 1024.0},   {"MiB", 1048576.0},
-                {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"KB", 1e3},
-                {"MB", 1e6},       {"GB", 1e9},       {"TB", 1e12}};
+  } kUnits[] = {{"", 1},
+                {"B", 1},
+                {"KiB", 1024.0},
+                {"MiB", 1048576.0},
+                {"GiB", 1073741824.0},
+                {"TiB", 1099511627776.0},
+                {"KB", 1e3},
+                {"MB", 1e6},
+                {"GB", 1e9},
+                {"TB", 1e12}};
   for (const auto& u : kUnits) {
     if (unit == u.name) {
       *out = static_cast<uint64_t>(v * u.factor);
@@ -107,9 +114,8 @@ inline void print_usage(const char* program, const Options& d, FILE* f) {
                "  --no-reserve          do not bbmm_reserve each device's allocation hull\n"
                "  --json                statistics as JSON instead of a table\n"
                "  --plan                print the tiles, hulls and traffic model; run nothing\n",
-               program, static_cast<int>(std::strlen(program)), "",
-               static_cast<long long>(d.n), d.steps,
-               d.devices > 0 ? std::to_string(d.devices).c_str() : "all visible",
+               program, static_cast<int>(std::strlen(program)), "", static_cast<long long>(d.n),
+               d.steps, d.devices > 0 ? std::to_string(d.devices).c_str() : "all visible",
                d.tiles_per_device, d.capacity.c_str());
 }
 
@@ -278,7 +284,8 @@ void parallel_for(int64_t count, const F& f) {
   if (count < 4096) threads = 1;
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) {
-    pool.emplace_back([&f, t, threads, count] { f(count * t / threads, count * (t + 1) / threads); });
+    pool.emplace_back(
+        [&f, t, threads, count] { f(count * t / threads, count * (t + 1) / threads); });
   }
   f(0, count / threads);
   for (std::thread& th : pool) th.join();
@@ -418,8 +425,8 @@ inline std::string run_phase(const Sample& s, bbmm_runtime* rt, bbmm_array* src,
     std::string error;
     auto fail = [&](const char* call) {
       char where[160];
-      std::snprintf(where, sizeof where, "%s (device %d, slices [%lld, %lld)): ", call,
-                    tile.device, static_cast<long long>(tile.lo), static_cast<long long>(tile.hi));
+      std::snprintf(where, sizeof where, "%s (device %d, slices [%lld, %lld)): ", call, tile.device,
+                    static_cast<long long>(tile.lo), static_cast<long long>(tile.hi));
       error = std::string(where) + bbmm_last_error_message();
       return false;
     };
@@ -458,12 +465,12 @@ inline std::string run_phase(const Sample& s, bbmm_runtime* rt, bbmm_array* src,
   return "";
 }
 
-#define STENCIL_CHECK(call)                                                           \
-  do {                                                                                \
-    if ((call) != BBMM_OK) {                                                          \
+#define STENCIL_CHECK(call)                                                              \
+  do {                                                                                   \
+    if ((call) != BBMM_OK) {                                                             \
       std::fprintf(stderr, "%s: %s: %s\n", s.program, #call, bbmm_last_error_message()); \
-      return 1;                                                                       \
-    }                                                                                 \
+      return 1;                                                                          \
+    }                                                                                    \
   } while (0)
 
 // Runs the sample with options `o` (devices already resolved). Exit codes: 0 verified;
@@ -540,14 +547,16 @@ inline int run(const Sample& s, const Options& o) {
               o.tiles_per_device, reserve ? 1 : 0, o.capacity.c_str(),
               static_cast<unsigned long long>(cap));
   if (o.reserve && !reserve) {
-    std::printf("reserve skipped: both arrays' hull (%llu B on the largest device) exceeds the "
-                "capacity\n",
-                static_cast<unsigned long long>(hull));
+    std::printf(
+        "reserve skipped: both arrays' hull (%llu B on the largest device) exceeds the "
+        "capacity\n",
+        static_cast<unsigned long long>(hull));
   }
-  std::printf("time %.6f s (from the first reservation or tile to both arrays on the host), "
-              "manager %.6f s (%.2f%%), registration/pinning %.6f s for %llu B (untimed)\n",
-              seconds, st.manager_seconds, seconds > 0 ? 100.0 * st.manager_seconds / seconds : 0.0,
-              st.host_pin_seconds, static_cast<unsigned long long>(st.bytes_host_pinned));
+  std::printf(
+      "time %.6f s (from the first reservation or tile to both arrays on the host), "
+      "manager %.6f s (%.2f%%), registration/pinning %.6f s for %llu B (untimed)\n",
+      seconds, st.manager_seconds, seconds > 0 ? 100.0 * st.manager_seconds / seconds : 0.0,
+      st.host_pin_seconds, static_cast<unsigned long long>(st.bytes_host_pinned));
   std::printf("kernels: %lld single-piece, %lld generic (several pieces)\n",
               static_cast<long long>(counts.single_piece), static_cast<long long>(counts.generic));
   if (o.json) {
@@ -555,22 +564,21 @@ inline int run(const Sample& s, const Options& o) {
   } else {
     STENCIL_CHECK(bbmm_stats_print(rt, stdout));
   }
-  std::printf("traffic: h2d %llu B (min %llu), d2h %llu B (min %llu), peer %llu B, d2d %llu B; "
-              "device memory (model) %llu B\n",
-              static_cast<unsigned long long>(st.bytes_h2d),
-              static_cast<unsigned long long>(tr.h2d_min),
-              static_cast<unsigned long long>(st.bytes_d2h),
-              static_cast<unsigned long long>(tr.d2h_min),
-              static_cast<unsigned long long>(st.bytes_peer),
-              static_cast<unsigned long long>(st.bytes_d2d),
-              static_cast<unsigned long long>(tr.device));
+  std::printf(
+      "traffic: h2d %llu B (min %llu), d2h %llu B (min %llu), peer %llu B, d2d %llu B; "
+      "device memory (model) %llu B\n",
+      static_cast<unsigned long long>(st.bytes_h2d), static_cast<unsigned long long>(tr.h2d_min),
+      static_cast<unsigned long long>(st.bytes_d2h), static_cast<unsigned long long>(tr.d2h_min),
+      static_cast<unsigned long long>(st.bytes_peer), static_cast<unsigned long long>(st.bytes_d2d),
+      static_cast<unsigned long long>(tr.device));
   bool grew = false;
   if (reserve) {
     grew = st.bytes_d2d != 0;
     if (grew) {
-      std::printf("RESERVE CHECK FAILED: bytes_d2d = %llu although every device's hull was "
-                  "reserved (an instance grew)\n",
-                  static_cast<unsigned long long>(st.bytes_d2d));
+      std::printf(
+          "RESERVE CHECK FAILED: bytes_d2d = %llu although every device's hull was "
+          "reserved (an instance grew)\n",
+          static_cast<unsigned long long>(st.bytes_d2d));
     } else {
       std::printf("bytes_d2d = 0: no instance grew (every device's hull reserved)\n");
     }
@@ -607,8 +615,8 @@ inline int run(const Sample& s, const Options& o) {
     s.cpu_loop(ra.get(), rb.get(), n, o.steps);
     const double e =
         std::max(max_rel_err(a.get(), ra.get(), elems), max_rel_err(b.get(), rb.get(), elems));
-    std::printf("verification against the sequential CPU loop: max relative error %.3g -> %s\n",
-                e, e <= 1e-10 ? "PASSED" : "FAILED");
+    std::printf("verification against the sequential CPU loop: max relative error %.3g -> %s\n", e,
+                e <= 1e-10 ? "PASSED" : "FAILED");
     max_err = std::max(max_err, e);
     checked = true;
   }
@@ -622,9 +630,8 @@ inline int run(const Sample& s, const Options& o) {
       seconds, st.manager_seconds, static_cast<unsigned long long>(tr.device),
       static_cast<unsigned long long>(tr.h2d_min), static_cast<unsigned long long>(tr.d2h_min),
       static_cast<unsigned long long>(st.bytes_h2d), static_cast<unsigned long long>(st.bytes_d2h),
-      static_cast<unsigned long long>(st.bytes_peer),
-      static_cast<unsigned long long>(st.bytes_d2d), verified ? 1 : 0, max_err,
-      st.host_pin_seconds, static_cast<unsigned long long>(cap),
+      static_cast<unsigned long long>(st.bytes_peer), static_cast<unsigned long long>(st.bytes_d2d),
+      verified ? 1 : 0, max_err, st.host_pin_seconds, static_cast<unsigned long long>(cap),
       static_cast<unsigned long long>(st.evictions),
       s.backend == BBMM_BACKEND_HOST ? "host" : "cuda");
   if (!verified) return 2;
