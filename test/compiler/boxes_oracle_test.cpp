@@ -383,9 +383,10 @@ class BoxesOracle {
       for (const RowEnumeration& r : ab.flow_out_rows) add_rows(r, v, fbox, nullptr);
       EXPECT_TRUE(std::includes(fbox.begin(), fbox.end(), F.begin(), F.end()))
           << arr << ": flow-out misses " << show_diff(F, fbox);
-      if (ab.write_strategy != WriteStrategy::kSingleDevice)  // see ArrayBoxes::flow_out
+      if (ab.write_strategy != WriteStrategy::kSingleDevice) {  // see ArrayBoxes::flow_out
         EXPECT_TRUE(std::includes(W.begin(), W.end(), fbox.begin(), fbox.end()))
             << arr << ": flow-out boxes hold elements the tile does not write: " << show_diff(fbox, W);
+      }
       EXPECT_EQ(isl_elements(ab.flow_out_set, v), F) << arr << ": bbmmc's exact flow-out set";
       t.flow += static_cast<int64_t>(F.size());
       t.flow_boxes += static_cast<int64_t>(fbox.size());

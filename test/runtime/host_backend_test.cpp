@@ -160,7 +160,7 @@ TEST(HostBackendMemory, FreeOfUnknownOrFreedBufferIsInvalidArgument) {
   ASSERT_TRUE(b->free(0, a, {}).ok());
   EXPECT_EQ(b->free(0, a, {}).code(), absl::StatusCode::kInvalidArgument);  // twice
   int local = 0;
-  EXPECT_EQ(b->free(0, DeviceBuffer{&local, 0, 4}, {}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(b->free(0, DeviceBuffer{&local, 0, 4, Event()}, {}).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(b->free(0, DeviceBuffer{}, {}).code(), absl::StatusCode::kInvalidArgument);
 }
 
