@@ -57,22 +57,25 @@ constexpr int64_t kN = 256;
 
 // Hit path: one box already resident.
 void BM_AcquireReleaseHit(benchmark::State& state) {
-  auto rt = make_runtime(1, 0);
+  // Host arrays before the runtime: they must outlive it (copies in flight
+  // read and write them until it is shut down).
   std::vector<double> h(kN * kN);
+  auto rt = make_runtime(1, 0);
   const int64_t ext[2] = {kN, kN};
   Array* a = *rt->register_array("a", h.data(), 8, ext);
   const std::vector<Box> boxes = {box2(0, 0, 64, kN)};
   tile(*rt, 0, a, boxes);
   for (auto _ : state) tile(*rt, 0, a, boxes);
   state.counters["hits"] = static_cast<double>(rt->stats(0).hits_exact);
+  check(rt->unregister_array(a));
 }
 BENCHMARK(BM_AcquireReleaseHit);
 
 // Hit path of a realistic stencil tile: 5 READ boxes of `in` (centre and
 // four halos), one WRITE box of `out`, all resident.
 void BM_AcquireReleaseHitStencil(benchmark::State& state) {
-  auto rt = make_runtime(1, 0);
   std::vector<double> hin(kN * kN), hout(kN * kN);
+  auto rt = make_runtime(1, 0);
   const int64_t ext[2] = {kN, kN};
   Array* in = *rt->register_array("in", hin.data(), 8, ext);
   Array* out = *rt->register_array("out", hout.data(), 8, ext);
@@ -82,18 +85,20 @@ void BM_AcquireReleaseHitStencil(benchmark::State& state) {
   const Box w = box2(64, 1, 128, kN - 1);
   tile(*rt, 0, in, boxes, out, &w);
   for (auto _ : state) tile(*rt, 0, in, boxes, out, &w);
+  check(rt->unregister_array(in));
+  check(rt->unregister_array(out));
 }
 BENCHMARK(BM_AcquireReleaseHitStencil);
 
 // The same hit through the C API (what generated code calls).
 void BM_AcquireReleaseHitCApi(benchmark::State& state) {
+  std::vector<double> h(kN * kN);
   bbmm_options o;
   bbmm_options_init(&o);
   o.backend = BBMM_BACKEND_HOST;
   o.devices = 1;
   bbmm_runtime* rt = nullptr;
   if (bbmm_runtime_create(&o, &rt) != BBMM_OK) std::abort();
-  std::vector<double> h(kN * kN);
   const int64_t ext[2] = {kN, kN};
   bbmm_array* a = nullptr;
   bbmm_array_register(rt, "a", h.data(), 8, 2, ext, nullptr, 0, &a);
@@ -107,7 +112,7 @@ void BM_AcquireReleaseHitCApi(benchmark::State& state) {
   };
   run();
   for (auto _ : state) run();
-  bbmm_runtime_destroy(rt);
+  if (bbmm_array_unregister(rt, a) != BBMM_OK || bbmm_runtime_destroy(rt) != BBMM_OK) std::abort();
 }
 BENCHMARK(BM_AcquireReleaseHitCApi);
 
@@ -118,8 +123,8 @@ BENCHMARK(BM_AcquireReleaseHitCApi);
 // of resident instances realistic).
 void BM_AcquireReleaseMiss(benchmark::State& state) {
   const int64_t rows = 256, cols = 64;
-  auto rt = make_runtime(1, 0);
   std::vector<double> h(rows * cols);
+  auto rt = make_runtime(1, 0);
   const int64_t ext[2] = {rows, cols};
   Array* a = *rt->register_array("a", h.data(), 8, ext);
   int64_t next = 0;
@@ -135,6 +140,7 @@ void BM_AcquireReleaseMiss(benchmark::State& state) {
     ++next;
   }
   state.counters["misses"] = static_cast<double>(rt->stats(0).misses);
+  check(rt->unregister_array(a));
 }
 BENCHMARK(BM_AcquireReleaseMiss);
 
@@ -142,8 +148,8 @@ BENCHMARK(BM_AcquireReleaseMiss);
 // out the other's (clean) instance, allocates and reads in.
 void BM_AcquireReleaseEvictClean(benchmark::State& state) {
   const int64_t rows = 64, cols = 64;
-  auto rt = make_runtime(1, 8 * cols * (rows / 2));
   std::vector<double> h(rows * cols);
+  auto rt = make_runtime(1, 8 * cols * (rows / 2));
   const int64_t ext[2] = {rows, cols};
   Array* a = *rt->register_array("a", h.data(), 8, ext);
   const Box boxes[2] = {box2(0, 0, rows / 2, cols), box2(rows / 2, 0, rows, cols)};
@@ -154,6 +160,7 @@ void BM_AcquireReleaseEvictClean(benchmark::State& state) {
   }
   check(rt->synchronize());
   state.counters["evictions"] = static_cast<double>(rt->stats(0).evictions);
+  check(rt->unregister_array(a));
 }
 BENCHMARK(BM_AcquireReleaseEvictClean);
 
@@ -161,12 +168,11 @@ BENCHMARK(BM_AcquireReleaseEvictClean);
 // writes the other box back to the host.
 void BM_AcquireReleaseEvictDirty(benchmark::State& state) {
   const int64_t rows = 64, cols = 64;
-  auto rt = make_runtime(1, 8 * cols * (rows / 2));
   std::vector<double> h(rows * cols), dummy(1);
+  auto rt = make_runtime(1, 8 * cols * (rows / 2));
   const int64_t ext[2] = {rows, cols}, one[1] = {1};
   Array* a = *rt->register_array("a", h.data(), 8, ext);
   Array* unused = *rt->register_array("unused", dummy.data(), 8, one);
-  (void)unused;
   const Box boxes[2] = {box2(0, 0, rows / 2, cols), box2(rows / 2, 0, rows, cols)};
   int k = 0;
   for (auto _ : state) {
@@ -178,6 +184,8 @@ void BM_AcquireReleaseEvictDirty(benchmark::State& state) {
   }
   check(rt->synchronize());
   state.counters["writebacks"] = static_cast<double>(rt->stats(0).writebacks);
+  check(rt->unregister_array(a));
+  check(rt->unregister_array(unused));
 }
 BENCHMARK(BM_AcquireReleaseEvictDirty);
 

@@ -18,6 +18,11 @@ bbmm_add_test(runtime_fault_test LABELS runtime
 bbmm_add_test(directory_test LABELS runtime
   SOURCES directory_test.cpp
   LIBS bbmm_runtime_internal)
+# runtime_alloc_test: the hit path allocates nothing (replaces global operator
+# new, so it has a binary of its own).
+bbmm_add_test(runtime_alloc_test LABELS runtime
+  SOURCES runtime_alloc_test.cpp
+  LIBS bbmm_runtime_internal)
 bbmm_add_test(c_api_test LABELS runtime
   SOURCES c_api_test.cpp c_api_test_caller.c
   LIBS bbmm_runtime_internal)
