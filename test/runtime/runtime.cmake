@@ -18,6 +18,11 @@ bbmm_add_test(runtime_fault_test LABELS runtime
 bbmm_add_test(directory_test LABELS runtime
   SOURCES directory_test.cpp
   LIBS bbmm_runtime_internal)
+# no_blocking_test: the tile path returns while no device work has run (a
+# gated backend adaptor holds every operation until the test opens it).
+bbmm_add_test(no_blocking_test LABELS runtime
+  SOURCES no_blocking_test.cpp
+  LIBS bbmm_runtime_internal)
 # runtime_alloc_test: the hit path allocates nothing (replaces global operator
 # new, so it has a binary of its own).
 bbmm_add_test(runtime_alloc_test LABELS runtime

@@ -1,0 +1,274 @@
+// The tile path never waits for device work: acquire, launch, flow_out and
+// release (and reserve) return while nothing issued to the devices has run.
+//
+// A backend adaptor holds every device operation behind a closed gate (each
+// copy, batch, launch and free also waits for a gate event that completes
+// only when the test opens it), and counts the calls that block the calling
+// thread (Event::wait on the events it hands out, synchronize). A
+// multi-step 2-D Jacobi on 2 devices x 2 tiles, with a capacity that forces
+// box-out (dirty write-backs), instances that grow, reservations and halo
+// flow-outs between the devices, is issued from a driver thread while the
+// gate is closed: if any call waited for device work, the driver could not
+// finish, and the test fails on a timeout instead of hanging. Then the gate
+// opens and the result is compared with a CPU loop.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "bbmm/runtime.h"
+#include "core/backend.h"
+#include "host/host_backend.h"
+#include "runtime_test_util.h"
+
+namespace bbmm::testing {
+namespace {
+
+// Completes when open() is called; wait() blocks the calling thread until
+// then (only device workers call it).
+class Gate final : public EventState {
+ public:
+  bool query() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return open_;
+  }
+  absl::Status wait() const override {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return open_; });
+    return absl::OkStatus();
+  }
+  void open() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  bool open_ = false;
+};
+
+// An event handed to the runtime: forwards to the backend's, counting the
+// calls that block on it from `watched` (the driver thread).
+class WatchedEvent final : public EventState {
+ public:
+  WatchedEvent(Event inner, std::atomic<int>* blocking, const std::atomic<std::thread::id>* watched)
+      : inner_(std::move(inner)), blocking_(blocking), watched_(watched) {}
+  bool query() const override { return inner_.done(); }
+  absl::Status wait() const override {
+    if (std::this_thread::get_id() == watched_->load()) ++*blocking_;
+    return inner_.wait();
+  }
+
+ private:
+  Event inner_;
+  std::atomic<int>* blocking_;
+  const std::atomic<std::thread::id>* watched_;
+};
+
+class GatedBackend : public Backend {
+ public:
+  explicit GatedBackend(std::unique_ptr<Backend> up)
+      : up_(std::move(up)), gate_(std::make_shared<Gate>()) {}
+
+  void open_gate() { gate_->open(); }
+  void watch(std::thread::id id) { watched_ = id; }
+  int blocking_calls() const { return blocking_.load(); }
+  int device_ops() const { return device_ops_.load(); }
+
+  BackendKind kind() const override { return up_->kind(); }
+  std::string name() const override { return "gated(" + up_->name() + ")"; }
+  int device_count() const override { return up_->device_count(); }
+  size_t free_memory(int d) const override { return up_->free_memory(d); }
+  size_t pitch_alignment() const override { return up_->pitch_alignment(); }
+  bool can_access_peer(int dst, int src) const override { return up_->can_access_peer(dst, src); }
+  absl::StatusOr<DeviceBuffer> allocate(int d, size_t bytes) override {
+    absl::StatusOr<DeviceBuffer> b = up_->allocate(d, bytes);
+    if (b.ok()) b->ready = watched(b->ready);
+    return b;
+  }
+  absl::Status free(int d, const DeviceBuffer& buf, std::span<const Event> after) override {
+    ++device_ops_;
+    return up_->free(d, buf, gated(after));
+  }
+  absl::StatusOr<Event> copy(const Endpoint& dst, const Endpoint& src, const CopyShape& shape,
+                             std::span<const Event> wait) override {
+    ++device_ops_;
+    return wrap(up_->copy(dst, src, shape, gated(wait)));
+  }
+  absl::StatusOr<Event> copy_batch(std::span<const CopyOp> ops, std::span<const Event> wait) override {
+    ++device_ops_;
+    return wrap(up_->copy_batch(ops, gated(wait)));
+  }
+  absl::StatusOr<Event> launch(int d, std::function<void(const LaunchContext&)> fn,
+                               std::span<const Event> wait) override {
+    ++device_ops_;
+    return wrap(up_->launch(d, std::move(fn), gated(wait)));
+  }
+  absl::StatusOr<Event> record(int d) override { return wrap(up_->record(d)); }
+  absl::Status synchronize(int d) override {
+    if (std::this_thread::get_id() == watched_.load()) ++blocking_;
+    return up_->synchronize(d);
+  }
+
+ private:
+  // `wait` plus the gate.
+  std::vector<Event> gated(std::span<const Event> wait) const {
+    std::vector<Event> w(wait.begin(), wait.end());
+    w.push_back(Event(gate_));
+    return w;
+  }
+  Event watched(const Event& e) {
+    if (e.state() == nullptr) return e;
+    return Event(std::make_shared<WatchedEvent>(e, &blocking_, &watched_));
+  }
+  absl::StatusOr<Event> wrap(absl::StatusOr<Event> e) {
+    if (!e.ok()) return e;
+    return watched(*e);
+  }
+
+  std::unique_ptr<Backend> up_;
+  std::shared_ptr<Gate> gate_;
+  std::atomic<int> blocking_{0};
+  std::atomic<int> device_ops_{0};
+  std::atomic<std::thread::id> watched_{};
+};
+
+// A 2-D Jacobi grid `n` x `n`, `steps` steps of two phases (A -> B, B -> A).
+void jacobi_reference(std::vector<double>& a, std::vector<double>& b, int64_t n, int steps) {
+  auto phase = [n](const std::vector<double>& in, std::vector<double>& out) {
+    for (int64_t i = 1; i < n - 1; ++i)
+      for (int64_t j = 1; j < n - 1; ++j)
+        out[i * n + j] = 0.2 * (in[i * n + j] + in[i * n + j - 1] + in[i * n + j + 1] +
+                                in[(i + 1) * n + j] + in[(i - 1) * n + j]);
+  };
+  for (int t = 0; t < steps; ++t) {
+    phase(a, b);
+    phase(b, a);
+  }
+}
+
+struct Case {
+  const char* name;
+  int queues;
+  bool reserve;
+  size_t capacity;  // per device; 0 = unlimited
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class NoBlocking : public ::testing::TestWithParam<Case> {};
+
+TEST_P(NoBlocking, TilePathReturnsWhileNoDeviceWorkHasRun) {
+  const Case c = GetParam();
+  const int64_t n = 34;
+  const int steps = 4, devices = 2, tiles = 4;
+  std::vector<double> a(n * n), b(n * n);
+  for (int64_t k = 0; k < n * n; ++k) {
+    a[k] = static_cast<double>((k * 7) % 101) / 101.0;
+    b[k] = static_cast<double>((k * 3) % 37) / 37.0;
+  }
+  std::vector<double> ra = a, rb = b;
+  jacobi_reference(ra, rb, n, steps);
+
+  absl::StatusOr<std::unique_ptr<Backend>> host =
+      make_host_backend({.devices = devices, .capacity_bytes = c.capacity, .queues = c.queues});
+  ASSERT_TRUE(host.ok()) << host.status();
+  auto gated = std::make_unique<GatedBackend>(*std::move(host));
+  GatedBackend* gate = gated.get();
+  absl::StatusOr<std::unique_ptr<Runtime>> rts = Runtime::create_with_backend(std::move(gated), {});
+  ASSERT_TRUE(rts.ok()) << rts.status();
+  Runtime& rt = **rts;
+  const int64_t ext[2] = {n, n};
+  Array* A = *rt.register_array("A", a.data(), sizeof(double), ext);
+  Array* B = *rt.register_array("B", b.data(), sizeof(double), ext);
+
+  // Issues everything from a driver thread; the promise is kept when the last
+  // call returned.
+  std::promise<absl::Status> issued;
+  std::future<absl::Status> done = issued.get_future();
+  std::thread driver([&] {
+    gate->watch(std::this_thread::get_id());
+    absl::Status s;
+    if (c.reserve) {
+      for (int d = 0; d < devices && s.ok(); ++d) {
+        const int64_t lo = 1 + (n - 2) * d / devices, hi = 1 + (n - 2) * (d + 1) / devices;
+        for (Array* x : {A, B}) {
+          if (s.ok()) s = rt.reserve(d, x, *Box::create({lo - 1, 0}, {hi + 1, n}));
+        }
+      }
+    }
+    for (int t = 0; t < 2 * steps && s.ok(); ++t) {
+      Array* src = t % 2 == 0 ? A : B;
+      Array* dst = t % 2 == 0 ? B : A;
+      for (int k = 0; k < tiles && s.ok(); ++k) {
+        const int64_t lo = 1 + (n - 2) * k / tiles, hi = 1 + (n - 2) * (k + 1) / tiles;
+        absl::StatusOr<Tile> tile = rt.begin_tile(k * devices / tiles);
+        if (!tile.ok()) {
+          s = tile.status();
+          break;
+        }
+        s = tile->require(src, *Box::create({lo - 1, 0}, {hi + 1, n}), Access::kRead);
+        if (s.ok()) s = tile->require(dst, *Box::create({lo, 1}, {hi, n - 1}), Access::kWrite);
+        if (s.ok()) s = tile->acquire();
+        if (!s.ok()) break;
+        const PieceCopy in(*tile->view(src)), out(*tile->view(dst));
+        s = tile->launch([in, out, lo, hi, n](const bbmm_launch_info&) {
+          for (int64_t i = lo; i < hi; ++i)
+            for (int64_t j = 1; j < n - 1; ++j)
+              out.ref<double>({i, j}) =
+                  0.2 * (in.ref<double>({i, j}) + in.ref<double>({i, j - 1}) +
+                         in.ref<double>({i, j + 1}) + in.ref<double>({i + 1, j}) +
+                         in.ref<double>({i - 1, j}));
+        });
+        if (s.ok() && lo > 1) s = tile->flow_out(dst, *Box::create({lo, 1}, {lo + 1, n - 1}));
+        if (s.ok() && hi < n - 1) s = tile->flow_out(dst, *Box::create({hi - 1, 1}, {hi, n - 1}));
+        if (s.ok()) s = tile->release();
+      }
+    }
+    issued.set_value(s);
+  });
+  const bool returned = done.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  const int blocking = gate->blocking_calls();
+  const int ops = gate->device_ops();
+  gate->open_gate();  // let the devices run (and a stuck driver finish)
+  driver.join();
+  ASSERT_TRUE(returned) << "a tile-path call waited for device work (the gate was closed)";
+  const absl::Status s = done.get();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(blocking, 0) << "calls that blocked the driver thread on device work";
+  EXPECT_GT(ops, 2 * steps * tiles) << "device operations issued behind the gate";
+  const bbmm_stats st = rt.stats(-1);
+  if (c.capacity > 0) {
+    EXPECT_GT(st.evictions, 0u);
+  }
+  if (c.reserve) {
+    EXPECT_EQ(st.hits_grown, 0u);
+  }
+  ASSERT_TRUE(rt.unregister_array(A).ok());
+  ASSERT_TRUE(rt.unregister_array(B).ok());
+  for (int64_t k = 0; k < n * n; ++k) {
+    ASSERT_EQ(a[k], ra[k]) << "A " << k / n << "," << k % n;
+    ASSERT_EQ(b[k], rb[k]) << "B " << k / n << "," << k % n;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, NoBlocking,
+    ::testing::Values(Case{"one_queue", 1, false, 0}, Case{"four_queues", 4, false, 0},
+                      Case{"reserved", 4, true, 0},
+                      // Room for about 1.5 tiles' boxes per device: box-out.
+                      Case{"boxout", 4, false, 34 * 8 * 8 * 3}),
+    [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
+
+}  // namespace
+}  // namespace bbmm::testing
