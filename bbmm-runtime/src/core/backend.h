@@ -44,6 +44,15 @@ class EventState {
   // Blocks the calling host thread until completion; returns the operation's
   // error, if it failed.
   virtual absl::Status wait() const = 0;
+  // The in-order queue the operation ran on (nullptr: unknown) and its
+  // position there: operations of one queue complete in that order.
+  virtual const void* queue() const { return nullptr; }
+  virtual uint64_t sequence() const { return 0; }
+  // True when this operation's completion implies `other`'s (both on one
+  // in-order queue, `other` earlier). Lets hazard lists drop entries.
+  bool implies(const EventState& other) const {
+    return queue() != nullptr && queue() == other.queue() && sequence() >= other.sequence();
+  }
 };
 
 // Completion of an asynchronous operation. A default Event is already

@@ -5,9 +5,14 @@
 namespace bbmm::detail {
 
 void add_event(std::vector<Event>& out, const Event& e) {
-  if (e.state() == nullptr) return;
-  for (const Event& o : out) {
-    if (o.state() == e.state()) return;
+  const EventState* s = e.state();
+  if (s == nullptr) return;
+  for (Event& o : out) {
+    if (o.state() == s || o.state()->implies(*s)) return;
+    if (s->implies(*o.state())) {
+      o = e;  // later on the same queue: waiting for it is enough
+      return;
+    }
   }
   out.push_back(e);
 }
@@ -23,6 +28,17 @@ void Hazards::after(const Box& box, bool write, const Event& done) {
   if (write) {
     entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
                                   [&](const Entry& en) { return is_subset(en.box, box); }),
+                   entries_.end());
+  } else {
+    // A read whose completion implies an earlier read of a box inside its own
+    // (one in-order queue: a stencil's kernels re-reading their halo every
+    // step) stands for it: a writer of those elements waits for this one.
+    const EventState& now = *done.state();
+    entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                  [&](const Entry& en) {
+                                    return !en.write && now.implies(*en.done.state()) &&
+                                           is_subset(en.box, box);
+                                  }),
                    entries_.end());
   }
   entries_.push_back(Entry{box, done, write});

@@ -44,8 +44,9 @@ class Hazards {
   size_t prune_at_ = 32;  // prune when this many entries are kept
 };
 
-// Appends `e` to `out` unless an event with the same state is already there
-// (or `e` is a default, complete event).
+// Appends `e` to `out` unless an event with the same state, or one that
+// implies it, is already there (or `e` is a default, complete event); an
+// event there that `e` implies is replaced by `e`.
 void add_event(std::vector<Event>& out, const Event& e);
 
 }  // namespace bbmm::detail

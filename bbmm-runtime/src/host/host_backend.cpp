@@ -30,6 +30,10 @@ constexpr unsigned char kPoison = 0xA5;
 
 class HostEventState final : public EventState {
  public:
+  HostEventState(const void* queue, uint64_t sequence) : queue_(queue), sequence_(sequence) {}
+  const void* queue() const override { return queue_; }
+  uint64_t sequence() const override { return sequence_; }
+
   bool query() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return done_;
@@ -51,6 +55,8 @@ class HostEventState final : public EventState {
   }
 
  private:
+  const void* const queue_;
+  const uint64_t sequence_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   bool done_ = false;
@@ -425,12 +431,14 @@ absl::Status HostBackend::synchronize(int device) {
 }
 
 Event HostBackend::enqueue(int device, int queue, Op op) {
-  auto state = std::make_shared<HostEventState>();
-  op.event = state;
   Device& dev = *devices_[device];
   Queue& q = *dev.queues[static_cast<size_t>(queue) % dev.queues.size()];
+  std::shared_ptr<HostEventState> state;
   {
     std::lock_guard<std::mutex> lock(dev.mu);
+    // The queue runs its ops in this order: the event knows its place.
+    state = std::make_shared<HostEventState>(&q, q.issued);
+    op.event = state;
     q.ops.push_back(std::move(op));
     ++q.issued;
   }
