@@ -2,154 +2,158 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
-#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/trace.h"
-#include "cuda/copy_kernel.h"
+#include "cuda/cuda_copy.h"
+#include "cuda/cuda_events.h"
+#include "cuda/cuda_status.h"
+#include "cuda/cuda_streams.h"
+#include "cuda/cuda_topology.h"
+#include "cuda/cuda_trace.h"
+#include "cuda/cuda_worker.h"
 
 namespace bbmm {
 namespace {
 
-absl::Status cuda_status(const char* call, cudaError_t e, const char* file, int line) {
-  const std::string msg = absl::StrCat(call, " failed at ", file, ":", line, ": ",
-                                       cudaGetErrorName(e), " (", cudaGetErrorString(e), ")");
-  if (e == cudaErrorMemoryAllocation) return absl::ResourceExhaustedError(msg);
-  if (e == cudaErrorInvalidValue) return absl::InvalidArgumentError(msg);
-  return absl::UnknownError(msg);
+// Completion events created per GPU at start, so that the hot path finds
+// them in the pool.
+constexpr size_t kEventsPerGpu = 1024;
+// Timing events created when a tracer is set.
+constexpr size_t kTimingEventsPerDevice = 1024;
+// synchronize() flushes a device's trace records beyond this many, and renews
+// its timing reference when older than this.
+constexpr size_t kTraceFlushRecords = 4096;
+constexpr int64_t kTraceReferenceMaxAgeUs = int64_t{10} * 1000 * 1000;
+
+// Makes `gpu` the calling thread's current device for the scope and restores
+// the previous one (the application may rely on its own choice).
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int gpu) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) {
+      (void)cudaGetLastError();
+      previous_ = -1;
+    }
+    if (previous_ != gpu) error_ = cudaSetDevice(gpu);
+  }
+  ~ScopedDevice() {
+    if (previous_ >= 0 && error_ == cudaSuccess) (void)cudaSetDevice(previous_);
+  }
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+  // The error of cudaSetDevice, if any.
+  cudaError_t error() const { return error_; }
+
+ private:
+  int previous_ = -1;
+  cudaError_t error_ = cudaSuccess;
+};
+
+std::string where(int device) {
+  return device == kHost ? std::string("host") : absl::StrCat("device ", device);
 }
 
-#define BBMM_CUDA(call)                                                     \
-  do {                                                                      \
-    const cudaError_t bbmm_e_ = (call);                                     \
-    if (bbmm_e_ != cudaSuccess) {                                           \
-      return cuda_status(#call, bbmm_e_, __FILE__, __LINE__);               \
-    }                                                                       \
-  } while (0)
+std::string shape_text(const CopyShape& s) {
+  return absl::StrCat(s.width_bytes, "x", s.height, "x", s.depth);
+}
 
-// Recycles cudaEvent_t objects: creating one per operation costs about as
-// much as enqueueing a small copy. One pool per GPU (an event can only be
-// recorded on streams of the GPU it was created on). Shared by the backend
-// and its events, so events may outlive the backend.
-class EventPool {
+// A distinct id per backend object, so that stream keys (and so events) of
+// two backends alive at once never compare equal.
+std::atomic<uint32_t> next_backend_id{1};
+
+class CudaBackend final : public Backend {
  public:
-  ~EventPool() {
-    for (cudaEvent_t e : free_) cudaEventDestroy(e);
-  }
-  cudaError_t get(cudaEvent_t* out) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!free_.empty()) {
-        *out = free_.back();
-        free_.pop_back();
-        return cudaSuccess;
-      }
-    }
-    return cudaEventCreateWithFlags(out, cudaEventDisableTiming);
-  }
-  void put(cudaEvent_t e) {
-    std::lock_guard<std::mutex> lock(mu_);
-    free_.push_back(e);
-  }
+  explicit CudaBackend(const CudaBackendOptions& options)
+      : options_(options),
+        id_(next_backend_id.fetch_add(1) & 0xFFFFFF),
+        pinner_(HostPinOptions{options.pin_method, options.pin_chunk_bytes, options.pin_threads}) {}
 
- private:
-  std::mutex mu_;
-  std::vector<cudaEvent_t> free_;
-};
-
-class CudaEvent : public EventState {
- public:
-  CudaEvent(cudaEvent_t ev, std::shared_ptr<EventPool> pool) : ev_(ev), pool_(std::move(pool)) {}
-  ~CudaEvent() override { pool_->put(ev_); }
-  bool query() const override { return cudaEventQuery(ev_) != cudaErrorNotReady; }
-  absl::Status wait() const override {
-    BBMM_CUDA(cudaEventSynchronize(ev_));
-    return absl::OkStatus();
-  }
-  cudaEvent_t get() const { return ev_; }
-
- private:
-  cudaEvent_t ev_;
-  std::shared_ptr<EventPool> pool_;
-};
-
-class CudaBackend : public Backend {
- public:
-  explicit CudaBackend(const CudaBackendOptions& options) : options_(options) {}
-
+  // Issues everything queued, waits for the devices, frees what is still
+  // allocated and unpins the registered arrays.
   ~CudaBackend() override {
-    for (size_t d = 0; d < devices_.size(); ++d) {
-      cudaSetDevice(devices_[d].phys);
-      cudaStreamSynchronize(devices_[d].stream);
-      cudaStreamDestroy(devices_[d].stream);
-      cudaMemPoolTrimTo(devices_[d].pool, 0);
+    // Each worker drains its queue before it ends; a command of one device
+    // may wait for an event of another, whose worker is still running (or
+    // has issued it already).
+    for (auto& dev : devices_) {
+      if (dev->worker != nullptr) dev->worker->stop();
     }
-    for (void* p : registered_) cudaHostUnregister(p);
+    for (auto& dev : devices_) {
+      ScopedDevice on(dev->gpu);
+      {
+        std::lock_guard<std::mutex> lock(dev->live_mu);
+        for (auto& [base, bytes] : dev->live) {
+          if (dev->streams.memory.stream != nullptr) {
+            (void)cudaFreeAsync(base, dev->streams.memory.stream);
+          }
+        }
+        dev->live.clear();
+      }
+      dev->streams.destroy();  // synchronises every stream first
+      dev->worker.reset();
+    }
+    for (cudaMemPool_t pool : topology_.pool) {
+      if (pool != nullptr) (void)cudaMemPoolTrimTo(pool, 0);
+    }
+    pinner_.unpin_all();
+    (void)cudaGetLastError();
   }
 
   absl::Status init(int count, int visible) {
-    devices_.resize(count);
+    absl::Status s = setup_topology(count, visible, options_.peer_access, &topology_);
+    if (!s.ok()) return s;
+    for (int g = 0; g < topology_.gpu_count; ++g) {
+      gpus_.push_back(std::make_shared<GpuShared>(g));
+      BBMM_CUDA(cudaSetDevice(g));
+      BBMM_CUDA(gpus_.back()->events.reserve(kEventsPerGpu));
+    }
+    WorkerOptions wo;
+    wo.copy_kernel = options_.copy_kernel;
+    wo.batch_api = options_.batch_api;
+    wo.batch_api_peer = options_.batch_api_peer;
+    wo.wait_for_allocations = options_.wait_for_allocations;
+    wo.spin_us = options_.worker_spin_us;
     for (int d = 0; d < count; ++d) {
-      Device& dev = devices_[d];
-      dev.phys = d % visible;
-      BBMM_CUDA(cudaSetDevice(dev.phys));
-      BBMM_CUDA(cudaStreamCreateWithFlags(&dev.stream, cudaStreamNonBlocking));
-      BBMM_CUDA(cudaDeviceGetDefaultMemPool(&dev.pool, dev.phys));
-      // Keep freed memory in the pool: allocation on the tile path is then a
-      // pool hit, never a trip to the driver.
-      uint64_t threshold = std::numeric_limits<uint64_t>::max();
-      BBMM_CUDA(cudaMemPoolSetAttribute(dev.pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+      auto dev = std::make_unique<Device>();
+      dev->index = d;
+      dev->gpu = topology_.gpu_of[d];
+      dev->shared = gpus_[dev->gpu];
+      BBMM_CUDA(cudaSetDevice(dev->gpu));
+      s = dev->streams.create(id_, d, dev->gpu, options_.copy_streams);
+      if (!s.ok()) return s;
       size_t free_bytes = 0, total_bytes = 0;
       BBMM_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
       // Leave room for kernels' own needs and the CUDA context.
       const size_t reserve = std::max<size_t>(total_bytes / 50, size_t{512} << 20);
-      dev.capacity = free_bytes > reserve ? free_bytes - reserve : 0;
+      dev->capacity = free_bytes > reserve ? free_bytes - reserve : 0;
       // Logical devices sharing a GPU share its memory.
-      dev.capacity /= (count + visible - 1 - dev.phys) / visible;
-      if (options_.capacity_bytes > 0) dev.capacity = std::min(dev.capacity, options_.capacity_bytes);
+      dev->capacity /= (count + visible - 1 - dev->gpu) / visible;
+      if (options_.capacity_bytes > 0) {
+        dev->capacity = std::min(dev->capacity, options_.capacity_bytes);
+      }
+      dev->trace = std::make_unique<DeviceTrace>(d, dev->shared);
+      dev->worker = std::make_unique<Worker>(d, dev->shared, dev->streams, *dev->trace,
+                                             topology_, wo, &batch_api_works_);
+      devices_.push_back(std::move(dev));
     }
-    const int phys_count = std::min(count, visible);
-    phys_count_ = phys_count;
-    for (int g = 0; g < phys_count; ++g) events_.push_back(std::make_shared<EventPool>());
-    peer_.assign(static_cast<size_t>(phys_count) * phys_count, false);
-    for (int a = 0; a < phys_count; ++a) {
-      std::vector<cudaMemAccessDesc> access;
-      for (int b = 0; b < phys_count; ++b) {
-        if (a == b) continue;
-        int can = 0;
-        BBMM_CUDA(cudaDeviceCanAccessPeer(&can, a, b));
-        if (!can || !options_.peer_access) continue;
-        BBMM_CUDA(cudaSetDevice(a));
-        const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
-        if (e == cudaErrorPeerAccessAlreadyEnabled) {
-          cudaGetLastError();
-        } else if (e != cudaSuccess) {
-          return cuda_status("cudaDeviceEnablePeerAccess", e, __FILE__, __LINE__);
-        }
-        peer_[a * phys_count + b] = true;
-      }
-      // Pool memory of device a readable and writable by the devices that can
-      // reach it (peer access does not cover stream-ordered pools).
-      for (int b = 0; b < phys_count; ++b) {
-        if (b == a) continue;
-        int can = 0;
-        BBMM_CUDA(cudaDeviceCanAccessPeer(&can, b, a));
-        if (!can) continue;
-        cudaMemAccessDesc desc = {};
-        desc.location.type = cudaMemLocationTypeDevice;
-        desc.location.id = b;
-        desc.flags = cudaMemAccessFlagsProtReadWrite;
-        access.push_back(desc);
-      }
-      if (!access.empty()) {
-        BBMM_CUDA(cudaMemPoolSetAccess(devices_[a].pool, access.data(), access.size()));
+    BBMM_CUDA(cudaSetDevice(0));
+    for (auto& dev : devices_) {
+      try {
+        dev->worker->start();
+      } catch (const std::exception& e) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("cuda backend: cannot start the issue worker of device ", dev->index,
+                         ": ", e.what()));
       }
     }
     return absl::OkStatus();
@@ -162,221 +166,233 @@ class CudaBackend : public Backend {
 
   size_t free_memory(int device) const override {
     if (device < 0 || device >= device_count()) return 0;
-    const Device& dev = devices_[device];
-    const size_t used = dev.in_use.load();
+    const Device& dev = *devices_[device];
+    const size_t used = dev.in_use.load(std::memory_order_acquire);
     return dev.capacity > used ? dev.capacity - used : 0;
   }
 
   bool can_access_peer(int dst, int src) const override {
     if (dst < 0 || src < 0 || dst >= device_count() || src >= device_count()) return false;
-    const int a = devices_[dst].phys, b = devices_[src].phys;
-    return a == b || peer_[a * phys_count_ + b];
+    return topology_.can_access_peer(dst, src);
   }
 
   absl::StatusOr<DeviceBuffer> allocate(int device, size_t bytes) override {
-    absl::Status s = check_device(device, "allocate");
-    if (!s.ok()) return s;
-    Device& dev = devices_[device];
-    if (dev.in_use.load() + bytes > dev.capacity) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "cuda device ", device, ": ", bytes, " bytes requested, ", dev.in_use.load(),
-          " in use, capacity ", dev.capacity));
-    }
-    BBMM_CUDA(cudaSetDevice(devices_[device].phys));
-    void* p = nullptr;
-    const cudaError_t e = cudaMallocAsync(&p, std::max<size_t>(bytes, 1), dev.stream);
-    if (e == cudaErrorMemoryAllocation) {
-      cudaGetLastError();  // not sticky: clear it
-      return absl::ResourceExhaustedError(absl::StrCat("cuda device ", device,
-                                                       ": the pool cannot supply ", bytes,
-                                                       " bytes"));
-    }
-    if (e != cudaSuccess) return cuda_status("cudaMallocAsync", e, __FILE__, __LINE__);
-    dev.in_use += bytes;
-    return DeviceBuffer{p, 0, bytes};
+    if (absl::Status s = check_device(device, "allocate"); !s.ok()) return s;
+    Device& dev = *devices_[device];
+    // Reserve the bytes in the accounting first (lock-free), so that two
+    // threads cannot both pass the capacity check.
+    size_t used = dev.in_use.load(std::memory_order_acquire);
+    do {
+      if (bytes > dev.capacity || used > dev.capacity - bytes) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("cuda device ", device, ": ", bytes, " bytes requested, ", used,
+                         " in use, capacity ", dev.capacity));
+      }
+    } while (!dev.in_use.compare_exchange_weak(used, used + bytes, std::memory_order_acq_rel));
+    absl::StatusOr<DeviceBuffer> buf = allocate_reserved(dev, bytes);
+    if (!buf.ok()) dev.in_use.fetch_sub(bytes, std::memory_order_acq_rel);
+    return buf;
   }
 
   absl::Status free(int device, const DeviceBuffer& buffer, std::span<const Event> after) override {
-    absl::Status s = check_device(device, "free");
-    if (!s.ok()) return s;
-    Device& dev = devices_[device];
-    BBMM_CUDA(cudaSetDevice(devices_[device].phys));
-    s = wait_on(dev.stream, after);
-    if (!s.ok()) return s;
-    BBMM_CUDA(cudaFreeAsync(buffer.base, dev.stream));
-    dev.in_use -= buffer.bytes;
+    if (absl::Status s = check_device(device, "free"); !s.ok()) return s;
+    Device& dev = *devices_[device];
+    size_t bytes;
+    {
+      std::lock_guard<std::mutex> lock(dev.live_mu);
+      auto it = dev.live.find(buffer.base);
+      if (it == dev.live.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "cuda free: 0x", absl::Hex(reinterpret_cast<uintptr_t>(buffer.base)),
+            " is not a live allocation of device ", device,
+            " (freed twice, or allocated on another device?)"));
+      }
+      bytes = it->second;
+      dev.live.erase(it);
+    }
+    // The bytes count as free now; the memory returns to the pool when the
+    // worker's cudaFreeAsync runs in stream order after `after`.
+    dev.in_use.fetch_sub(bytes, std::memory_order_acq_rel);
+    Command c;
+    c.kind = CommandKind::kFree;
+    c.waits.assign(after.begin(), after.end());
+    c.free_base = buffer.base;
+    if (Tracer* t = tracer_; t != nullptr) {
+      c.tracer = t;
+      c.trace_args = absl::StrCat("\"bytes\":", bytes);
+    }
+    dev.worker->enqueue(std::move(c));
     return absl::OkStatus();
   }
 
   absl::StatusOr<Event> copy(const Endpoint& dst, const Endpoint& src, const CopyShape& shape,
                              std::span<const Event> wait) override {
-    if (dst.device == kHost && src.device == kHost) {
-      return absl::InvalidArgumentError("cuda copy: host-to-host copies are not device work");
+    if (absl::Status s = check_endpoints(dst, src, "cuda copy"); !s.ok()) return s;
+    if (absl::Status s = check_copy(dst, src, shape, "cuda copy", -1); !s.ok()) return s;
+    const CopyDir dir = copy_direction(dst, src);
+    Device& dev = *devices_[dir == CopyDir::kD2H ? src.device : dst.device];
+    auto event = std::make_shared<CudaOpEvent>(dev.shared);
+    Command c;
+    c.kind = CommandKind::kCopy;
+    c.dir = dir;
+    c.waits.assign(wait.begin(), wait.end());
+    c.event = event;
+    c.copy = CopyOp{dst, src, shape};
+    if (Tracer* t = tracer_; t != nullptr) {
+      c.tracer = t;
+      c.trace_args = copy_trace_args(dst, src, dir, shape.width_bytes * shape.height * shape.depth);
+      absl::StrAppend(&c.trace_args, ",\"shape\":\"", shape_text(shape), "\"");
+      append_label(c.trace_args);
     }
-    const int queue_dev = dst.device != kHost ? dst.device : src.device;
-    absl::Status s = check_device(queue_dev, "copy");
-    if (!s.ok()) return s;
-    if (dst.device != kHost && (s = check_device(dst.device, "copy")).ok() == false) return s;
-    if (src.device != kHost && (s = check_device(src.device, "copy")).ok() == false) return s;
-    if (shape.height > 1 && (dst.row_pitch < shape.width_bytes || src.row_pitch < shape.width_bytes)) {
-      return absl::InvalidArgumentError("cuda copy: a row pitch is smaller than the row width");
+    dev.worker->enqueue(std::move(c));
+    return Event(std::move(event));
+  }
+
+  absl::StatusOr<Event> copy_batch(std::span<const CopyOp> ops,
+                                   std::span<const Event> wait) override {
+    // An empty batch has nothing of its own to complete.
+    if (ops.empty()) return Event();
+    const int dst_dev = ops[0].dst.device, src_dev = ops[0].src.device;
+    size_t bytes = 0;
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const CopyOp& op = ops[k];
+      if (op.dst.device != dst_dev || op.src.device != src_dev) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "cuda copy_batch: op ", k, " copies ", where(op.src.device), " -> ",
+            where(op.dst.device), " but op 0 copies ", where(src_dev), " -> ", where(dst_dev),
+            " (a batch has one source and one destination device)"));
+      }
+      if (k == 0) {
+        if (absl::Status s = check_endpoints(op.dst, op.src, "cuda copy_batch"); !s.ok()) return s;
+      }
+      if (absl::Status s = check_copy(op.dst, op.src, op.shape, "cuda copy_batch",
+                                      static_cast<long>(k));
+          !s.ok()) {
+        return s;
+      }
+      bytes += op.shape.width_bytes * op.shape.height * op.shape.depth;
     }
-    Device& dev = devices_[queue_dev];
-    BBMM_CUDA(cudaSetDevice(devices_[queue_dev].phys));
-    s = wait_on(dev.stream, wait);
-    if (!s.ok()) return s;
-    char* d = static_cast<char*>(dst.base) + dst.offset;
-    const char* p = static_cast<const char*>(src.base) + src.offset;
-    const bool cross = dst.device != kHost && src.device != kHost && dst.device != src.device;
-    const cudaMemcpyKind kind = src.device == kHost   ? cudaMemcpyHostToDevice
-                                : dst.device == kHost ? cudaMemcpyDeviceToHost
-                                                      : cudaMemcpyDeviceToDevice;
-    const size_t depth = std::max<size_t>(shape.depth, 1), height = std::max<size_t>(shape.height, 1);
-    const bool dense = (height == 1 || (dst.row_pitch == shape.width_bytes &&
-                                        src.row_pitch == shape.width_bytes)) &&
-                       (depth == 1 || (dst.slice_pitch == shape.width_bytes * height &&
-                                       src.slice_pitch == shape.width_bytes * height));
-    const size_t total = shape.width_bytes * height * depth;
-    if (total == 0) {
-      // nothing to move
-    } else if (dense) {
-      if (cross) {
-        BBMM_CUDA(cudaMemcpyPeerAsync(d, devices_[dst.device].phys, p, devices_[src.device].phys, total, dev.stream));
-      } else {
-        BBMM_CUDA(cudaMemcpyAsync(d, p, total, kind, dev.stream));
-      }
-    } else if (dst.device != kHost && src.device != kHost && options_.copy_kernel &&
-               (!cross || (can_access_peer(dst.device, src.device) &&
-                           (shape.width_bytes < 256 || total < (size_t{64} << 20))))) {
-      // Measured on H200 (docs/performance.md): the kernel beats the copy
-      // engine for every strided device-local box (up to 4x), and for peer
-      // boxes with rows under 256 B or under 64 MiB; the engine wins large
-      // peer boxes (390 vs 370 GB/s).
-      BBMM_CUDA(launch_copy_kernel(d, dst.row_pitch, dst.slice_pitch, p, src.row_pitch,
-                                   src.slice_pitch, shape.width_bytes, height, depth, dev.stream));
-    } else if (!cross && depth == 1) {
-      BBMM_CUDA(cudaMemcpy2DAsync(d, dst.row_pitch, p, src.row_pitch, shape.width_bytes, height,
-                                  kind, dev.stream));
-    } else if (dst.slice_pitch % std::max<size_t>(dst.row_pitch, 1) == 0 &&
-               src.slice_pitch % std::max<size_t>(src.row_pitch, 1) == 0) {
-      const size_t dst_rows = depth > 1 ? dst.slice_pitch / dst.row_pitch : height;
-      const size_t src_rows = depth > 1 ? src.slice_pitch / src.row_pitch : height;
-      const cudaExtent extent = make_cudaExtent(shape.width_bytes, height, depth);
-      if (cross) {
-        cudaMemcpy3DPeerParms parms = {};
-        parms.dstPtr = make_cudaPitchedPtr(d, dst.row_pitch, shape.width_bytes, dst_rows);
-        parms.srcPtr = make_cudaPitchedPtr(const_cast<char*>(p), src.row_pitch,
-                                           shape.width_bytes, src_rows);
-        parms.dstDevice = devices_[dst.device].phys;
-        parms.srcDevice = devices_[src.device].phys;
-        parms.extent = extent;
-        BBMM_CUDA(cudaMemcpy3DPeerAsync(&parms, dev.stream));
-      } else {
-        cudaMemcpy3DParms parms = {};
-        parms.dstPtr = make_cudaPitchedPtr(d, dst.row_pitch, shape.width_bytes, dst_rows);
-        parms.srcPtr = make_cudaPitchedPtr(const_cast<char*>(p), src.row_pitch,
-                                           shape.width_bytes, src_rows);
-        parms.extent = extent;
-        parms.kind = kind;
-        BBMM_CUDA(cudaMemcpy3DAsync(&parms, dev.stream));
-      }
-    } else {
-      // Plane pitches that are not whole rows: one 2-D copy per plane.
-      for (size_t z = 0; z < depth; ++z) {
-        if (cross) {
-          for (size_t y = 0; y < height; ++y) {
-            BBMM_CUDA(cudaMemcpyPeerAsync(d + z * dst.slice_pitch + y * dst.row_pitch,
-                                          devices_[dst.device].phys,
-                                          p + z * src.slice_pitch + y * src.row_pitch,
-                                          devices_[src.device].phys, shape.width_bytes,
-                                          dev.stream));
-          }
-        } else {
-          BBMM_CUDA(cudaMemcpy2DAsync(d + z * dst.slice_pitch, dst.row_pitch,
-                                      p + z * src.slice_pitch, src.row_pitch,
-                                      shape.width_bytes, height, kind, dev.stream));
-        }
-      }
+    const CopyDir dir = copy_direction(ops[0].dst, ops[0].src);
+    Device& dev = *devices_[dir == CopyDir::kD2H ? src_dev : dst_dev];
+    auto event = std::make_shared<CudaOpEvent>(dev.shared);
+    Command c;
+    c.kind = CommandKind::kBatch;
+    c.dir = dir;
+    c.waits.assign(wait.begin(), wait.end());
+    c.event = event;
+    c.batch.assign(ops.begin(), ops.end());
+    if (Tracer* t = tracer_; t != nullptr) {
+      c.tracer = t;
+      c.trace_args = copy_trace_args(ops[0].dst, ops[0].src, dir, bytes);
+      absl::StrAppend(&c.trace_args, ",\"ops\":", ops.size());
+      append_label(c.trace_args);
     }
-    return record_on(queue_dev);
+    dev.worker->enqueue(std::move(c));
+    return Event(std::move(event));
   }
 
   absl::StatusOr<Event> launch(int device, std::function<void(const LaunchContext&)> fn,
                                std::span<const Event> wait) override {
-    absl::Status s = check_device(device, "launch");
-    if (!s.ok()) return s;
+    if (absl::Status s = check_device(device, "launch"); !s.ok()) return s;
     if (!fn) return absl::InvalidArgumentError("cuda launch: empty function");
-    Device& dev = devices_[device];
-    BBMM_CUDA(cudaSetDevice(devices_[device].phys));
-    s = wait_on(dev.stream, wait);
-    if (!s.ok()) return s;
-    try {
-      fn(LaunchContext{device, dev.stream});
-    } catch (const std::exception& e) {
-      return absl::InternalError(absl::StrCat("cuda launch on device ", device,
-                                              ": the launch function threw: ", e.what()));
-    } catch (...) {
-      return absl::InternalError(absl::StrCat("cuda launch on device ", device,
-                                              ": the launch function threw"));
+    Device& dev = *devices_[device];
+    auto event = std::make_shared<CudaOpEvent>(dev.shared);
+    Command c;
+    c.kind = CommandKind::kLaunch;
+    c.waits.assign(wait.begin(), wait.end());
+    c.event = event;
+    c.fn = std::move(fn);
+    if (Tracer* t = tracer_; t != nullptr) {
+      c.tracer = t;
+      c.trace_args = Tracer::current_label();
     }
-    BBMM_CUDA(cudaSetDevice(devices_[device].phys));
-    BBMM_CUDA(cudaPeekAtLastError());
-    return record_on(device);
+    dev.worker->enqueue(std::move(c));
+    return Event(std::move(event));
   }
 
   absl::StatusOr<Event> record(int device) override {
-    absl::Status s = check_device(device, "record");
-    if (!s.ok()) return s;
-    BBMM_CUDA(cudaSetDevice(devices_[device].phys));
-    return record_on(device);
+    if (absl::Status s = check_device(device, "record"); !s.ok()) return s;
+    Device& dev = *devices_[device];
+    auto event = std::make_shared<CudaOpEvent>(dev.shared);
+    Command c;
+    c.kind = CommandKind::kRecord;
+    c.event = event;
+    dev.worker->enqueue(std::move(c));
+    return Event(std::move(event));
   }
 
   absl::Status synchronize(int device) override {
-    absl::Status s = check_device(device, "synchronize");
-    if (!s.ok()) return s;
-    BBMM_CUDA(cudaSetDevice(devices_[device].phys));
-    BBMM_CUDA(cudaStreamSynchronize(devices_[device].stream));
-    return absl::OkStatus();
+    if (absl::Status s = check_device(device, "synchronize"); !s.ok()) return s;
+    if (Worker::on_any_worker_thread()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cuda synchronize(", device, ") called from a launch function: the issue worker "
+          "running it would wait for itself or for a worker waiting for it"));
+    }
+    Device& dev = *devices_[device];
+    // Everything enqueued before the call is issued, then complete.
+    dev.worker->wait_issued(dev.worker->last_ticket());
+    absl::Status streams = dev.streams.synchronize_all();
+    absl::Status first = dev.worker->take_first_error();
+    if (Tracer* t = tracer_; t != nullptr) {
+      if (dev.trace->pending() > kTraceFlushRecords) dev.trace->flush(false);
+      if (dev.trace->reference_age_us(t) > kTraceReferenceMaxAgeUs) {
+        ScopedDevice on(dev.gpu);
+        (void)dev.trace->take_reference(t, dev.streams.trace.stream);
+      }
+    }
+    return first.ok() ? streams : first;
   }
 
   absl::Status register_host(void* host, size_t bytes) override {
-    if (!options_.register_host || host == nullptr || bytes == 0) return absl::OkStatus();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (registered_.count(host)) return absl::OkStatus();
-    const cudaError_t e = cudaHostRegister(host, bytes, cudaHostRegisterPortable);
-    if (e == cudaErrorHostMemoryAlreadyRegistered) {
-      cudaGetLastError();
-      return absl::OkStatus();
-    }
-    if (e != cudaSuccess) {
-      // Pinning is an optimisation: copies from pageable memory still work.
-      cudaGetLastError();
-      std::fprintf(stderr, "bbmm: cudaHostRegister of %zu bytes failed (%s); copies of this "
-                   "array use pageable memory\n", bytes, cudaGetErrorString(e));
-      return absl::OkStatus();
-    }
-    registered_.insert(host);
-    return absl::OkStatus();
+    if (!options_.register_host) return absl::OkStatus();
+    return pinner_.pin(host, bytes);
   }
 
-  absl::Status unregister_host(void* host) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (registered_.erase(host) == 0) return absl::OkStatus();
-    BBMM_CUDA(cudaHostUnregister(host));
-    return absl::OkStatus();
+  absl::Status unregister_host(void* host) override { return pinner_.unpin(host); }
+
+  void set_tracer(Tracer* tracer) override {
+    if (tracer == tracer_) return;
+    // Records of the old tracer: the complete ones are delivered, the others
+    // dropped (the old tracer may be gone when they complete).
+    for (auto& dev : devices_) dev->trace->flush(/*drop_incomplete=*/true);
+    tracer_ = tracer;
+    for (auto& dev : devices_) {
+      if (tracer == nullptr) {
+        dev->trace->clear_reference();
+        continue;
+      }
+      ScopedDevice on(dev->gpu);
+      absl::Status s = dev->shared->timing.reserve(kTimingEventsPerDevice) == cudaSuccess
+                           ? dev->trace->take_reference(tracer, dev->streams.trace.stream)
+                           : absl::UnknownError("cannot create timing events");
+      if (!s.ok()) {
+        // Without a reference the worker records no timings for this device.
+        (void)cudaGetLastError();
+        dev->trace->clear_reference();
+        std::fprintf(stderr, "bbmm: cuda device %d: no device timings in the trace: %s\n",
+                     dev->index, std::string(s.message()).c_str());
+      }
+    }
+  }
+
+  void flush_trace() override {
+    for (auto& dev : devices_) dev->trace->flush(false);
   }
 
  private:
   struct Device {
-    int phys = 0;  // the GPU
-    cudaStream_t stream = nullptr;
-    cudaMemPool_t pool = nullptr;
+    int index = 0;
+    int gpu = 0;
+    std::shared_ptr<GpuShared> shared;
+    DeviceStreams streams;
+    std::unique_ptr<DeviceTrace> trace;
+    std::unique_ptr<Worker> worker;
     size_t capacity = 0;
     std::atomic<size_t> in_use{0};
-    Device() = default;
-    Device(Device&& o) noexcept
-        : phys(o.phys), stream(o.stream), pool(o.pool), capacity(o.capacity),
-          in_use(o.in_use.load()) {}
+    // Live allocations and their requested sizes (free() checks and
+    // accounts with them).
+    std::mutex live_mu;
+    std::unordered_map<void*, size_t> live;
   };
 
   absl::Status check_device(int device, const char* what) const {
@@ -387,37 +403,88 @@ class CudaBackend : public Backend {
     return absl::OkStatus();
   }
 
-  // Makes `stream` wait for `events` (other backends' events cannot occur:
-  // one runtime has one backend).
-  absl::Status wait_on(cudaStream_t stream, std::span<const Event> events) {
-    for (const Event& e : events) {
-      const auto* ce = dynamic_cast<const CudaEvent*>(e.state());
-      if (ce == nullptr || ce->query()) continue;
-      BBMM_CUDA(cudaStreamWaitEvent(stream, ce->get(), 0));
+  absl::Status check_endpoints(const Endpoint& dst, const Endpoint& src, const char* what) const {
+    if (dst.device != kHost) {
+      if (absl::Status s = check_device(dst.device, what); !s.ok()) return s;
+    }
+    if (src.device != kHost) {
+      if (absl::Status s = check_device(src.device, what); !s.ok()) return s;
     }
     return absl::OkStatus();
   }
 
-  absl::StatusOr<Event> record_on(int device) {
-    // The caller made devices_[device].phys current: new events belong to it.
-    const std::shared_ptr<EventPool>& pool = events_[devices_[device].phys];
-    cudaEvent_t ev;
-    BBMM_CUDA(pool->get(&ev));
-    const cudaError_t e = cudaEventRecord(ev, devices_[device].stream);
-    if (e != cudaSuccess) {
-      pool->put(ev);
-      return cuda_status("cudaEventRecord", e, __FILE__, __LINE__);
+  // The args of a copy's trace slice (without the label).
+  std::string copy_trace_args(const Endpoint& dst, const Endpoint& src, CopyDir dir,
+                              size_t bytes) const {
+    std::string args = absl::StrCat("\"bytes\":", bytes, ",\"src\":\"", where(src.device),
+                                    "\",\"dst\":\"", where(dst.device), "\"");
+    if (dir == CopyDir::kPeer && !topology_.can_access_peer(dst.device, src.device)) {
+      absl::StrAppend(&args, ",\"staged\":true");
     }
-    return Event(std::make_shared<CudaEvent>(ev, pool));
+    return args;
+  }
+
+  static void append_label(std::string& args) {
+    const std::string& label = Tracer::current_label();
+    if (!label.empty()) absl::StrAppend(&args, ",", label);
+  }
+
+  // cudaMallocAsync of `bytes` (already counted in dev.in_use) on `dev`'s
+  // memory stream, and its ready event.
+  absl::StatusOr<DeviceBuffer> allocate_reserved(Device& dev, size_t bytes) {
+    ScopedDevice on(dev.gpu);
+    BBMM_CUDA(on.error());
+    std::unique_lock<std::mutex> lock(dev.streams.memory_mu);
+    StreamSlot& m = dev.streams.memory;
+    void* p = nullptr;
+    cudaError_t e = cudaMallocAsync(&p, std::max<size_t>(bytes, 1), m.stream);
+    if (e == cudaErrorMemoryAllocation && !Worker::on_any_worker_thread()) {
+      // Not sticky: clear it. Frees still in the worker's queue hold pool
+      // memory our accounting already counts as free: let the worker issue
+      // them (frees freed earlier in the memory stream are reusable by a later
+      // allocation there), then try once more.
+      (void)cudaGetLastError();
+      lock.unlock();
+      dev.worker->wait_issued(dev.worker->last_ticket());
+      lock.lock();
+      e = cudaMallocAsync(&p, std::max<size_t>(bytes, 1), m.stream);
+    }
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "cuda device ", dev.index, ": the memory pool cannot supply ", bytes, " bytes"));
+    }
+    BBMM_CUDA(e);
+    cudaEvent_t ev = nullptr;
+    e = dev.shared->events.get(&ev);
+    if (e == cudaSuccess) {
+      e = cudaEventRecord(ev, m.stream);
+      if (e != cudaSuccess) dev.shared->events.put(ev);
+    }
+    if (e != cudaSuccess) {
+      (void)cudaFreeAsync(p, m.stream);
+      (void)cudaGetLastError();
+      return cuda_status("cudaEventRecord (allocation ready event)", e, __FILE__, __LINE__);
+    }
+    auto ready = std::make_shared<CudaOpEvent>(dev.shared);
+    ready->mark_issued(ev, m.key, ++m.seq);
+    dev.worker->note_allocation(ready);
+    lock.unlock();
+    {
+      std::lock_guard<std::mutex> live(dev.live_mu);
+      dev.live[p] = bytes;
+    }
+    return DeviceBuffer{p, 0, bytes, Event(std::move(ready))};
   }
 
   CudaBackendOptions options_;
-  std::vector<std::shared_ptr<EventPool>> events_;  // per GPU
-  std::vector<Device> devices_;
-  int phys_count_ = 0;      // GPUs in use
-  std::vector<bool> peer_;  // peer_[dst_gpu * phys_count_ + src_gpu]
-  std::mutex mu_;
-  std::unordered_set<void*> registered_;
+  const uint32_t id_;
+  CudaTopology topology_;
+  std::vector<std::shared_ptr<GpuShared>> gpus_;
+  // Cleared when CUDA rejects cudaMemcpy3DBatchAsync (cuda_copy.h).
+  std::atomic<bool> batch_api_works_{true};
+  std::vector<std::unique_ptr<Device>> devices_;
+  HostPinner pinner_;
 };
 
 }  // namespace
@@ -426,7 +493,7 @@ int cuda_device_count(std::string* why) {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
-    cudaGetLastError();
+    (void)cudaGetLastError();
     if (why != nullptr) *why = absl::StrCat("no CUDA device: ", cudaGetErrorString(e));
     return 0;
   }
@@ -435,6 +502,22 @@ int cuda_device_count(std::string* why) {
 }
 
 absl::StatusOr<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& options) {
+  if (options.copy_streams < 1 || options.copy_streams > 8) {
+    return absl::InvalidArgumentError(absl::StrCat("cuda backend: copy_streams is ",
+                                                   options.copy_streams, "; use 1..8"));
+  }
+  if (options.worker_spin_us < 0 || options.worker_spin_us > 100000) {
+    return absl::InvalidArgumentError(absl::StrCat("cuda backend: worker_spin_us is ",
+                                                   options.worker_spin_us, "; use 0..100000"));
+  }
+  if (options.pin_threads < 1 || options.pin_threads > 64) {
+    return absl::InvalidArgumentError(absl::StrCat("cuda backend: pin_threads is ",
+                                                   options.pin_threads, "; use 1..64"));
+  }
+  if (options.pin_chunk_bytes < (size_t{1} << 20)) {
+    return absl::InvalidArgumentError(absl::StrCat("cuda backend: pin_chunk_bytes is ",
+                                                   options.pin_chunk_bytes, "; use >= 1 MiB"));
+  }
   std::string why;
   const int visible = cuda_device_count(&why);
   if (visible == 0) return absl::UnavailableError(why);

@@ -1,36 +1,99 @@
-// The CUDA backend: real GPUs through the CUDA runtime API.
+// The CUDA backend: real GPUs through the CUDA runtime API, with the GPUs
+// running concurrently and the application's threads never waiting for them.
 //
-// - Memory: each device allocates from its default stream-ordered memory pool
-//   (cudaMallocAsync on the device's stream), with the release threshold
-//   raised so freed memory stays in the pool; never cudaMalloc on the tile
-//   path. Capacity: what cudaMemGetInfo reports free at start, less a reserve.
-// - Queues: one in-order stream per device for copies and kernels; events
-//   (cudaEvent_t without timing) order work across devices.
-// - Copies: cudaMemcpy3DAsync (host<->device, within a device) and
-//   cudaMemcpy3DPeerAsync between devices, with peer access enabled wherever
-//   cudaDeviceCanAccessPeer allows (the driver stages through the host where
-//   it does not). Strided device-to-device boxes are copied by a kernel
-//   (copy_kernel.h), which beats the copy engine there. Registered host arrays are page-locked with
-//   cudaHostRegister so host copies run at full PCIe speed.
-// - Errors: every CUDA call's error becomes a status naming the call, file and
-//   line; sticky errors are reported by every later call.
+// What runs where
+// ---------------
+// - The application's threads (the runtime core's acquire/launch/flow_out/
+//   release) call the Backend methods. allocate() runs there (the core needs
+//   the pointer at once): cudaMallocAsync on the device's memory stream, then
+//   a `ready` event recorded there. copy, copy_batch, launch, free and record
+//   only validate their arguments, create the operation's event state (one
+//   allocation) and move a command into the device's queue: no CUDA call, no
+//   system call unless the worker is asleep (well under a microsecond).
+// - One issue worker thread per logical device (cuda_worker.h) takes the
+//   commands in order, makes the chosen stream wait for the command's events,
+//   issues the CUDA calls, records the completion event and publishes it.
+//   The user's launch function runs there, with LaunchContext{device, compute
+//   stream}. The worker spins ~150 us for more work before it sleeps.
+// - synchronize() and Event::wait() block the calling thread (allowed): until
+//   the worker has issued everything enqueued before, then on the streams or
+//   the CUDA event.
+//
+// Streams (cuda_streams.h), per logical device, all non-blocking: compute
+// (kernels); h2d.k, d2h.k, d2d.k (k < copy_streams, round-robin; a copy
+// between devices runs on the destination's d2d streams; the copy kernel for
+// strided device-to-device boxes runs there too), at the greatest priority;
+// memory (allocations and frees); join (record()); trace (reference events).
+// Logical devices sharing a GPU (oversubscribe) each get their own streams and
+// worker.
+//
+// Why it is correct
+// -----------------
+// - Ordering: operations are ordered only by the events in their wait lists
+//   (the Backend contract). The worker turns each such event into a
+//   cudaStreamWaitEvent on the operation's stream, after the event has been
+//   issued (cuda_events.h says why that matters), skipping events of the same
+//   stream (stream order), events known complete, and all but the latest
+//   event of any one stream (events of one stream complete in order). A
+//   worker waiting for an event of another device that is not issued yet
+//   cannot deadlock (cuda_worker.h).
+// - Events: an Event is usable at once, on any device, before the worker has
+//   recorded its CUDA event (CudaOpEvent: pending -> issued or failed).
+//   cudaEvent_t objects are pooled per GPU (they can only be recorded on
+//   streams of their GPU; no cudaEventCreate on the hot path).
+// - Memory: cudaMallocAsync and cudaFreeAsync both run on the device's
+//   memory stream, from the device's default pool (release threshold raised:
+//   freed memory stays in the pool). A free is issued by the worker after the
+//   memory stream waited for the free's `after` events, so the block returns
+//   to the pool only when its last user is done. A later cudaMallocAsync on
+//   the memory stream may hand out that block again (memory freed in a stream
+//   is reusable by later allocations in the same stream, in stream order):
+//   its `ready` event, recorded on the memory stream after the allocation,
+//   therefore completes only after the previous users of the block, and every
+//   use of the new buffer waits for `ready`. A block freed by another logical
+//   device of the same GPU (another memory stream) is reused only when its
+//   free has completed or after the driver made our memory stream wait for it
+//   (the pool's default reuse policies), which `ready` covers as well.
+//   Capacity accounting (free_memory) counts a buffer free at the free()
+//   call; when cudaMallocAsync then finds the pool short, allocate() lets the
+//   worker issue the frees queued before it and tries once more.
+// - Errors: every CUDA call's error becomes a status naming the call. An
+//   operation that fails (a CUDA error, a launch error, an exception of the
+//   launch function) fails its event, is remembered as the device's first
+//   error (synchronize() returns and clears it; record()'s event fails with
+//   it) and fails every operation that waits for it, without running them
+//   (a free still frees). Nothing throws across a thread.
+// - Copies (cuda_copy.h): copy() is one CUDA call on one copy stream;
+//   copy_batch() issues all its rectangles as one command on one stream with
+//   one event: cudaMemcpy3DBatchAsync for host<->device and same-device ones,
+//   one batched copy-kernel launch for strided device-to-device ones, one by
+//   one for what is left.
+// - Tracing (cuda_trace.h): with a tracer set, each operation is bracketed by
+//   two timing events on its stream; flush_trace() (and synchronize(), when
+//   many are pending) turns them into slices with the stream's name in the
+//   args. Tracing off costs one pointer test per call.
 //
 // Thread-safety: every method may be called from several host threads at
-// once (each call sets the device it works on).
+// once. A launch function (which runs on a worker) may enqueue further
+// operations but must not synchronize() (it would wait for itself; an error
+// is returned).
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "core/backend.h"
+#include "cuda/cuda_pinning.h"
 
 namespace bbmm {
 
 struct CudaBackendOptions {
-  int devices = 0;            // 0: every visible GPU
+  int devices = 0;  // 0: every visible GPU
   // Allow more logical devices than GPUs: logical device d runs on GPU
-  // d % visible with its own stream and capacity (tests of multi-device
-  // behaviour on one GPU).
+  // d % visible with its own streams, worker and capacity (tests of
+  // multi-device behaviour on one GPU).
   bool oversubscribe = false;
   size_t capacity_bytes = 0;  // per device; 0: the free memory at start less a reserve
   size_t pitch_alignment = 1;
@@ -40,14 +103,37 @@ struct CudaBackendOptions {
   // rather than the copy engine; on by default because it measured faster
   // (docs/performance.md).
   bool copy_kernel = true;
+
+  // Copy streams per direction (host-to-device, device-to-host, into the
+  // device from a device), used round-robin: 1..8.
+  int copy_streams = 2;
+  // How long an idle issue worker spins before it sleeps (0..100000 us).
+  int worker_spin_us = 150;
+  // copy_batch issues host<->device and same-device rectangles with
+  // cudaMemcpy3DBatchAsync (false: one by one on the batch's stream).
+  bool batch_api = true;
+  // Also try cudaMemcpy3DBatchAsync for peer rectangles the copy kernel does
+  // not take (off: its documentation does not cover peer operands).
+  bool batch_api_peer = false;
+  // Every operation of a device also waits for the device's latest
+  // allocation's `ready` event: for a caller that does not put
+  // DeviceBuffer::ready into the wait lists of the buffer's uses (the test
+  // suites' current runtime core). Costs a stream wait per stream after each
+  // allocation, and false dependencies behind frees.
+  bool wait_for_allocations = false;
+  // How register_host pins (cuda_pinning.h).
+  HostPinMethod pin_method = HostPinMethod::kAuto;
+  size_t pin_chunk_bytes = size_t{256} << 20;
+  int pin_threads = 4;
 };
 
 // Number of CUDA devices visible (0 when there is no driver or no GPU), with a
 // reason in `why` when 0.
 int cuda_device_count(std::string* why);
 
-// Creates the CUDA backend. kUnavailable when no GPU is present (the message
-// says why), kInvalidArgument for bad options.
+// Creates the CUDA backend and starts its issue workers. kUnavailable when no
+// GPU is present (the message says why), kInvalidArgument for bad options,
+// the failing CUDA call's status otherwise.
 absl::StatusOr<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& options);
 
 }  // namespace bbmm

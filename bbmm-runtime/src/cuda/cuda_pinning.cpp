@@ -1,0 +1,163 @@
+#include "cuda/cuda_pinning.h"
+
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "cuda/cuda_status.h"
+
+namespace bbmm {
+namespace {
+
+constexpr size_t kMaxChunk = size_t{256} << 30;
+
+size_t page_size() {
+  const long p = sysconf(_SC_PAGESIZE);
+  return p > 0 ? static_cast<size_t>(p) : 4096;
+}
+
+// [host, host + bytes) cut at page-aligned boundaries about `chunk` apart.
+std::vector<std::pair<void*, size_t>> split(void* host, size_t bytes, size_t chunk) {
+  const size_t page = page_size();
+  chunk = std::clamp<size_t>(chunk, page, kMaxChunk);
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(host), end = begin + bytes;
+  std::vector<std::pair<void*, size_t>> out;
+  uintptr_t at = begin;
+  while (at < end) {
+    uintptr_t next = (at + chunk + page - 1) / page * page;  // page-aligned
+    if (next >= end || end - next < page) next = end;        // no sliver at the end
+    out.emplace_back(reinterpret_cast<void*>(at), next - at);
+    at = next;
+  }
+  return out;
+}
+
+// Runs `job(i)` for i in [0, n) on up to `threads` threads (the caller's
+// included); falls back to the caller alone if a thread cannot start.
+void run_spread(size_t n, int threads, const std::function<void(size_t)>& job) {
+  const size_t t = std::min<size_t>(std::max(threads, 1), n);
+  std::vector<std::thread> pool;
+  size_t started = 1;
+  for (size_t k = 1; k < t; ++k) {
+    try {
+      pool.emplace_back([&job, k, t, n] {
+        for (size_t i = k; i < n; i += t) job(i);
+      });
+      ++started;
+    } catch (const std::exception&) {
+      break;  // std::system_error: no more threads; the caller does the rest
+    }
+  }
+  // The caller takes index 0 mod t, plus the shares of threads that did not
+  // start.
+  for (size_t i = 0; i < n; ++i) {
+    const size_t owner = i % t;
+    if (owner == 0 || owner >= started) job(i);
+  }
+  for (std::thread& th : pool) th.join();
+}
+
+}  // namespace
+
+const char* pin_method_name(HostPinMethod m) {
+  switch (m) {
+    case HostPinMethod::kAuto: return "auto";
+    case HostPinMethod::kWhole: return "whole";
+    case HostPinMethod::kChunked: return "chunked";
+    case HostPinMethod::kParallel: return "parallel";
+  }
+  return "?";
+}
+
+HostPinMethod resolve_pin_method(HostPinMethod m, size_t bytes) {
+  if (m != HostPinMethod::kAuto) return m;
+  return bytes < (size_t{1} << 30) ? HostPinMethod::kWhole : HostPinMethod::kParallel;
+}
+
+HostPinner::~HostPinner() { unpin_all(); }
+
+absl::Status HostPinner::pin(void* host, size_t bytes) {
+  if (host == nullptr || bytes == 0) return absl::OkStatus();
+  // One pin or unpin at a time: two threads pinning one array would each
+  // see the other's chunks as "already registered".
+  std::lock_guard<std::mutex> serial(serial_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pinned_.count(host) != 0) return absl::OkStatus();
+  }
+  const HostPinMethod method = resolve_pin_method(options_.method, bytes);
+  const std::vector<std::pair<void*, size_t>> parts =
+      method == HostPinMethod::kWhole ? std::vector<std::pair<void*, size_t>>{{host, bytes}}
+                                      : split(host, bytes, options_.chunk_bytes);
+  const int threads = method == HostPinMethod::kParallel ? options_.threads : 1;
+  std::vector<cudaError_t> result(parts.size(), cudaSuccess);
+  run_spread(parts.size(), threads, [&](size_t i) {
+    result[i] = cudaHostRegister(parts[i].first, parts[i].second, cudaHostRegisterPortable);
+    if (result[i] != cudaSuccess) (void)cudaGetLastError();
+  });
+  Pinned p;
+  p.threads = threads;
+  cudaError_t failure = cudaSuccess;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (result[i] == cudaSuccess) {
+      p.ranges.push_back(Range{parts[i].first, parts[i].second});
+    } else if (result[i] != cudaErrorHostMemoryAlreadyRegistered && failure == cudaSuccess) {
+      failure = result[i];
+    }
+  }
+  if (failure != cudaSuccess) {
+    // All or nothing: a partly pinned array would make some copies fast and
+    // others staged, which is harder to reason about than either.
+    for (const Range& r : p.ranges) (void)cudaHostUnregister(r.base);
+    (void)cudaGetLastError();
+    std::fprintf(stderr,
+                 "bbmm: cudaHostRegister of %zu bytes (%s, %zu parts) failed (%s); copies of "
+                 "this array use pageable memory\n",
+                 bytes, pin_method_name(method), parts.size(), cudaGetErrorString(failure));
+    return absl::OkStatus();
+  }
+  // Nothing of ours when the memory was pinned already (cudaHostAlloc).
+  if (p.ranges.empty()) return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(mu_);
+  pinned_.emplace(host, std::move(p));
+  return absl::OkStatus();
+}
+
+absl::Status HostPinner::unpin(void* host) {
+  std::lock_guard<std::mutex> serial(serial_mu_);
+  Pinned p;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pinned_.find(host);
+    if (it == pinned_.end()) return absl::OkStatus();
+    p = std::move(it->second);
+    pinned_.erase(it);
+  }
+  std::vector<cudaError_t> result(p.ranges.size(), cudaSuccess);
+  run_spread(p.ranges.size(), p.threads, [&](size_t i) {
+    result[i] = cudaHostUnregister(p.ranges[i].base);
+    if (result[i] != cudaSuccess) (void)cudaGetLastError();
+  });
+  for (cudaError_t e : result) {
+    if (e != cudaSuccess) return cuda_status("cudaHostUnregister", e, __FILE__, __LINE__);
+  }
+  return absl::OkStatus();
+}
+
+void HostPinner::unpin_all() {
+  std::vector<void*> hosts;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [host, p] : pinned_) hosts.push_back(host);
+  }
+  for (void* h : hosts) (void)unpin(h);
+}
+
+}  // namespace bbmm

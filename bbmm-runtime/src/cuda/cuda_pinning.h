@@ -1,0 +1,79 @@
+// Page-locking of registered host arrays (Backend::register_host), so that
+// host<->device copies run at full PCIe speed without staging.
+//
+// cudaHostRegister of a multi-GB array takes a long time (the kernel pins
+// every page and the driver maps them for each GPU), and a single call of
+// 512 GiB or more fails on r580 drivers (a per-call page table limit). So an
+// array may be registered in chunks (page-aligned boundaries, so that no page
+// is registered twice), optionally from several threads at once; the chunks
+// are remembered for unregistering. Pinning is an optimisation: when it fails
+// the array stays pageable (copies still work, slower) and a note is printed.
+//
+// Thread-safety: pin and unpin may be called from several threads.
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace bbmm {
+
+enum class HostPinMethod {
+  kAuto,      // chosen by size (see resolve_pin_method)
+  kWhole,     // one cudaHostRegister of the whole array
+  kChunked,   // one call per chunk, one after another
+  kParallel,  // one call per chunk, from several threads
+};
+
+// "auto", "whole", "chunked", "parallel".
+const char* pin_method_name(HostPinMethod m);
+
+struct HostPinOptions {
+  HostPinMethod method = HostPinMethod::kAuto;
+  size_t chunk_bytes = size_t{256} << 20;
+  int threads = 4;  // kParallel
+};
+
+// The method kAuto uses for an array of `bytes`: kWhole below 1 GiB, where
+// splitting gains nothing; kParallel above (pinning cost is dominated by
+// per-page work in the kernel, which scales with threads). Chunks never
+// exceed 256 GiB, below the driver's per-call limit.
+HostPinMethod resolve_pin_method(HostPinMethod m, size_t bytes);
+
+class HostPinner {
+ public:
+  explicit HostPinner(const HostPinOptions& options) : options_(options) {}
+  // Unpins whatever is still pinned.
+  ~HostPinner();
+  HostPinner(const HostPinner&) = delete;
+  HostPinner& operator=(const HostPinner&) = delete;
+
+  // Pins `bytes` at `host` (nothing for null or empty; nothing again for an
+  // array pinned already). Failures leave it pageable and print a note;
+  // returns OK then too.
+  absl::Status pin(void* host, size_t bytes);
+  // Unpins the array pinned at `host` (nothing when it is not pinned here).
+  // Returns the first cudaHostUnregister error.
+  absl::Status unpin(void* host);
+  void unpin_all();
+
+ private:
+  struct Range {
+    void* base;
+    size_t bytes;
+  };
+  struct Pinned {
+    std::vector<Range> ranges;
+    int threads;
+  };
+
+  HostPinOptions options_;
+  std::mutex serial_mu_;  // held through a whole pin or unpin
+  std::mutex mu_;         // guards pinned_
+  std::unordered_map<void*, Pinned> pinned_;
+};
+
+}  // namespace bbmm

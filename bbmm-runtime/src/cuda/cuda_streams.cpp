@@ -1,0 +1,85 @@
+#include "cuda/cuda_streams.h"
+
+#include "absl/strings/str_cat.h"
+#include "cuda/cuda_status.h"
+
+namespace bbmm {
+namespace {
+
+// Creates `slot` at `priority` and names it; its key is `base` + `index`.
+absl::Status make_slot(StreamSlot& slot, std::string name, int priority, StreamKey base,
+                       int index) {
+  BBMM_CUDA(cudaStreamCreateWithPriority(&slot.stream, cudaStreamNonBlocking, priority));
+  slot.key = base + static_cast<StreamKey>(index);
+  slot.name = std::move(name);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status DeviceStreams::create(uint32_t backend_id, int device, int gpu, int copies) {
+  (void)gpu;  // the current device; streams are created on it
+  created_ = true;
+  int least = 0, greatest = 0;
+  BBMM_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  // Keys: backend id, logical device, slot index; unique among backends
+  // alive at once, so events of another backend are never mistaken for ours.
+  const StreamKey base = (static_cast<StreamKey>(backend_id) << 40) |
+                         (static_cast<StreamKey>(device) << 12);
+  int index = 0;
+  absl::Status s = make_slot(compute, "compute", least, base, index++);
+  if (!s.ok()) return s;
+  h2d.resize(copies);
+  d2h.resize(copies);
+  d2d.resize(copies);
+  for (int k = 0; k < copies; ++k) {
+    if (!(s = make_slot(h2d[k], absl::StrCat("h2d.", k), greatest, base, index++)).ok()) return s;
+    if (!(s = make_slot(d2h[k], absl::StrCat("d2h.", k), greatest, base, index++)).ok()) return s;
+    if (!(s = make_slot(d2d[k], absl::StrCat("d2d.", k), greatest, base, index++)).ok()) return s;
+  }
+  if (!(s = make_slot(memory, "memory", least, base, index++)).ok()) return s;
+  if (!(s = make_slot(join, "join", least, base, index++)).ok()) return s;
+  if (!(s = make_slot(trace, "trace", least, base, index++)).ok()) return s;
+  work_.push_back(&compute);
+  for (auto* group : {&h2d, &d2h, &d2d}) {
+    for (StreamSlot& slot : *group) work_.push_back(&slot);
+  }
+  work_.push_back(&memory);
+  return absl::OkStatus();
+}
+
+void DeviceStreams::destroy() {
+  if (!created_) return;
+  created_ = false;
+  // Every slot, also those a failed create() did not reach (null streams).
+  std::vector<StreamSlot*> all = {&compute, &memory, &join, &trace};
+  for (auto* group : {&h2d, &d2h, &d2d}) {
+    for (StreamSlot& slot : *group) all.push_back(&slot);
+  }
+  for (StreamSlot* slot : all) {
+    slot->last.reset();
+    if (slot->stream == nullptr) continue;
+    (void)cudaStreamSynchronize(slot->stream);
+    (void)cudaStreamDestroy(slot->stream);
+    slot->stream = nullptr;
+  }
+  work_.clear();
+}
+
+absl::Status DeviceStreams::synchronize_all() {
+  absl::Status first;
+  for (StreamSlot* slot : work_) {
+    const cudaError_t e = cudaStreamSynchronize(slot->stream);
+    if (e != cudaSuccess && first.ok()) {
+      first = cuda_status(absl::StrCat("cudaStreamSynchronize(", slot->name, ")").c_str(), e,
+                          __FILE__, __LINE__);
+    }
+  }
+  const cudaError_t e = cudaStreamSynchronize(join.stream);
+  if (e != cudaSuccess && first.ok()) {
+    first = cuda_status("cudaStreamSynchronize(join)", e, __FILE__, __LINE__);
+  }
+  return first;
+}
+
+}  // namespace bbmm

@@ -1,0 +1,86 @@
+// The CUDA streams of one logical device.
+//
+// - compute: the user's kernels (LaunchContext::queue), default priority;
+// - h2d.k, d2h.k: host-to-device and device-to-host copies, `copies` of each,
+//   used round-robin by the issue worker so that the fixed cost of one copy
+//   overlaps with the next one on another copy engine;
+// - d2d.k: copies INTO this device from itself or from a peer (a copy
+//   between two devices runs on the destination's streams), round-robin;
+// - memory: cudaMallocAsync / cudaFreeAsync (stream-ordered allocator);
+// - join: where record() gathers every other stream;
+// - trace: idle, used only for the tracer's reference event.
+// Copy streams run at the greatest priority, so that a copy another device
+// waits for is not queued behind a long kernel's blocks. All streams are
+// cudaStreamNonBlocking: nothing orders them but events.
+//
+// Thread-safety: the streams themselves may be used from any thread; a
+// slot's bookkeeping fields (seq, last, joined_seq, alloc_gen_seen) belong to
+// the device's issue worker, except the memory slot's `seq`, guarded by
+// `memory_mu` (allocate() records on the memory stream from the caller's
+// thread).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "cuda/cuda_events.h"
+
+namespace bbmm {
+
+struct StreamSlot {
+  cudaStream_t stream = nullptr;
+  StreamKey key = 0;
+  std::string name;  // for the trace: "compute", "h2d.0", ...
+  // Number of completion events recorded on the stream so far; an event's
+  // sequence number orders it among the events of its stream.
+  uint64_t seq = 0;
+  // The latest completion event recorded on the stream, and its seq when the
+  // join stream last waited for it (record()).
+  std::shared_ptr<CudaOpEvent> last;
+  uint64_t joined_seq = 0;
+  // The device's allocation generation this stream has waited for
+  // (CudaBackendOptions::wait_for_allocations).
+  uint64_t alloc_gen_seen = 0;
+};
+
+class DeviceStreams {
+ public:
+  DeviceStreams() = default;
+  DeviceStreams(const DeviceStreams&) = delete;
+  DeviceStreams& operator=(const DeviceStreams&) = delete;
+  // Destroys the streams (see destroy()).
+  ~DeviceStreams() { destroy(); }
+
+  // Creates the streams of logical device `device` on GPU `gpu`, `copies`
+  // per copy direction; their keys are unique to backend `backend_id`. The
+  // calling thread's current device must be `gpu`.
+  absl::Status create(uint32_t backend_id, int device, int gpu, int copies);
+  // Waits for and destroys every stream (errors are ignored: used on
+  // teardown). Idempotent.
+  void destroy();
+  // cudaStreamSynchronize of every stream; the first error.
+  absl::Status synchronize_all();
+  // Every stream that operations are issued on (not join or trace).
+  const std::vector<StreamSlot*>& work_slots() const { return work_; }
+
+  StreamSlot compute;
+  std::vector<StreamSlot> h2d, d2h, d2d;
+  StreamSlot memory;
+  StreamSlot join;
+  StreamSlot trace;
+  // Guards issuing on the memory stream and its `seq` (allocate on callers'
+  // threads, free on the worker).
+  std::mutex memory_mu;
+
+ private:
+  std::vector<StreamSlot*> work_;
+  bool created_ = false;
+};
+
+}  // namespace bbmm

@@ -1,0 +1,58 @@
+#include "cuda/cuda_topology.h"
+
+#include <cstdint>
+#include <limits>
+
+#include "cuda/cuda_status.h"
+
+namespace bbmm {
+
+absl::Status setup_topology(int count, int visible, bool peer_access, CudaTopology* out) {
+  CudaTopology& t = *out;
+  t.gpu_of.resize(count);
+  for (int d = 0; d < count; ++d) t.gpu_of[d] = d % visible;
+  t.gpu_count = std::min(count, visible);
+  const int n = t.gpu_count;
+  t.pool.assign(n, nullptr);
+  t.peer.assign(static_cast<size_t>(n) * n, 0);
+  for (int g = 0; g < n; ++g) {
+    BBMM_CUDA(cudaSetDevice(g));
+    BBMM_CUDA(cudaDeviceGetDefaultMemPool(&t.pool[g], g));
+    uint64_t threshold = std::numeric_limits<uint64_t>::max();
+    BBMM_CUDA(cudaMemPoolSetAttribute(t.pool[g], cudaMemPoolAttrReleaseThreshold, &threshold));
+  }
+  for (int a = 0; a < n; ++a) {
+    std::vector<cudaMemAccessDesc> access;
+    for (int b = 0; b < n; ++b) {
+      if (a == b) continue;
+      int can = 0;
+      BBMM_CUDA(cudaDeviceCanAccessPeer(&can, a, b));
+      if (can && peer_access) {
+        BBMM_CUDA(cudaSetDevice(a));
+        const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) {
+          (void)cudaGetLastError();  // not an error: another backend did it
+        } else if (e != cudaSuccess) {
+          return cuda_status("cudaDeviceEnablePeerAccess", e, __FILE__, __LINE__);
+        }
+        t.peer[static_cast<size_t>(a) * n + b] = 1;
+      }
+      // May GPU b read and write pool memory of GPU a?
+      int reach = 0;
+      BBMM_CUDA(cudaDeviceCanAccessPeer(&reach, b, a));
+      if (!reach) continue;
+      cudaMemAccessDesc desc = {};
+      desc.location.type = cudaMemLocationTypeDevice;
+      desc.location.id = b;
+      desc.flags = cudaMemAccessFlagsProtReadWrite;
+      access.push_back(desc);
+    }
+    if (!access.empty()) {
+      BBMM_CUDA(cudaMemPoolSetAccess(t.pool[a], access.data(), access.size()));
+    }
+  }
+  BBMM_CUDA(cudaSetDevice(0));
+  return absl::OkStatus();
+}
+
+}  // namespace bbmm

@@ -1,0 +1,474 @@
+#include "cuda/cuda_worker.h"
+
+#include <chrono>
+#include <exception>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cuda/cuda_status.h"
+
+namespace bbmm {
+namespace {
+
+// The worker whose thread this is (null on other threads).
+thread_local const Worker* tls_worker = nullptr;
+
+// Tells the core that we are spinning (x86 PAUSE, Arm YIELD).
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+}  // namespace
+
+Worker::Worker(int device, std::shared_ptr<GpuShared> gpu, DeviceStreams& streams,
+               DeviceTrace& trace, const CudaTopology& topology, const WorkerOptions& options,
+               std::atomic<bool>* batch_api_works)
+    : device_(device),
+      gpu_(gpu->gpu),
+      shared_(std::move(gpu)),
+      streams_(streams),
+      trace_(trace),
+      topology_(topology),
+      options_(options),
+      batch_api_works_(batch_api_works) {}
+
+Worker::~Worker() { stop(); }
+
+void Worker::start() { thread_ = std::thread([this] { run(); }); }
+
+void Worker::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Worker::on_worker_thread() const { return tls_worker == this; }
+
+bool Worker::on_any_worker_thread() { return tls_worker != nullptr; }
+
+uint64_t Worker::enqueue(Command&& command) {
+  bool wake;
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(command));
+    ticket = enqueued_.load(std::memory_order_relaxed) + 1;
+    enqueued_.store(ticket, std::memory_order_release);
+    wake = sleeping_;
+  }
+  // Only a sleeping worker needs the (system call of the) notification; a
+  // spinning one sees enqueued_ change.
+  if (wake) work_cv_.notify_one();
+  return ticket;
+}
+
+void Worker::wait_issued(uint64_t ticket) {
+  if (issued_.load(std::memory_order_seq_cst) >= ticket) return;
+  issue_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    issued_cv_.wait(lock, [&] { return issued_.load(std::memory_order_seq_cst) >= ticket; });
+  }
+  issue_waiters_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+absl::Status Worker::take_first_error() {
+  std::lock_guard<std::mutex> lock(error_mu_);
+  return std::exchange(first_error_, absl::OkStatus());
+}
+
+void Worker::note_error(const absl::Status& s) {
+  if (s.ok()) return;
+  std::lock_guard<std::mutex> lock(error_mu_);
+  if (first_error_.ok()) first_error_ = s;
+}
+
+void Worker::note_allocation(const std::shared_ptr<CudaOpEvent>& ready) {
+  if (options_.wait_for_allocations) {
+    std::lock_guard<std::mutex> lock(alloc_mu_);
+    latest_ready_ = ready;
+  }
+  alloc_gen_.fetch_add(1, std::memory_order_acq_rel);
+  memory_ops_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void Worker::run() {
+  tls_worker = this;
+  const cudaError_t e = cudaSetDevice(gpu_);
+  if (e != cudaSuccess) {
+    // Every command will fail on its own CUDA calls; say why once.
+    note_error(cuda_status("cudaSetDevice (issue worker)", e, __FILE__, __LINE__));
+  }
+  std::vector<Command> batch;
+  uint64_t taken = 0;
+  for (;;) {
+    if (enqueued_.load(std::memory_order_acquire) == taken && options_.spin_us > 0) {
+      // Spin a little before sleeping: the application usually issues the
+      // next command within microseconds, and waking a sleeping thread costs
+      // the caller a system call and the worker tens of microseconds.
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::microseconds(options_.spin_us);
+      for (unsigned n = 1; enqueued_.load(std::memory_order_acquire) == taken; ++n) {
+        cpu_relax();
+        if (n % 64 == 0 && std::chrono::steady_clock::now() >= deadline) break;
+      }
+    }
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (queue_.empty()) {
+        if (stop_) break;
+        sleeping_ = true;
+        work_cv_.wait(lock, [&] { return !queue_.empty() || stop_; });
+        sleeping_ = false;
+        if (queue_.empty()) break;  // stopping, and everything was issued
+      }
+      // Take the whole queue; the caller's next push_back reuses `batch`'s
+      // old capacity, so enqueueing allocates nothing in the steady state.
+      batch.swap(queue_);
+    }
+    for (Command& c : batch) {
+      issue(c);
+      // What the command captured (the launch function, the wait list) is
+      // released here, on the worker.
+      c = Command();
+      issued_.store(++taken, std::memory_order_seq_cst);
+      if (issue_waiters_.load(std::memory_order_seq_cst) > 0) {
+        { std::lock_guard<std::mutex> lock(mu_); }
+        issued_cv_.notify_all();
+      }
+    }
+    batch.clear();
+  }
+  tls_worker = nullptr;
+}
+
+StreamSlot& Worker::pick_stream(const Command& c) {
+  switch (c.kind) {
+    case CommandKind::kLaunch: return streams_.compute;
+    case CommandKind::kFree: return streams_.memory;
+    case CommandKind::kRecord: return streams_.join;
+    default: break;
+  }
+  const int group = c.dir == CopyDir::kH2D ? 0 : c.dir == CopyDir::kD2H ? 1 : 2;
+  std::vector<StreamSlot>& slots = group == 0 ? streams_.h2d : group == 1 ? streams_.d2h : streams_.d2d;
+  return slots[round_robin_[group]++ % slots.size()];
+}
+
+std::string Worker::describe(const Command& c) const {
+  const char* what = "record";
+  switch (c.kind) {
+    case CommandKind::kCopy: what = copy_trace_name(c.dir); break;
+    case CommandKind::kBatch: what = copy_trace_name(c.dir); break;
+    case CommandKind::kLaunch: what = "kernel launch"; break;
+    case CommandKind::kFree: what = "free"; break;
+    case CommandKind::kRecord: break;
+  }
+  return absl::StrCat(what, c.kind == CommandKind::kBatch ? " batch" : "", " on cuda device ",
+                      device_);
+}
+
+CopyEnv Worker::copy_env(const Command& c) const {
+  const CopyOp& op = c.kind == CommandKind::kBatch ? c.batch.front() : c.copy;
+  CopyEnv env;
+  env.dst_gpu = op.dst.device == kHost ? -1 : topology_.gpu_of[op.dst.device];
+  env.src_gpu = op.src.device == kHost ? -1 : topology_.gpu_of[op.src.device];
+  env.peer_reachable = op.dst.device != kHost && op.src.device != kHost &&
+                       topology_.can_access_peer(op.dst.device, op.src.device);
+  env.copy_kernel = options_.copy_kernel;
+  env.batch_api = options_.batch_api;
+  env.batch_api_peer = options_.batch_api_peer;
+  env.batch_api_works = batch_api_works_;
+  return env;
+}
+
+void Worker::add_wait(const Event& e, StreamKey target, absl::Status* failed) {
+  const EventState* st = e.state();
+  if (st == nullptr) return;
+  const CudaOpEvent* ce = dynamic_cast<const CudaOpEvent*>(st);
+  if (ce == nullptr) {
+    // Not an event of a CUDA backend (one runtime has one backend, so this
+    // does not happen in practice): wait for it here.
+    absl::Status s = st->wait();
+    if (!s.ok() && failed->ok()) *failed = std::move(s);
+    return;
+  }
+  // Blocks only for an event of another device whose worker has not issued
+  // it yet; see the header on why this cannot deadlock.
+  ce->wait_issued();
+  if (ce->failed() && failed->ok()) *failed = ce->error();
+  if (!ce->has_cuda_event() || ce->known_complete() || ce->stream() == target) return;
+  for (WaitOn& w : waits_) {
+    if (w.key != ce->stream()) continue;
+    // Events of one stream complete in order: the latest covers the others.
+    if (ce->seq() > w.seq) {
+      w.seq = ce->seq();
+      w.event = ce;
+    }
+    return;
+  }
+  waits_.push_back(WaitOn{ce->stream(), ce->seq(), ce});
+}
+
+absl::Status Worker::wait_all(cudaStream_t stream) {
+  for (const WaitOn& w : waits_) {
+    const cudaError_t e = cudaStreamWaitEvent(stream, w.event->cuda_event(), 0);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return cuda_status("cudaStreamWaitEvent", e, __FILE__, __LINE__);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Worker::issue(Command& c) {
+  if (c.kind == CommandKind::kRecord) {
+    issue_record(c);
+    return;
+  }
+  StreamSlot& slot = pick_stream(c);
+  waits_.clear();
+  absl::Status failed;
+  for (const Event& e : c.waits) add_wait(e, slot.key, &failed);
+  // Holds the latest allocation's ready event while waits_ points to it.
+  std::shared_ptr<CudaOpEvent> ready;
+  if (options_.wait_for_allocations && &slot != &streams_.memory) {
+    const uint64_t gen = alloc_gen_.load(std::memory_order_acquire);
+    if (gen != slot.alloc_gen_seen) {
+      {
+        std::lock_guard<std::mutex> lock(alloc_mu_);
+        ready = latest_ready_;
+      }
+      slot.alloc_gen_seen = gen;
+      if (ready != nullptr) add_wait(Event(ready), slot.key, &failed);
+    }
+  }
+  if (c.kind == CommandKind::kFree) {
+    // A free runs even after a failed event: nobody uses the memory again,
+    // and it still waits for whatever part of a failed operation ran.
+    note_error(issue_free(c));
+    return;
+  }
+  if (!failed.ok()) {
+    fail_unissued(c, absl::Status(failed.code(),
+                                  absl::StrCat(describe(c),
+                                               " did not run: an event it waited for failed: ",
+                                               failed.message())));
+    return;
+  }
+  absl::Status s = wait_all(slot.stream);
+  if (!s.ok()) {
+    fail_unissued(c, absl::Status(s.code(), absl::StrCat(describe(c), ": ", s.message())));
+    return;
+  }
+  // Tracing: timing events before and after the operation on its stream.
+  std::shared_ptr<const TimingRef> ref;
+  cudaEvent_t start = nullptr;
+  if (c.tracer != nullptr && (ref = trace_.reference()) != nullptr &&
+      trace_.stamp(slot.stream, &start) != cudaSuccess) {
+    (void)cudaGetLastError();
+    start = nullptr;
+  }
+  s = issue_operation(c, slot);
+  if (start != nullptr) {
+    cudaEvent_t end = nullptr;
+    if (trace_.stamp(slot.stream, &end) == cudaSuccess) {
+      TraceRecord r;
+      r.tracer = c.tracer;
+      r.name = c.kind == CommandKind::kLaunch ? "kernel" : copy_trace_name(c.dir);
+      r.args = std::move(c.trace_args);
+      absl::StrAppend(&r.args, r.args.empty() ? "" : ",", "\"stream\":\"", slot.name, "\"");
+      r.start = start;
+      r.end = end;
+      r.ref = std::move(ref);
+      trace_.add(std::move(r));
+    } else {
+      (void)cudaGetLastError();
+      shared_->timing.put(start);
+    }
+  }
+  complete(c, slot, std::move(s));
+}
+
+absl::Status Worker::issue_operation(Command& c, StreamSlot& slot) {
+  switch (c.kind) {
+    case CommandKind::kCopy:
+      return issue_copy(c.copy, c.dir, copy_env(c), slot.stream);
+    case CommandKind::kBatch: {
+      BatchPaths paths;
+      absl::Status s = issue_copy_batch(c.batch, c.dir, copy_env(c), slot.stream, scratch_, &paths);
+      if (c.tracer != nullptr) {
+        absl::StrAppend(&c.trace_args, ",\"kernel_ops\":", paths.kernel,
+                        ",\"batch_api_ops\":", paths.batch_api, ",\"single_ops\":", paths.single);
+      }
+      return s;
+    }
+    case CommandKind::kLaunch:
+      return run_launch(c, slot);
+    default:
+      return absl::InternalError("cuda issue worker: unexpected command");
+  }
+}
+
+absl::Status Worker::run_launch(Command& c, StreamSlot& slot) {
+  // A stale, non-sticky error of an earlier call must not be blamed on this
+  // launch.
+  (void)cudaGetLastError();
+  absl::Status status;
+  // No exception may cross the worker thread.
+  try {
+    c.fn(LaunchContext{device_, slot.stream});
+  } catch (const std::exception& e) {
+    status = absl::InternalError(absl::StrCat("the launch function threw: ", e.what()));
+  } catch (...) {
+    status = absl::InternalError("the launch function threw a non-standard exception");
+  }
+  const cudaError_t launch_error = cudaGetLastError();
+  if (launch_error != cudaSuccess && status.ok()) {
+    status = cuda_status("a kernel launch of the launch function (cudaGetLastError)",
+                         launch_error, __FILE__, __LINE__);
+  }
+  // The function may have made another GPU current.
+  const cudaError_t e = cudaSetDevice(gpu_);
+  if (e != cudaSuccess && status.ok()) {
+    status = cuda_status("cudaSetDevice (after the launch function)", e, __FILE__, __LINE__);
+  }
+  return status;
+}
+
+absl::Status Worker::issue_free(Command& c) {
+  StreamSlot& m = streams_.memory;
+  std::lock_guard<std::mutex> lock(streams_.memory_mu);
+  absl::Status s = wait_all(m.stream);
+  if (!s.ok()) {
+    // Freeing now could hand out memory still in use: leak it instead.
+    return absl::Status(s.code(), absl::StrCat(describe(c), ": ", s.message(),
+                                               " (the memory is not freed)"));
+  }
+  std::shared_ptr<const TimingRef> ref;
+  cudaEvent_t start = nullptr;
+  if (c.tracer != nullptr && (ref = trace_.reference()) != nullptr &&
+      trace_.stamp(m.stream, &start) != cudaSuccess) {
+    (void)cudaGetLastError();
+    start = nullptr;
+  }
+  // Stream-ordered: the memory returns to the pool when the memory stream
+  // reaches this point, i.e. after every event in the wait list.
+  const cudaError_t e = cudaFreeAsync(c.free_base, m.stream);
+  memory_ops_.fetch_add(1, std::memory_order_acq_rel);
+  if (start != nullptr) {
+    cudaEvent_t end = nullptr;
+    if (trace_.stamp(m.stream, &end) == cudaSuccess) {
+      TraceRecord r;
+      r.tracer = c.tracer;
+      r.name = "free";
+      r.args = std::move(c.trace_args);
+      absl::StrAppend(&r.args, r.args.empty() ? "" : ",", "\"stream\":\"", m.name, "\"");
+      r.start = start;
+      r.end = end;
+      r.ref = std::move(ref);
+      trace_.add(std::move(r));
+    } else {
+      (void)cudaGetLastError();
+      shared_->timing.put(start);
+    }
+  }
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    const absl::Status fs = cuda_status("cudaFreeAsync", e, __FILE__, __LINE__);
+    return absl::Status(fs.code(), absl::StrCat(describe(c), ": ", fs.message()));
+  }
+  return absl::OkStatus();
+}
+
+void Worker::issue_record(Command& c) {
+  StreamSlot& join = streams_.join;
+  absl::Status status;
+  // The join stream waits for the latest completion event of every stream
+  // that has work not already joined and not known complete...
+  for (StreamSlot* s : streams_.work_slots()) {
+    if (s == &streams_.memory) continue;
+    const std::shared_ptr<CudaOpEvent>& last = s->last;
+    if (last == nullptr || !last->has_cuda_event() || last->known_complete() ||
+        s->joined_seq == last->seq()) {
+      continue;
+    }
+    const cudaError_t e = cudaStreamWaitEvent(join.stream, last->cuda_event(), 0);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      if (status.ok()) status = cuda_status("cudaStreamWaitEvent (record)", e, __FILE__, __LINE__);
+      continue;
+    }
+    s->joined_seq = last->seq();
+  }
+  // ... and for the memory stream (allocations issued by callers' threads,
+  // frees), through a helper event recorded there now.
+  const uint64_t memory_ops = memory_ops_.load(std::memory_order_acquire);
+  if (memory_ops != memory_joined_ && status.ok()) {
+    std::lock_guard<std::mutex> lock(streams_.memory_mu);
+    cudaEvent_t helper;
+    cudaError_t e = shared_->events.get(&helper);
+    if (e == cudaSuccess) {
+      e = cudaEventRecord(helper, streams_.memory.stream);
+      if (e == cudaSuccess) e = cudaStreamWaitEvent(join.stream, helper, 0);
+      // The join stream captured the recording: the event may be reused.
+      shared_->events.put(helper);
+    }
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      status = cuda_status("cudaEventRecord/cudaStreamWaitEvent (record, memory stream)", e,
+                           __FILE__, __LINE__);
+    } else {
+      memory_joined_ = memory_ops;
+    }
+  }
+  if (status.ok()) {
+    // Work waiting for this event must not run on the results of an
+    // operation that failed (as on the host backend).
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (!first_error_.ok()) {
+      status = absl::Status(first_error_.code(),
+                            absl::StrCat("an earlier operation failed: ", first_error_.message()));
+    }
+  }
+  complete(c, join, std::move(status));
+}
+
+void Worker::complete(Command& c, StreamSlot& slot, absl::Status status) {
+  cudaEvent_t ev = nullptr;
+  cudaError_t e = shared_->events.get(&ev);
+  if (e == cudaSuccess) {
+    e = cudaEventRecord(ev, slot.stream);
+    if (e != cudaSuccess) {
+      shared_->events.put(ev);
+      ev = nullptr;
+    }
+  }
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (status.ok()) status = cuda_status("cudaEventRecord", e, __FILE__, __LINE__);
+  }
+  if (!status.ok()) {
+    (void)cudaGetLastError();
+    status = absl::Status(status.code(), absl::StrCat(describe(c), ": ", status.message()));
+    note_error(status);
+    c.event->mark_failed(std::move(status), ev, slot.key, ev != nullptr ? ++slot.seq : 0);
+    if (ev != nullptr) slot.last = c.event;
+    return;
+  }
+  c.event->mark_issued(ev, slot.key, ++slot.seq);
+  slot.last = c.event;
+}
+
+void Worker::fail_unissued(Command& c, absl::Status status) {
+  note_error(status);
+  c.event->mark_failed(std::move(status), nullptr, 0, 0);
+}
+
+}  // namespace bbmm

@@ -1,0 +1,201 @@
+// The issue worker of one logical device: a host thread that issues the
+// device's operations to CUDA, so that the application's threads only
+// enqueue a command (a move into a vector under an uncontended lock, no
+// system call unless the worker sleeps) and never pay a CUDA API call or wait
+// for the device.
+//
+// For each command, in enqueue order, the worker
+//  1. picks the stream: compute (launch), h2d.k / d2h.k / d2d.k round-robin
+//     (copies; a copy between devices is on the destination's d2d streams),
+//     memory (free), join (record);
+//  2. resolves the wait list: waits until each event is issued (see below),
+//     drops events known complete, on the same stream (stream order covers
+//     them) or superseded by a later event of the same stream, and makes the
+//     stream cudaStreamWaitEvent for the rest; a failed event fails the
+//     command without running it (free still frees);
+//  3. issues the operation (cuda_copy.h; a launch runs the user's function
+//     with LaunchContext{device, compute stream} and checks cudaGetLastError;
+//     an exception becomes the event's kInternal error);
+//  4. records the completion event (pooled cudaEvent_t) and publishes it to
+//     the command's CudaOpEvent; a failure is also remembered as the device's
+//     first error (returned by synchronize()).
+//
+// Deadlock freedom of step 2: a command only waits for events its caller
+// held, and a caller holds an event only after the enqueue that created it
+// returned. So every event a command waits for was enqueued (on some device)
+// strictly before the command itself: "waits for" follows enqueue order,
+// which is a total order (each enqueue happens under its device's lock, and
+// the event is published to the caller after it). The earliest command not
+// yet issued, over all devices, therefore waits only for issued events, and
+// its worker — which issues in enqueue order and has issued everything
+// before it — makes progress. No cycle can form. (A launch function that
+// waits on the host for an event of a later operation of its own device
+// breaks this, as it would on any in-order queue.)
+//
+// Waiting for the issue before cudaStreamWaitEvent matters: the cudaEvent_t
+// of a pending event is not recorded yet (and pooled: it may still hold an
+// old recording), and cudaStreamWaitEvent waits for the most recent
+// recording at the time of the call.
+//
+// Thread-safety: enqueue, wait_issued, first-error and allocation methods may
+// be called from any thread; the rest run on the worker thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "core/backend.h"
+#include "cuda/cuda_copy.h"
+#include "cuda/cuda_events.h"
+#include "cuda/cuda_streams.h"
+#include "cuda/cuda_topology.h"
+#include "cuda/cuda_trace.h"
+
+namespace bbmm {
+
+class Tracer;
+
+enum class CommandKind : uint8_t { kCopy, kBatch, kLaunch, kFree, kRecord };
+
+// One operation to issue; moved into the worker's queue.
+struct Command {
+  CommandKind kind = CommandKind::kRecord;
+  CopyDir dir = CopyDir::kH2D;  // copies
+  absl::InlinedVector<Event, 4> waits;
+  std::shared_ptr<CudaOpEvent> event;  // null for kFree
+  CopyOp copy;                         // kCopy
+  std::vector<CopyOp> batch;           // kBatch
+  std::function<void(const LaunchContext&)> fn;  // kLaunch
+  void* free_base = nullptr;                     // kFree
+  // Null when tracing is off; else the tracer and the slice's args, built on
+  // the calling thread (they include Tracer::current_label()).
+  Tracer* tracer = nullptr;
+  std::string trace_args;
+};
+
+// What the worker needs to know of the backend's options.
+struct WorkerOptions {
+  bool copy_kernel = true;
+  bool batch_api = true;
+  bool batch_api_peer = false;
+  bool wait_for_allocations = false;
+  int spin_us = 150;
+};
+
+class Worker {
+ public:
+  // The worker of logical device `device` (on the GPU of `gpu`), issuing on
+  // `streams` with the topology `topology` and recording timings into
+  // `trace`; `batch_api_works` is shared by the backend's workers. All must
+  // outlive the worker. start() launches the thread.
+  Worker(int device, std::shared_ptr<GpuShared> gpu, DeviceStreams& streams, DeviceTrace& trace,
+         const CudaTopology& topology, const WorkerOptions& options,
+         std::atomic<bool>* batch_api_works);
+  // Stops the thread after it has issued every queued command.
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void start();
+  // Issues what is queued, then ends the thread. Idempotent.
+  void stop();
+
+  // Queues `command`; returns its ticket (1, 2, ... in enqueue order).
+  uint64_t enqueue(Command&& command);
+  // The ticket of the last command queued so far.
+  uint64_t last_ticket() const { return enqueued_.load(std::memory_order_acquire); }
+  // Blocks until every command with a ticket <= `ticket` has been issued
+  // (not completed). Must not be called on this worker's thread.
+  void wait_issued(uint64_t ticket);
+  // True on this worker's thread (inside a launch function).
+  bool on_worker_thread() const;
+  // True on the thread of any issue worker.
+  static bool on_any_worker_thread();
+
+  // Returns and clears the first error of an operation since the last call.
+  absl::Status take_first_error();
+  // Remembers `s` as the first error unless one is already there.
+  void note_error(const absl::Status& s);
+
+  // Called by allocate (holding streams.memory_mu) after recording `ready`
+  // on the memory stream: with wait_for_allocations, every later operation
+  // of the device waits for it. Also counts work on the memory stream, for
+  // record().
+  void note_allocation(const std::shared_ptr<CudaOpEvent>& ready);
+
+ private:
+  // An event the target stream must wait for.
+  struct WaitOn {
+    StreamKey key;
+    uint64_t seq;
+    const CudaOpEvent* event;
+  };
+
+  void run();
+  void issue(Command& c);
+  StreamSlot& pick_stream(const Command& c);
+  // Adds `e` to waits_ for a command on stream `target`; a failure of `e` is
+  // stored in `*failed` (the first one wins).
+  void add_wait(const Event& e, StreamKey target, absl::Status* failed);
+  // cudaStreamWaitEvent(stream, ...) for every entry of waits_.
+  absl::Status wait_all(cudaStream_t stream);
+  // Issues the operation of `c` on `slot`.
+  absl::Status issue_operation(Command& c, StreamSlot& slot);
+  absl::Status run_launch(Command& c, StreamSlot& slot);
+  absl::Status issue_free(Command& c);
+  void issue_record(Command& c);
+  // Records `c`'s completion event on `slot` and publishes `status`.
+  void complete(Command& c, StreamSlot& slot, absl::Status status);
+  void fail_unissued(Command& c, absl::Status status);
+  CopyEnv copy_env(const Command& c) const;
+  // "copy H2D on cuda device 0" for messages.
+  std::string describe(const Command& c) const;
+
+  const int device_;
+  const int gpu_;
+  std::shared_ptr<GpuShared> shared_;
+  DeviceStreams& streams_;
+  DeviceTrace& trace_;
+  const CudaTopology& topology_;
+  const WorkerOptions options_;
+  std::atomic<bool>* batch_api_works_;
+
+  // The queue.
+  std::mutex mu_;
+  std::condition_variable work_cv_;    // worker: work queued or stop
+  std::condition_variable issued_cv_;  // wait_issued: issued_ went up
+  std::vector<Command> queue_;
+  bool sleeping_ = false;
+  bool stop_ = false;
+  std::atomic<uint64_t> enqueued_{0};
+  std::atomic<uint64_t> issued_{0};
+  std::atomic<int> issue_waiters_{0};
+  std::thread thread_;
+
+  // First error since the last take_first_error().
+  std::mutex error_mu_;
+  absl::Status first_error_;
+
+  // Allocations (note_allocation).
+  std::mutex alloc_mu_;
+  std::shared_ptr<CudaOpEvent> latest_ready_;
+  std::atomic<uint64_t> alloc_gen_{0};
+  std::atomic<uint64_t> memory_ops_{0};  // allocations + frees issued
+  uint64_t memory_joined_ = 0;           // memory_ops_ at the last record()
+
+  // Worker-thread state.
+  absl::InlinedVector<WaitOn, 8> waits_;
+  size_t round_robin_[3] = {0, 0, 0};  // h2d, d2h, d2d
+  BatchScratch scratch_;
+};
+
+}  // namespace bbmm
