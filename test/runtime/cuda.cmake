@@ -3,7 +3,7 @@
 # cuda_conformance_test and cuda_fuzz_test run the shared runtime suites
 # (conformance, random traces vs a host shadow) on the CUDA backend.
 if(BBMM_HAVE_CUDA)
-  bbmm_add_test(cuda_backend_test LABELS gpu SOURCES cuda_backend_test.cpp
+  bbmm_add_test(cuda_backend_test LABELS gpu SOURCES cuda_backend_test.cpp cuda_test_kernels.cu
     LIBS bbmm_runtime_internal CUDA::cudart_static)
   bbmm_add_test(cuda_conformance_test LABELS gpu
     SOURCES cuda_conformance_test.cpp runtime_conformance_suite.cpp

@@ -1,7 +1,8 @@
 // The CUDA backend factory for the shared runtime suites (conformance and
 // random traces). Host-written kernels reach the pieces by staging: inside
-// the launch function each piece's device memory is copied to the host on
-// the launch's stream, the kernel runs, and the bytes are copied back.
+// the launch function (which runs on the device's issue worker thread) each
+// piece's device memory is copied to the host on the launch's stream, the
+// kernel runs, and the bytes are copied back.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -57,6 +58,10 @@ inline BackendFactory cuda_factory(std::string name, bool copy_kernel) {
     o.capacity_bytes = capacity;
     o.oversubscribe = true;  // several logical devices per GPU on small machines
     o.copy_kernel = copy_kernel;
+    // The runtime core these suites run on does not (yet) wait for
+    // DeviceBuffer::ready before using a new buffer: make every operation
+    // wait for the device's latest allocation instead.
+    o.wait_for_allocations = true;
     absl::StatusOr<std::unique_ptr<Backend>> b = make_cuda_backend(o);
     if (!b.ok()) {
       ADD_FAILURE() << b.status();
