@@ -1,19 +1,25 @@
 // GPU benchmarks of libbbmm on the CUDA backend (run by bench/gpu/run_all.sh):
 //   copies    box copy throughput (2-D/3-D, rows 64 B..64 KiB, boxes 64 KiB..256 MiB)
 //             for H2D, D2H, device-local and peer, as a fraction of the contiguous
-//             ceiling measured in the same run;
+//             ceiling measured in the same run: single copies back to back, and
+//             batches of 16 boxes through copy_batch;
+//   pinning   register_host of 1, 4 and 8 GiB by each method (one call, chunks,
+//             chunks from several threads), and H2D bandwidth from the result;
+//   enqueue   the calling thread's cost of copy, copy_batch, launch, record and
+//             free;
 //   flowout   halo exchange by flow_out via peer vs via the host, 2 and 4 GPUs;
 //   boxout    a read-write sweep over data 4x the device capacity limit, as a
 //             fraction of the PCIe-bound ideal;
 //   latency   acquire+release hit and miss latency.
 // Prints markdown tables. Exits 77 when no GPU is present.
 //
-//   gpu_bench [copies] [flowout] [boxout] [latency]   (default: all)
+//   gpu_bench [copies] [pinning] [enqueue] [flowout] [boxout] [latency]   (default: all)
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -34,15 +40,18 @@ double seconds_since(Clock::time_point t0) {
 }
 
 // Median over `reps` of the time of `iters` back-to-back runs of `issue`,
-// each run returning the event of its last operation.
+// each run returning the event of its operation. The backend may run the
+// runs concurrently (several copy streams), so every run's event is waited
+// for, not only the last one.
 double time_median(int reps, int iters, const std::function<Event()>& issue) {
   issue().wait().IgnoreError();  // warm-up
   std::vector<double> t;
+  std::vector<Event> events;
   for (int r = 0; r < reps; ++r) {
+    events.clear();
     const auto t0 = Clock::now();
-    Event last;
-    for (int i = 0; i < iters; ++i) last = issue();
-    last.wait().IgnoreError();
+    for (int i = 0; i < iters; ++i) events.push_back(issue());
+    for (const Event& e : events) e.wait().IgnoreError();
     t.push_back(seconds_since(t0) / iters);
   }
   std::sort(t.begin(), t.end());
@@ -65,10 +74,31 @@ Event must(absl::StatusOr<Event> e) {
 }
 
 // ------------------------------------------------------------------ copies
-void bench_copies(Backend& b, Backend& engine) {
+// `x` with `digits` decimals.
+std::string fixed(double x, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
+}
+
+// Targets of the box copies (docs/performance.md): H2D/D2H boxes >= 1 MiB
+// with rows >= 1 KiB at >= 0.95 of the contiguous ceiling; peer boxes of
+// 16 MiB and more with rows >= 256 B at >= 0.90.
+double copy_target(int kind, size_t moved, size_t w) {
+  if ((kind == 0 || kind == 1) && moved >= (size_t{1} << 20) && w >= 1024) return 0.95;
+  if (kind == 3 && moved >= (size_t{16} << 20) && w >= 256) return 0.90;
+  return 0;
+}
+
+// `b`: the default backend (copy kernel for strided device boxes, batch call
+// for host boxes); `engine`: the copy engine for strided device boxes;
+// `one_by_one`: copy_batch without cudaMemcpy3DBatchAsync (ops one by one on
+// the batch's stream).
+void bench_copies(Backend& b, Backend& engine, Backend& one_by_one) {
   const bool peer = b.device_count() > 1 && b.can_access_peer(1, 0);
   const size_t kMax = size_t{256} << 20;   // largest box
   const size_t kArray = 4 * kMax;  // its array: rows 2x wider, 3-D planes 2x taller
+  constexpr int kBatch = 16;       // boxes per copy_batch call
   void* host = nullptr;
   if (cudaHostAlloc(&host, kArray, cudaHostAllocPortable) != cudaSuccess) {
     std::fprintf(stderr, "gpu_bench: cudaHostAlloc failed\n");
@@ -77,6 +107,8 @@ void bench_copies(Backend& b, Backend& engine) {
   std::memset(host, 1, kArray);
   DeviceBuffer d0 = *b.allocate(0, kArray), d0b = *b.allocate(0, kArray);
   DeviceBuffer d1 = peer ? *b.allocate(1, kArray) : DeviceBuffer{};
+  b.synchronize(0).IgnoreError();  // the buffers' ready events
+  if (peer) b.synchronize(1).IgnoreError();
   auto contiguous = [&](Endpoint dst, Endpoint src) {
     const size_t n = kMax;
     return n / time_median(5, 4, [&] { return must(b.copy(dst, src, {n, 1, 1}, {})); });
@@ -90,9 +122,14 @@ void bench_copies(Backend& b, Backend& engine) {
               d2d / 1e9);
   if (peer) std::printf("| peer 0->1 | %.1f |\n", p2p / 1e9);
 
-  std::printf("\n### Box copies (2-D: rows of W bytes out of rows of 2W; 3-D: 16 planes, each half the rows of its array plane)\n\n");
-  std::printf("| direction | dims | row W | box | GB/s | of ceiling | target | ok |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+  std::printf("\n### Box copies (2-D: rows of W bytes out of rows of 2W; 3-D: 16 planes, each half "
+              "the rows of its array plane)\n\n");
+  std::printf("single: copy() per box, back to back (the backend rotates its copy streams); "
+              "batch16: copy_batch of %d distinct boxes; batch16 1by1: the same without "
+              "cudaMemcpy3DBatchAsync. GB/s and fraction of the contiguous ceiling.\n\n", kBatch);
+  std::printf("| direction | dims | row W | box | single GB/s | single | batch16 GB/s | batch16 | "
+              "batch16 1by1 | target | met by |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   const size_t widths[] = {64, 256, 1024, 4096, 16384, 65536};
   const size_t sizes[] = {size_t{64} << 10, size_t{1} << 20, size_t{16} << 20, kMax};
   struct Dir {
@@ -109,7 +146,7 @@ void bench_copies(Backend& b, Backend& engine) {
     dirs.push_back({"peer (kernel)", 3, p2p, &b});
     dirs.push_back({"peer (engine)", 3, p2p, &engine});
   }
-  int misses = 0, checked = 0;
+  int checked = 0, met_single = 0, met_batch = 0, met_any = 0;
   for (int dims = 2; dims <= 3; ++dims) {
     for (const Dir& dir : dirs) {
       for (size_t w : widths) {
@@ -123,42 +160,201 @@ void bench_copies(Backend& b, Backend& engine) {
           // 3-D: the box also covers half the rows of each plane, so its
           // planes are not evenly spaced rows (a true 3-D copy).
           const size_t plane = dims == 3 ? 2 * w * 2 * rows : 2 * w * rows;
-          const Endpoint host_wide{kHost, host, 0, 2 * w, plane};
-          const Endpoint dev_wide{0, d0.base, 0, 2 * w, plane};
-          const Endpoint dev_dense{0, d0b.base, 0, w, w * rows};
-          const Endpoint peer_dense{1, d1.base, 0, w, w * rows};
-          Endpoint dst, src;
-          switch (dir.kind) {
-            case 0: dst = dev_dense, src = host_wide; break;
-            case 1: dst = host_wide, src = dev_dense; break;
-            case 2: dst = dev_dense, src = dev_wide; break;
-            default: dst = peer_dense, src = dev_wide; break;
-          }
-          const CopyShape shape{w, rows, depth};
           const size_t moved = w * rows * depth;
+          const size_t wide_span = plane * depth;  // <= 4 * moved
+          // Box k of a batch: its own part of each array, so that no two
+          // boxes of a batch write the same bytes.
+          auto op = [&](int k) {
+            const Endpoint host_wide{kHost, host, k * wide_span, 2 * w, plane};
+            const Endpoint dev_wide{0, d0.base, k * wide_span, 2 * w, plane};
+            const Endpoint dev_dense{0, d0b.base, k * moved, w, w * rows};
+            const Endpoint peer_dense{1, d1.base, k * moved, w, w * rows};
+            switch (dir.kind) {
+              case 0: return CopyOp{dev_dense, host_wide, {w, rows, depth}};
+              case 1: return CopyOp{host_wide, dev_dense, {w, rows, depth}};
+              case 2: return CopyOp{dev_dense, dev_wide, {w, rows, depth}};
+              default: return CopyOp{peer_dense, dev_wide, {w, rows, depth}};
+            }
+          };
           const int iters = moved >= (size_t{16} << 20) ? 3 : 20;
-          const double bw = moved / time_median(5, iters, [&] { return must(dir.via->copy(dst, src, shape, {})); });
-          const double frac = bw / dir.ceiling;
-          double target = 0;
-          if ((dir.kind == 0 || dir.kind == 1) && moved >= (size_t{1} << 20) && w >= 1024) target = 0.95;
-          if (dir.kind == 3 && w >= 256) target = 0.90;
-          const bool ok = target == 0 || frac >= target;
+          const CopyOp one = op(0);
+          const double single = moved / time_median(5, iters, [&] {
+            return must(dir.via->copy(one.dst, one.src, one.shape, {}));
+          });
+          double batch = 0, batch_1by1 = 0;
+          const bool batchable = wide_span * kBatch <= kArray && moved * kBatch <= kArray;
+          if (batchable) {
+            std::vector<CopyOp> ops;
+            for (int k = 0; k < kBatch; ++k) ops.push_back(op(k));
+            const int biters = moved >= (size_t{16} << 20) ? 2 : 8;
+            batch = moved * kBatch / time_median(5, biters, [&] {
+              return must(dir.via->copy_batch(ops, {}));
+            });
+            if (dir.kind <= 1) {
+              batch_1by1 = moved * kBatch / time_median(5, biters, [&] {
+                return must(one_by_one.copy_batch(ops, {}));
+              });
+            }
+          }
+          const double target = copy_target(dir.kind, moved, w);
+          const bool ok_single = single / dir.ceiling >= target;
+          const bool ok_batch = batchable && batch / dir.ceiling >= target;
+          std::string met = "";
           if (target > 0) {
             ++checked;
-            if (!ok) ++misses;
+            met_single += ok_single;
+            met_batch += ok_batch;
+            met_any += ok_single || ok_batch;
+            met = ok_single && ok_batch ? "both" : ok_single ? "single" : ok_batch ? "batch16" : "NO";
           }
-          std::printf("| %s | %d-D | %zu B | %zu KiB | %.1f | %.2f | %s | %s |\n", dir.name, dims,
-                      w, moved >> 10, bw / 1e9, frac,
-                      target > 0 ? (target == 0.95 ? ">= 0.95" : ">= 0.90") : "-",
-                      target > 0 ? (ok ? "yes" : "NO") : "");
+          auto frac = [&](double bw) { return bw > 0 ? fixed(bw / dir.ceiling, 2) : std::string("-"); };
+          std::printf("| %s | %d-D | %zu B | %zu KiB | %.1f | %s | %s | %s | %s | %s | %s |\n",
+                      dir.name, dims, w, moved >> 10, single / 1e9, frac(single).c_str(),
+                      batch > 0 ? fixed(batch / 1e9, 1).c_str() : "-",
+                      frac(batch).c_str(), frac(batch_1by1).c_str(),
+                      target > 0 ? (target == 0.95 ? ">= 0.95" : ">= 0.90") : "-", met.c_str());
         }
       }
     }
   }
-  std::printf("\ncopies: %d of %d targeted shapes met their target\n", checked - misses, checked);
+  std::printf("\ncopies: of %d targeted shapes, %d met by single copies, %d by batches of %d, "
+              "%d by either\n", checked, met_single, met_batch, kBatch, met_any);
   b.free(0, d0, {}).IgnoreError();
   b.free(0, d0b, {}).IgnoreError();
   if (peer) b.free(1, d1, {}).IgnoreError();
+  for (int d = 0; d < b.device_count(); ++d) b.synchronize(d).IgnoreError();
+  engine.synchronize(0).IgnoreError();
+  one_by_one.synchronize(0).IgnoreError();
+  cudaFreeHost(host);
+}
+
+// ------------------------------------------------------------------ pinning
+// register_host of malloc'ed, touched memory by each method, then the
+// bandwidth of one host-to-device copy of the whole array (which crosses
+// every chunk boundary) and the time to unregister.
+void bench_pinning() {
+  struct Method {
+    const char* name;
+    HostPinMethod method;
+    size_t chunk;
+    int threads;
+  };
+  const Method methods[] = {
+      {"one call", HostPinMethod::kWhole, 0, 1},
+      {"256 MiB chunks", HostPinMethod::kChunked, size_t{256} << 20, 1},
+      {"256 MiB chunks, 4 threads", HostPinMethod::kParallel, size_t{256} << 20, 4},
+      {"256 MiB chunks, 8 threads", HostPinMethod::kParallel, size_t{256} << 20, 8},
+      {"1 GiB chunks, 8 threads", HostPinMethod::kParallel, size_t{1} << 30, 8},
+  };
+  std::printf("\n### Pinning (register_host) of malloc'ed, touched memory\n\n");
+  std::printf("| size | method | pin s | pin GB/s | H2D of the whole array GB/s | unpin s |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (size_t gib : {1, 4, 8}) {
+    const size_t bytes = gib << 30;
+    char* host = static_cast<char*>(std::malloc(bytes));
+    if (host == nullptr) {
+      std::printf("| %zu GiB | - | malloc failed | | | |\n", gib);
+      continue;
+    }
+    std::memset(host, 1, bytes);
+    for (const Method& m : methods) {
+      CudaBackendOptions o;
+      o.devices = 1;
+      o.pin_method = m.method;
+      if (m.chunk > 0) o.pin_chunk_bytes = m.chunk;
+      o.pin_threads = m.threads;
+      auto backend = make_cuda_backend(o);
+      if (!backend.ok()) {
+        std::printf("| %zu GiB | %s | %s | | | |\n", gib, m.name,
+                    std::string(backend.status().message()).c_str());
+        continue;
+      }
+      Backend& b = **backend;
+      absl::StatusOr<DeviceBuffer> d = b.allocate(0, bytes);
+      if (!d.ok()) {
+        std::printf("| %zu GiB | %s | no device buffer | | | |\n", gib, m.name);
+        continue;
+      }
+      b.synchronize(0).IgnoreError();
+      auto t0 = Clock::now();
+      b.register_host(host, bytes).IgnoreError();
+      const double pin = seconds_since(t0);
+      cudaPointerAttributes attr = {};
+      const bool pinned = cudaPointerGetAttributes(&attr, host + bytes / 2) == cudaSuccess &&
+                          attr.type == cudaMemoryTypeHost;
+      const Event ready[] = {d->ready};
+      const double bw = bytes / time_median(3, 1, [&] {
+        return must(b.copy({0, d->base, 0, bytes, bytes}, {kHost, host, 0, bytes, bytes},
+                           {bytes, 1, 1}, ready));
+      });
+      t0 = Clock::now();
+      b.unregister_host(host).IgnoreError();
+      const double unpin = seconds_since(t0);
+      std::printf("| %zu GiB | %s | %.3f | %.1f | %.1f%s | %.3f |\n", gib, m.name, pin,
+                  bytes / pin / 1e9, bw / 1e9, pinned ? "" : " (NOT pinned)", unpin);
+      b.free(0, *d, {}).IgnoreError();
+      b.synchronize(0).IgnoreError();
+    }
+    std::free(host);
+  }
+  std::printf("\nregister_host's default (HostPinMethod::kAuto): one call below 1 GiB, else 256 MiB "
+              "chunks from 4 threads.\n");
+}
+
+// ------------------------------------------------------------------ enqueue
+// The cost of each enqueueing call on the calling thread: the time from call
+// to return, median and 90th percentile over many calls.
+void bench_enqueue(Backend& b) {
+  constexpr int kCalls = 20000;
+  void* host = nullptr;
+  cudaHostAlloc(&host, 1 << 20, cudaHostAllocPortable);
+  DeviceBuffer buf = *b.allocate(0, 1 << 20);
+  std::vector<DeviceBuffer> frees;
+  for (int i = 0; i < kCalls; ++i) frees.push_back(*b.allocate(0, 256));
+  b.synchronize(0).IgnoreError();
+  std::vector<double> t(kCalls);
+  std::printf("\n### Enqueue cost on the calling thread (%d calls each)\n\n", kCalls);
+  std::printf("| call | median us | p90 us | p99 us |\n|---|---|---|---|\n");
+  auto measure = [&](const char* what, const std::function<void(int)>& call) {
+    for (int i = 0; i < kCalls; ++i) {
+      const auto t0 = Clock::now();
+      call(i);
+      t[i] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    }
+    b.synchronize(0).IgnoreError();
+    std::sort(t.begin(), t.end());
+    std::printf("| %s | %.3f | %.3f | %.3f |\n", what, t[kCalls / 2], t[kCalls * 9 / 10],
+                t[kCalls * 99 / 100]);
+  };
+  const Event ready[] = {buf.ready};
+  measure("copy, 4 KiB H2D, 1 wait", [&](int) {
+    must(b.copy({0, buf.base, 0, 4096, 4096}, {kHost, host, 0, 4096, 4096}, {4096, 1, 1}, ready));
+  });
+  std::vector<CopyOp> ops;
+  for (int k = 0; k < 16; ++k) {
+    ops.push_back({{0, buf.base, k * size_t{4096}, 4096, 4096},
+                   {kHost, host, k * size_t{4096}, 4096, 4096},
+                   {4096, 1, 1}});
+  }
+  measure("copy_batch, 16 x 4 KiB H2D, 1 wait", [&](int) { must(b.copy_batch(ops, ready)); });
+  measure("launch, empty function, 1 wait",
+          [&](int) { must(b.launch(0, [](const LaunchContext&) {}, ready)); });
+  measure("record", [&](int) { must(b.record(0)); });
+  measure("free, 1 wait", [&](int i) {
+    const Event after[] = {frees[i].ready};
+    b.free(0, frees[i], after).IgnoreError();
+  });
+  std::vector<double> alloc(2000);
+  for (size_t i = 0; i < alloc.size(); ++i) {
+    const auto t0 = Clock::now();
+    DeviceBuffer x = *b.allocate(0, 4096);
+    alloc[i] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    b.free(0, x, {}).IgnoreError();
+  }
+  std::sort(alloc.begin(), alloc.end());
+  std::printf("| allocate, 4 KiB (synchronous, for comparison) | %.3f | %.3f | %.3f |\n",
+              alloc[alloc.size() / 2], alloc[alloc.size() * 9 / 10], alloc[alloc.size() * 99 / 100]);
+  b.free(0, buf, {}).IgnoreError();
   b.synchronize(0).IgnoreError();
   cudaFreeHost(host);
 }
@@ -329,12 +525,21 @@ int main(int argc, char** argv) {
     bbmm::CudaBackendOptions engine_only;
     engine_only.copy_kernel = false;
     auto engine = bbmm::make_cuda_backend(engine_only);
-    if (want("copies")) bbmm::bench_copies(**backend, **engine);
+    bbmm::CudaBackendOptions no_batch_api;
+    no_batch_api.batch_api = false;
+    auto one_by_one = bbmm::make_cuda_backend(no_batch_api);
+    if (!engine.ok() || !one_by_one.ok()) {
+      std::fprintf(stderr, "gpu_bench: cannot create the comparison backends\n");
+      return 1;
+    }
+    if (want("copies")) bbmm::bench_copies(**backend, **engine, **one_by_one);
+    if (want("enqueue")) bbmm::bench_enqueue(**backend);
     // Ceilings for the box-out ideal: contiguous 256 MiB copies.
     const size_t n = size_t{256} << 20;
     void* host = nullptr;
     cudaHostAlloc(&host, n, cudaHostAllocPortable);
     bbmm::DeviceBuffer d = *(*backend)->allocate(0, n);
+    (*backend)->synchronize(0).IgnoreError();  // its ready event
     h2d = n / bbmm::time_median(5, 4, [&] {
             return bbmm::must((*backend)->copy({0, d.base, 0, n, n}, {bbmm::kHost, host, 0, n, n},
                                                {n, 1, 1}, {}));
@@ -347,6 +552,7 @@ int main(int argc, char** argv) {
     (*backend)->synchronize(0).IgnoreError();
     cudaFreeHost(host);
   }
+  if (want("pinning")) bbmm::bench_pinning();
   if (want("flowout")) bbmm::bench_flowout(visible);
   if (want("boxout")) bbmm::bench_boxout(h2d, d2h);
   if (want("latency")) bbmm::bench_latency();
