@@ -143,7 +143,7 @@ class CudaBackend final : public Backend {
       }
       dev->trace = std::make_unique<DeviceTrace>(d, dev->shared);
       dev->worker = std::make_unique<Worker>(d, dev->shared, dev->streams, *dev->trace,
-                                             topology_, wo, &batch_api_works_);
+                                             topology_, wo, &batch_api_rejections_);
       devices_.push_back(std::move(dev));
     }
     BBMM_CUDA(cudaSetDevice(0));
@@ -481,8 +481,8 @@ class CudaBackend final : public Backend {
   const uint32_t id_;
   CudaTopology topology_;
   std::vector<std::shared_ptr<GpuShared>> gpus_;
-  // Cleared when CUDA rejects cudaMemcpy3DBatchAsync (cuda_copy.h).
-  std::atomic<bool> batch_api_works_{true};
+  // cudaMemcpy3DBatchAsync calls rejected in a row (cuda_copy.h).
+  std::atomic<int> batch_api_rejections_{0};
   std::vector<std::unique_ptr<Device>> devices_;
   HostPinner pinner_;
 };

@@ -234,8 +234,8 @@ absl::Status issue_copy_batch(std::span<const CopyOp> ops, CopyDir dir, const Co
   scratch.kernel.clear();
   scratch.rest.clear();
   const bool api_allowed =
-      env.batch_api && env.batch_api_works != nullptr &&
-      env.batch_api_works->load(std::memory_order_relaxed) &&
+      env.batch_api && env.batch_api_rejections != nullptr &&
+      env.batch_api_rejections->load(std::memory_order_relaxed) < kBatchApiMaxRejections &&
       (dir != CopyDir::kPeer || env.batch_api_peer);
   for (const CopyOp& op : ops) {
     const Rect r = canonical(op);
@@ -263,15 +263,16 @@ absl::Status issue_copy_batch(std::span<const CopyOp> ops, CopyDir dir, const Co
     const cudaError_t e = cudaMemcpy3DBatchAsync(n, scratch.api.data() + first, 0, stream);
     if (e == cudaSuccess) {
       paths->batch_api += n;
+      env.batch_api_rejections->store(0, std::memory_order_relaxed);
       continue;
     }
     if (e != cudaErrorInvalidValue && e != cudaErrorNotSupported) {
       return cuda_status("cudaMemcpy3DBatchAsync", e, __FILE__, __LINE__);
     }
     // CUDA rejects this combination (the call enqueues nothing then): the
-    // rest of the batch goes one by one, and so do later batches.
+    // rest of the batch goes one by one.
     (void)cudaGetLastError();
-    env.batch_api_works->store(false, std::memory_order_relaxed);
+    env.batch_api_rejections->fetch_add(1, std::memory_order_relaxed);
     for (size_t k = first; k < scratch.api.size(); ++k) scratch.rest.push_back(scratch.api_ops[k]);
     break;
   }

@@ -17,8 +17,9 @@
 // - peer ops the kernel does not take: one by one (cudaMemcpy3DBatchAsync's
 //   documentation never mentions peer operands, so it is only tried when
 //   CudaBackendOptions::batch_api_peer asks for it);
-// - whatever is left, or everything when CUDA rejects the batch call (then
-//   remembered in `batch_api_works`), one by one through issue_copy.
+// - whatever is left, or everything when CUDA rejects the batch call, one by
+//   one through issue_copy (after kBatchApiMaxRejections rejections in a row
+//   the batch call is no longer tried).
 //
 // Thread-safety: the functions are reentrant; a BatchScratch belongs to one
 // thread.
@@ -36,6 +37,10 @@
 #include "cuda/copy_kernel.h"
 
 namespace bbmm {
+
+// After this many rejected cudaMemcpy3DBatchAsync calls in a row (a platform
+// or combination CUDA does not support), batches stop trying it.
+inline constexpr int kBatchApiMaxRejections = 4;
 
 enum class CopyDir : uint8_t {
   kH2D,   // host to device
@@ -72,9 +77,10 @@ struct CopyEnv {
   bool copy_kernel = true;      // CudaBackendOptions::copy_kernel
   bool batch_api = true;        // CudaBackendOptions::batch_api
   bool batch_api_peer = false;  // CudaBackendOptions::batch_api_peer
-  // Cleared the first time CUDA rejects a cudaMemcpy3DBatchAsync call, so
-  // later batches go one by one at once. Null: never use the batch call.
-  std::atomic<bool>* batch_api_works = nullptr;
+  // cudaMemcpy3DBatchAsync calls CUDA rejected in a row (shared by the
+  // backend's workers); from kBatchApiMaxRejections on, batches go one by
+  // one at once. Null: never use the batch call.
+  std::atomic<int>* batch_api_rejections = nullptr;
 };
 
 // Issues `op` (checked by check_copy) in direction `dir` on `stream`, whose

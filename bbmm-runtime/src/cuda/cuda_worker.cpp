@@ -26,7 +26,7 @@ inline void cpu_relax() {
 
 Worker::Worker(int device, std::shared_ptr<GpuShared> gpu, DeviceStreams& streams,
                DeviceTrace& trace, const CudaTopology& topology, const WorkerOptions& options,
-               std::atomic<bool>* batch_api_works)
+               std::atomic<int>* batch_api_rejections)
     : device_(device),
       gpu_(gpu->gpu),
       shared_(std::move(gpu)),
@@ -34,7 +34,7 @@ Worker::Worker(int device, std::shared_ptr<GpuShared> gpu, DeviceStreams& stream
       trace_(trace),
       topology_(topology),
       options_(options),
-      batch_api_works_(batch_api_works) {}
+      batch_api_rejections_(batch_api_rejections) {}
 
 Worker::~Worker() { stop(); }
 
@@ -184,7 +184,7 @@ CopyEnv Worker::copy_env(const Command& c) const {
   env.copy_kernel = options_.copy_kernel;
   env.batch_api = options_.batch_api;
   env.batch_api_peer = options_.batch_api_peer;
-  env.batch_api_works = batch_api_works_;
+  env.batch_api_rejections = batch_api_rejections_;
   return env;
 }
 

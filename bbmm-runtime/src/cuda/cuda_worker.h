@@ -95,11 +95,11 @@ class Worker {
  public:
   // The worker of logical device `device` (on the GPU of `gpu`), issuing on
   // `streams` with the topology `topology` and recording timings into
-  // `trace`; `batch_api_works` is shared by the backend's workers. All must
+  // `trace`; `batch_api_rejections` is shared by the backend's workers. All must
   // outlive the worker. start() launches the thread.
   Worker(int device, std::shared_ptr<GpuShared> gpu, DeviceStreams& streams, DeviceTrace& trace,
          const CudaTopology& topology, const WorkerOptions& options,
-         std::atomic<bool>* batch_api_works);
+         std::atomic<int>* batch_api_rejections);
   // Stops the thread after it has issued every queued command.
   ~Worker();
   Worker(const Worker&) = delete;
@@ -167,7 +167,7 @@ class Worker {
   DeviceTrace& trace_;
   const CudaTopology& topology_;
   const WorkerOptions options_;
-  std::atomic<bool>* batch_api_works_;
+  std::atomic<int>* batch_api_rejections_;
 
   // The queue.
   std::mutex mu_;
