@@ -282,23 +282,34 @@ void bench_pinning() {
       cudaPointerAttributes attr = {};
       const bool pinned = cudaPointerGetAttributes(&attr, host + bytes / 2) == cudaSuccess &&
                           attr.type == cudaMemoryTypeHost;
+      // The copy crosses every chunk boundary (the backend splits it there:
+      // CUDA rejects a copy spanning two registrations). Best of 3.
       const Event ready[] = {d->ready};
-      const double bw = bytes / time_median(3, 1, [&] {
-        return must(b.copy({0, d->base, 0, bytes, bytes}, {kHost, host, 0, bytes, bytes},
-                           {bytes, 1, 1}, ready));
-      });
+      double best = 1e30;
+      std::string error;
+      for (int r = 0; r < 3 && error.empty(); ++r) {
+        t0 = Clock::now();
+        absl::Status s = must(b.copy({0, d->base, 0, bytes, bytes}, {kHost, host, 0, bytes, bytes},
+                                     {bytes, 1, 1}, ready)).wait();
+        if (!s.ok()) error = std::string(s.message());
+        best = std::min(best, seconds_since(t0));
+      }
+      const double bw = bytes / best;
       t0 = Clock::now();
       b.unregister_host(host).IgnoreError();
       const double unpin = seconds_since(t0);
-      std::printf("| %zu GiB | %s | %.3f | %.1f | %.1f%s | %.3f |\n", gib, m.name, pin,
-                  bytes / pin / 1e9, bw / 1e9, pinned ? "" : " (NOT pinned)", unpin);
+      std::printf("| %zu GiB | %s | %.3f | %.1f | %s%s | %.3f |\n", gib, m.name, pin,
+                  bytes / pin / 1e9,
+                  error.empty() ? fixed(bw / 1e9, 1).c_str() : ("FAILED: " + error).c_str(),
+                  pinned ? "" : " (NOT pinned)", unpin);
       b.free(0, *d, {}).IgnoreError();
       b.synchronize(0).IgnoreError();
     }
     std::free(host);
   }
-  std::printf("\nregister_host's default (HostPinMethod::kAuto): one call below 1 GiB, else 256 MiB "
-              "chunks from 4 threads.\n");
+  std::printf("\nregister_host's default (HostPinMethod::kAuto): one call below 256 GiB (a copy "
+              "crossing chunks is split by the backend, so chunking pays only if pinning gains "
+              "more), else 64 GiB chunks from pin_threads threads.\n");
 }
 
 // ------------------------------------------------------------------ enqueue

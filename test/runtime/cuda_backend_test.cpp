@@ -1005,7 +1005,8 @@ TEST_F(CudaBackendTest, TraceHasDeviceSlicesNamedByStream) {
 }
 
 // Registration by each method gives pinned memory (cudaPointerGetAttributes)
-// and copies that cross the chunks' boundaries move the right bytes.
+// and copies that cross the chunks' boundaries (which CUDA rejects as such:
+// the backend splits them) move the right bytes.
 TEST_F(CudaBackendTest, PinningMethodsPinAndCopyAcrossChunks) {
   const size_t n = (size_t{8} << 20) + 4321;
   for (HostPinMethod m : {HostPinMethod::kWhole, HostPinMethod::kChunked, HostPinMethod::kParallel,
@@ -1039,12 +1040,42 @@ TEST_F(CudaBackendTest, PinningMethodsPinAndCopyAcrossChunks) {
     ASSERT_TRUE(down.ok());
     ASSERT_TRUE(down->wait().ok());
     EXPECT_EQ(0, std::memcmp(back.data(), host, n)) << pin_method_name(m);
+    // Rectangles across the chunks: rows of 3000 B, 4101 B apart (some rows
+    // straddle a chunk boundary), host -> device and device -> host, single
+    // and batched.
+    const size_t w = 3000, pitch = 4101, rows = (n - w - 7) / pitch + 1;
+    const Event w2[] = {*down};
+    absl::StatusOr<Event> in = (*b)->copy({0, d->base, 0, w, w * rows},
+                                          {kHost, host, 0, pitch, pitch * rows}, {w, rows, 1}, w2);
+    ASSERT_TRUE(in.ok());
+    std::vector<unsigned char> dense_back(w * rows), want(w * rows);
+    reference_copy(want.data(), w, w * rows, host, pitch, pitch * rows, {w, rows, 1});
+    const Event w3[] = {*in};
+    absl::StatusOr<Event> check = (*b)->copy(dense(kHost, dense_back.data(), 0, w * rows),
+                                             dense(0, d->base, 0, w * rows), {w * rows, 1, 1}, w3);
+    ASSERT_TRUE(check.ok());
+    ASSERT_TRUE(check->wait().ok()) << pin_method_name(m);
+    EXPECT_EQ(dense_back, want) << pin_method_name(m) << ": strided host-to-device";
+    // Device -> host: the rows go back shifted by 7 bytes, in a batch of two
+    // halves.
+    std::vector<unsigned char> host_want(host, host + n);
+    const size_t half = rows / 2;
+    const CopyOp ops[] = {
+        {{kHost, host, 7, pitch, pitch * rows}, {0, d->base, 0, w, w * rows}, {w, half, 1}},
+        {{kHost, host, 7 + half * pitch, pitch, pitch * rows}, {0, d->base, half * w, w, w * rows},
+         {w, rows - half, 1}}};
+    reference_copy(host_want.data() + 7, pitch, pitch * rows, want.data(), w, w * rows, {w, rows, 1});
+    absl::StatusOr<Event> out = (*b)->copy_batch(ops, w3);
+    ASSERT_TRUE(out.ok());
+    ASSERT_TRUE(out->wait().ok()) << pin_method_name(m);
+    EXPECT_EQ(0, std::memcmp(host_want.data(), host, n)) << pin_method_name(m)
+                                                          << ": strided device-to-host batch";
     EXPECT_TRUE((*b)->unregister_host(host).ok());
     EXPECT_TRUE((*b)->unregister_host(host).ok());  // nothing left: no error
     cudaPointerAttributes attr = {};
     ASSERT_EQ(cudaPointerGetAttributes(&attr, host), cudaSuccess);
     EXPECT_EQ(attr.type, cudaMemoryTypeUnregistered) << pin_method_name(m);
-    const Event after[] = {*down};
+    const Event after[] = {*out};
     ASSERT_TRUE((*b)->free(0, *d, after).ok());
   }
 }

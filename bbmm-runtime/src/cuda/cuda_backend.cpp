@@ -143,7 +143,7 @@ class CudaBackend final : public Backend {
       }
       dev->trace = std::make_unique<DeviceTrace>(d, dev->shared);
       dev->worker = std::make_unique<Worker>(d, dev->shared, dev->streams, *dev->trace,
-                                             topology_, wo, &batch_api_rejections_);
+                                             topology_, pinner_, wo, &batch_api_rejections_);
       devices_.push_back(std::move(dev));
     }
     BBMM_CUDA(cudaSetDevice(0));
@@ -479,12 +479,13 @@ class CudaBackend final : public Backend {
 
   CudaBackendOptions options_;
   const uint32_t id_;
+  // Before devices_: their workers read it.
+  HostPinner pinner_;
   CudaTopology topology_;
   std::vector<std::shared_ptr<GpuShared>> gpus_;
   // cudaMemcpy3DBatchAsync calls rejected in a row (cuda_copy.h).
   std::atomic<int> batch_api_rejections_{0};
   std::vector<std::unique_ptr<Device>> devices_;
-  HostPinner pinner_;
 };
 
 }  // namespace

@@ -222,6 +222,56 @@ absl::Status check_copy(const Endpoint& dst, const Endpoint& src, const CopyShap
   return absl::OkStatus();
 }
 
+std::pair<uintptr_t, uintptr_t> host_span(const Endpoint& ep, const CopyShape& shape) {
+  const uintptr_t first = reinterpret_cast<uintptr_t>(ep.base) + ep.offset;
+  const size_t rows = shape.height > 1 ? (shape.height - 1) * ep.row_pitch : 0;
+  const size_t planes = shape.depth > 1 ? (shape.depth - 1) * ep.slice_pitch : 0;
+  return {first, first + planes + rows + shape.width_bytes};
+}
+
+void split_copy_at(const CopyOp& op, bool host_is_dst, std::span<const uintptr_t> cuts,
+                   std::vector<CopyOp>* out) {
+  const Endpoint& host = host_is_dst ? op.dst : op.src;
+  const size_t w = op.shape.width_bytes, h = op.shape.height, d = op.shape.depth;
+  const uintptr_t first = reinterpret_cast<uintptr_t>(host.base) + host.offset;
+  // The piece of `op` at plane z, row y, byte x: `rows` rows of `width`.
+  auto piece = [&](size_t z, size_t y, size_t x, size_t width, size_t rows) {
+    CopyOp p = op;
+    p.dst.offset += z * op.dst.slice_pitch + y * op.dst.row_pitch + x;
+    p.src.offset += z * op.src.slice_pitch + y * op.src.row_pitch + x;
+    p.shape = CopyShape{width, rows, 1};
+    out->push_back(p);
+  };
+  for (size_t z = 0; z < d; ++z) {
+    for (size_t y = 0; y < h;) {
+      const uintptr_t row = first + (d > 1 ? z * host.slice_pitch : 0) +
+                            (h > 1 ? y * host.row_pitch : 0);
+      auto next = std::upper_bound(cuts.begin(), cuts.end(), row);
+      const uintptr_t limit =
+          next == cuts.end() ? std::numeric_limits<uintptr_t>::max() : *next;
+      if (row + w <= limit) {
+        // Rows y, y+1, ... that end before the next cut: one 2-D piece
+        // (row pitch >= w when h > 1, so the count is well defined).
+        size_t k = 1;
+        if (h > 1 && y + 1 < h) {
+          k = std::min<size_t>(h - y, (limit - row - w) / host.row_pitch + 1);
+        }
+        piece(z, y, 0, w, k);
+        y += k;
+        continue;
+      }
+      // Row y crosses one or more cuts: one 1-D piece between each two.
+      size_t x = 0;
+      for (auto c = next; c != cuts.end() && *c < row + w; ++c) {
+        piece(z, y, x, *c - row - x, 1);
+        x = *c - row;
+      }
+      piece(z, y, x, w - x, 1);
+      ++y;
+    }
+  }
+}
+
 absl::Status issue_copy(const CopyOp& op, CopyDir dir, const CopyEnv& env, cudaStream_t stream) {
   return issue_rect(canonical(op), dir, env, stream);
 }
@@ -236,7 +286,8 @@ absl::Status issue_copy_batch(std::span<const CopyOp> ops, CopyDir dir, const Co
   const bool api_allowed =
       env.batch_api && env.batch_api_rejections != nullptr &&
       env.batch_api_rejections->load(std::memory_order_relaxed) < kBatchApiMaxRejections &&
-      (dir != CopyDir::kPeer || env.batch_api_peer);
+      (dir != CopyDir::kPeer || env.batch_api_peer) &&
+      (env.batch_api_host || (dir != CopyDir::kH2D && dir != CopyDir::kD2H));
   for (const CopyOp& op : ops) {
     const Rect r = canonical(op);
     if (r.empty()) continue;

@@ -30,6 +30,7 @@
 #include <atomic>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -76,6 +77,8 @@ struct CopyEnv {
   bool peer_reachable = false;
   bool copy_kernel = true;      // CudaBackendOptions::copy_kernel
   bool batch_api = true;        // CudaBackendOptions::batch_api
+  // The batch call may take host pointers (CudaTopology::host_pointers_ok).
+  bool batch_api_host = true;
   bool batch_api_peer = false;  // CudaBackendOptions::batch_api_peer
   // cudaMemcpy3DBatchAsync calls CUDA rejected in a row (shared by the
   // backend's workers); from kBatchApiMaxRejections on, batches go one by
@@ -87,6 +90,19 @@ struct CopyEnv {
 // device must be the destination's GPU (or the source's for D2H). Returns
 // the failing CUDA call's status.
 absl::Status issue_copy(const CopyOp& op, CopyDir dir, const CopyEnv& env, cudaStream_t stream);
+
+// The host bytes a copy touches on its host side `ep` (of `shape`, not
+// empty): [first, one past the last).
+std::pair<uintptr_t, uintptr_t> host_span(const Endpoint& ep, const CopyShape& shape);
+
+// Splits `op` at the host addresses `cuts` (sorted, each strictly inside the
+// host_span of its host side: dst when `host_is_dst`, else src) into copies
+// whose host bytes each lie between two consecutive cuts, appended to `out`:
+// runs of whole rows as 2-D copies, a row crossing a cut as one 1-D copy per
+// piece. For host memory pinned in several registrations (cuda_pinning.h):
+// CUDA rejects a copy spanning two.
+void split_copy_at(const CopyOp& op, bool host_is_dst, std::span<const uintptr_t> cuts,
+                   std::vector<CopyOp>* out);
 
 // Reusable buffers of issue_copy_batch (one per issuing thread).
 struct BatchScratch {

@@ -78,7 +78,7 @@ const char* pin_method_name(HostPinMethod m) {
 
 HostPinMethod resolve_pin_method(HostPinMethod m, size_t bytes) {
   if (m != HostPinMethod::kAuto) return m;
-  return bytes < (size_t{1} << 30) ? HostPinMethod::kWhole : HostPinMethod::kParallel;
+  return bytes < kMaxChunk ? HostPinMethod::kWhole : HostPinMethod::kParallel;
 }
 
 HostPinner::~HostPinner() { unpin_all(); }
@@ -93,9 +93,13 @@ absl::Status HostPinner::pin(void* host, size_t bytes) {
     if (pinned_.count(host) != 0) return absl::OkStatus();
   }
   const HostPinMethod method = resolve_pin_method(options_.method, bytes);
+  // kAuto chunks only huge arrays, in few large chunks (few copies to split).
+  const size_t chunk = options_.method == HostPinMethod::kAuto
+                           ? std::max(options_.chunk_bytes, size_t{64} << 30)
+                           : options_.chunk_bytes;
   const std::vector<std::pair<void*, size_t>> parts =
       method == HostPinMethod::kWhole ? std::vector<std::pair<void*, size_t>>{{host, bytes}}
-                                      : split(host, bytes, options_.chunk_bytes);
+                                      : split(host, bytes, chunk);
   const int threads = method == HostPinMethod::kParallel ? options_.threads : 1;
   std::vector<cudaError_t> result(parts.size(), cudaSuccess);
   run_spread(parts.size(), threads, [&](size_t i) {
@@ -125,6 +129,7 @@ absl::Status HostPinner::pin(void* host, size_t bytes) {
   }
   // Nothing of ours when the memory was pinned already (cudaHostAlloc).
   if (p.ranges.empty()) return absl::OkStatus();
+  update_boundaries(p, true);
   std::lock_guard<std::mutex> lock(mu_);
   pinned_.emplace(host, std::move(p));
   return absl::OkStatus();
@@ -140,6 +145,9 @@ absl::Status HostPinner::unpin(void* host) {
     p = std::move(it->second);
     pinned_.erase(it);
   }
+  // Copies split at these boundaries were issued already; later ones need
+  // no split (the array is pageable again).
+  update_boundaries(p, false);
   std::vector<cudaError_t> result(p.ranges.size(), cudaSuccess);
   run_spread(p.ranges.size(), p.threads, [&](size_t i) {
     result[i] = cudaHostUnregister(p.ranges[i].base);
@@ -149,6 +157,29 @@ absl::Status HostPinner::unpin(void* host) {
     if (e != cudaSuccess) return cuda_status("cudaHostUnregister", e, __FILE__, __LINE__);
   }
   return absl::OkStatus();
+}
+
+void HostPinner::update_boundaries(const Pinned& p, bool add) {
+  if (p.ranges.size() < 2) return;
+  std::unique_lock<std::shared_mutex> lock(boundaries_mu_);
+  for (size_t i = 1; i < p.ranges.size(); ++i) {
+    const uintptr_t b = reinterpret_cast<uintptr_t>(p.ranges[i].base);
+    auto it = std::lower_bound(boundaries_.begin(), boundaries_.end(), b);
+    if (add) {
+      boundaries_.insert(it, b);
+    } else if (it != boundaries_.end() && *it == b) {
+      boundaries_.erase(it);
+    }
+  }
+  has_boundaries_.store(!boundaries_.empty(), std::memory_order_release);
+}
+
+void HostPinner::boundaries_in(uintptr_t begin, uintptr_t end, std::vector<uintptr_t>* out) const {
+  std::shared_lock<std::shared_mutex> lock(boundaries_mu_);
+  for (auto it = std::upper_bound(boundaries_.begin(), boundaries_.end(), begin);
+       it != boundaries_.end() && *it < end; ++it) {
+    out->push_back(*it);
+  }
 }
 
 void HostPinner::unpin_all() {

@@ -9,11 +9,22 @@
 // are remembered for unregistering. Pinning is an optimisation: when it fails
 // the array stays pageable (copies still work, slower) and a note is printed.
 //
-// Thread-safety: pin and unpin may be called from several threads.
+// A copy whose host bytes span two registrations is rejected by CUDA
+// (cudaErrorInvalidValue: a region must lie in one registration, or in none),
+// so the issue workers split host copies at the chunk boundaries this class
+// reports (boundaries_in; cuda_copy.h's split_copy_at). Since that costs more
+// copies for the boxes that cross a boundary, and registering in chunks is
+// only known to help when measured, the default (kAuto) is one call per array
+// below 256 GiB.
+//
+// Thread-safety: every method may be called from several threads.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
+#include <shared_mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -37,10 +48,9 @@ struct HostPinOptions {
   int threads = 4;  // kParallel
 };
 
-// The method kAuto uses for an array of `bytes`: kWhole below 1 GiB, where
-// splitting gains nothing; kParallel above (pinning cost is dominated by
-// per-page work in the kernel, which scales with threads). Chunks never
-// exceed 256 GiB, below the driver's per-call limit.
+// The method kAuto uses for an array of `bytes`: kWhole below 256 GiB (no
+// copy has to be split), kParallel above (one call of 512 GiB or more fails).
+// Chunks never exceed 256 GiB.
 HostPinMethod resolve_pin_method(HostPinMethod m, size_t bytes);
 
 class HostPinner {
@@ -60,6 +70,13 @@ class HostPinner {
   absl::Status unpin(void* host);
   void unpin_all();
 
+  // True when some array is pinned in more than one registration.
+  bool has_boundaries() const { return has_boundaries_.load(std::memory_order_acquire); }
+  // Appends to `out`, in increasing order, the addresses strictly inside
+  // (`begin`, `end`) where one registration of a chunked array ends and the
+  // next begins.
+  void boundaries_in(uintptr_t begin, uintptr_t end, std::vector<uintptr_t>* out) const;
+
  private:
   struct Range {
     void* base;
@@ -70,10 +87,17 @@ class HostPinner {
     int threads;
   };
 
+  // Adds (`add`) or removes the inner boundaries of `p` (ranges 1..n-1's
+  // starts).
+  void update_boundaries(const Pinned& p, bool add);
+
   HostPinOptions options_;
   std::mutex serial_mu_;  // held through a whole pin or unpin
   std::mutex mu_;         // guards pinned_
   std::unordered_map<void*, Pinned> pinned_;
+  mutable std::shared_mutex boundaries_mu_;  // guards boundaries_
+  std::vector<uintptr_t> boundaries_;        // sorted
+  std::atomic<bool> has_boundaries_{false};
 };
 
 }  // namespace bbmm

@@ -20,6 +20,9 @@ absl::Status setup_topology(int count, int visible, bool peer_access, CudaTopolo
     BBMM_CUDA(cudaDeviceGetDefaultMemPool(&t.pool[g], g));
     uint64_t threshold = std::numeric_limits<uint64_t>::max();
     BBMM_CUDA(cudaMemPoolSetAttribute(t.pool[g], cudaMemPoolAttrReleaseThreshold, &threshold));
+    int host_pointer = 0;
+    BBMM_CUDA(cudaDeviceGetAttribute(&host_pointer, cudaDevAttrCanUseHostPointerForRegisteredMem, g));
+    if (!host_pointer) t.host_pointers_ok = false;
   }
   for (int a = 0; a < n; ++a) {
     std::vector<cudaMemAccessDesc> access;

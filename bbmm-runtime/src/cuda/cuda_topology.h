@@ -22,6 +22,10 @@ struct CudaTopology {
   std::vector<char> peer;
   // pool[g]: GPU g's default memory pool.
   std::vector<cudaMemPool_t> pool;
+  // Every GPU reaches registered host memory at its host address
+  // (cudaDevAttrCanUseHostPointerForRegisteredMem). Where one does not,
+  // cudaMemcpy3DBatchAsync must not be given host pointers.
+  bool host_pointers_ok = true;
 
   int device_count() const { return static_cast<int>(gpu_of.size()); }
   // True when logical device `dst` can read and write `src`'s memory

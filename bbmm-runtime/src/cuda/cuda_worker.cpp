@@ -25,14 +25,15 @@ inline void cpu_relax() {
 }  // namespace
 
 Worker::Worker(int device, std::shared_ptr<GpuShared> gpu, DeviceStreams& streams,
-               DeviceTrace& trace, const CudaTopology& topology, const WorkerOptions& options,
-               std::atomic<int>* batch_api_rejections)
+               DeviceTrace& trace, const CudaTopology& topology, const HostPinner& pinner,
+               const WorkerOptions& options, std::atomic<int>* batch_api_rejections)
     : device_(device),
       gpu_(gpu->gpu),
       shared_(std::move(gpu)),
       streams_(streams),
       trace_(trace),
       topology_(topology),
+      pinner_(pinner),
       options_(options),
       batch_api_rejections_(batch_api_rejections) {}
 
@@ -183,6 +184,7 @@ CopyEnv Worker::copy_env(const Command& c) const {
                        topology_.can_access_peer(op.dst.device, op.src.device);
   env.copy_kernel = options_.copy_kernel;
   env.batch_api = options_.batch_api;
+  env.batch_api_host = topology_.host_pointers_ok;
   env.batch_api_peer = options_.batch_api_peer;
   env.batch_api_rejections = batch_api_rejections_;
   return env;
@@ -296,13 +298,47 @@ void Worker::issue(Command& c) {
   complete(c, slot, std::move(s));
 }
 
+bool Worker::split_at_chunks(const CopyOp& op, CopyDir dir, std::vector<CopyOp>* out) {
+  if ((dir != CopyDir::kH2D && dir != CopyDir::kD2H) || !pinner_.has_boundaries()) return false;
+  const bool host_is_dst = dir == CopyDir::kD2H;
+  const CopyShape& s = op.shape;
+  if (s.width_bytes == 0 || s.height == 0 || s.depth == 0) return false;
+  const auto [begin, end] = host_span(host_is_dst ? op.dst : op.src, s);
+  cuts_.clear();
+  pinner_.boundaries_in(begin, end, &cuts_);
+  if (cuts_.empty()) return false;
+  split_copy_at(op, host_is_dst, cuts_, out);
+  return true;
+}
+
 absl::Status Worker::issue_operation(Command& c, StreamSlot& slot) {
   switch (c.kind) {
-    case CommandKind::kCopy:
-      return issue_copy(c.copy, c.dir, copy_env(c), slot.stream);
+    case CommandKind::kCopy: {
+      pieces_.clear();
+      if (!split_at_chunks(c.copy, c.dir, &pieces_)) {
+        return issue_copy(c.copy, c.dir, copy_env(c), slot.stream);
+      }
+      for (const CopyOp& op : pieces_) {
+        absl::Status s = issue_copy(op, c.dir, copy_env(c), slot.stream);
+        if (!s.ok()) return s;
+      }
+      return absl::OkStatus();
+    }
     case CommandKind::kBatch: {
+      // Ops crossing chunk boundaries of pinned host memory become pieces.
+      pieces_.clear();
+      bool split = false;
+      for (const CopyOp& op : c.batch) {
+        if (split_at_chunks(op, c.dir, &pieces_)) {
+          split = true;
+        } else {
+          pieces_.push_back(op);
+        }
+      }
+      const std::span<const CopyOp> ops = split ? std::span<const CopyOp>(pieces_)
+                                                : std::span<const CopyOp>(c.batch);
       BatchPaths paths;
-      absl::Status s = issue_copy_batch(c.batch, c.dir, copy_env(c), slot.stream, scratch_, &paths);
+      absl::Status s = issue_copy_batch(ops, c.dir, copy_env(c), slot.stream, scratch_, &paths);
       if (c.tracer != nullptr) {
         absl::StrAppend(&c.trace_args, ",\"kernel_ops\":", paths.kernel,
                         ",\"batch_api_ops\":", paths.batch_api, ",\"single_ops\":", paths.single);

@@ -56,6 +56,7 @@
 #include "core/backend.h"
 #include "cuda/cuda_copy.h"
 #include "cuda/cuda_events.h"
+#include "cuda/cuda_pinning.h"
 #include "cuda/cuda_streams.h"
 #include "cuda/cuda_topology.h"
 #include "cuda/cuda_trace.h"
@@ -94,11 +95,12 @@ struct WorkerOptions {
 class Worker {
  public:
   // The worker of logical device `device` (on the GPU of `gpu`), issuing on
-  // `streams` with the topology `topology` and recording timings into
-  // `trace`; `batch_api_rejections` is shared by the backend's workers. All must
+  // `streams` with the topology `topology`, recording timings into `trace`
+  // and splitting host copies at the chunk boundaries of `pinner`;
+  // `batch_api_rejections` is shared by the backend's workers. All must
   // outlive the worker. start() launches the thread.
   Worker(int device, std::shared_ptr<GpuShared> gpu, DeviceStreams& streams, DeviceTrace& trace,
-         const CudaTopology& topology, const WorkerOptions& options,
+         const CudaTopology& topology, const HostPinner& pinner, const WorkerOptions& options,
          std::atomic<int>* batch_api_rejections);
   // Stops the thread after it has issued every queued command.
   ~Worker();
@@ -157,6 +159,10 @@ class Worker {
   void complete(Command& c, StreamSlot& slot, absl::Status status);
   void fail_unissued(Command& c, absl::Status status);
   CopyEnv copy_env(const Command& c) const;
+  // When `op` (in direction `dir`) has host bytes in two registrations of a
+  // chunk-pinned array, appends its pieces (split_copy_at) to `out` and
+  // returns true; else appends nothing and returns false.
+  bool split_at_chunks(const CopyOp& op, CopyDir dir, std::vector<CopyOp>* out);
   // "copy H2D on cuda device 0" for messages.
   std::string describe(const Command& c) const;
 
@@ -166,6 +172,7 @@ class Worker {
   DeviceStreams& streams_;
   DeviceTrace& trace_;
   const CudaTopology& topology_;
+  const HostPinner& pinner_;
   const WorkerOptions options_;
   std::atomic<int>* batch_api_rejections_;
 
@@ -196,6 +203,8 @@ class Worker {
   absl::InlinedVector<WaitOn, 8> waits_;
   size_t round_robin_[3] = {0, 0, 0};  // h2d, d2h, d2d
   BatchScratch scratch_;
+  std::vector<uintptr_t> cuts_;
+  std::vector<CopyOp> pieces_;
 };
 
 }  // namespace bbmm
