@@ -60,10 +60,12 @@ class ScopedDevice {
   cudaError_t error_ = cudaSuccess;
 };
 
+// "host" or "device N" for `device`.
 std::string where(int device) {
   return device == kHost ? std::string("host") : absl::StrCat("device ", device);
 }
 
+// "WxHxD" for `s`.
 std::string shape_text(const CopyShape& s) {
   return absl::StrCat(s.width_bytes, "x", s.height, "x", s.depth);
 }
@@ -109,6 +111,8 @@ class CudaBackend final : public Backend {
     (void)cudaGetLastError();
   }
 
+  // Sets up `count` logical devices on `visible` GPUs: topology and pools,
+  // event pools, streams, capacities, then starts the issue workers.
   absl::Status init(int count, int visible) {
     absl::Status s = setup_topology(count, visible, options_.peer_access, &topology_);
     if (!s.ok()) return s;
@@ -395,6 +399,7 @@ class CudaBackend final : public Backend {
     std::unordered_map<void*, size_t> live;
   };
 
+  // kInvalidArgument naming `what` unless `device` exists.
   absl::Status check_device(int device, const char* what) const {
     if (device < 0 || device >= device_count()) {
       return absl::InvalidArgumentError(absl::StrCat("cuda ", what, ": device ", device,
@@ -403,6 +408,7 @@ class CudaBackend final : public Backend {
     return absl::OkStatus();
   }
 
+  // check_device for the device sides of `dst` and `src`.
   absl::Status check_endpoints(const Endpoint& dst, const Endpoint& src, const char* what) const {
     if (dst.device != kHost) {
       if (absl::Status s = check_device(dst.device, what); !s.ok()) return s;
@@ -424,6 +430,7 @@ class CudaBackend final : public Backend {
     return args;
   }
 
+  // Appends the calling thread's trace label to `args`.
   static void append_label(std::string& args) {
     const std::string& label = Tracer::current_label();
     if (!label.empty()) absl::StrAppend(&args, ",", label);

@@ -65,13 +65,34 @@
 //   (a free still frees). Nothing throws across a thread.
 // - Copies (cuda_copy.h): copy() is one CUDA call on one copy stream;
 //   copy_batch() issues all its rectangles as one command on one stream with
-//   one event: cudaMemcpy3DBatchAsync for host<->device and same-device ones,
-//   one batched copy-kernel launch for strided device-to-device ones, one by
-//   one for what is left.
+//   one event: cudaMemcpy3DBatchAsync for host<->device and same-device ones
+//   (not tried again after 4 rejections in a row; never with host pointers
+//   where a GPU cannot use them), one batched copy-kernel launch for strided
+//   device-to-device ones, one by one for what is left (peer rectangles the
+//   kernel does not take: the batch call's documentation does not cover peer
+//   operands; CudaBackendOptions::batch_api_peer tries it).
+// - Pinning (cuda_pinning.h): register_host page-locks in one call by default;
+//   in chunks (optionally from several threads) when asked. CUDA rejects a
+//   copy whose host bytes span two registrations, so the workers split host
+//   copies at chunk boundaries.
 // - Tracing (cuda_trace.h): with a tracer set, each operation is bracketed by
 //   two timing events on its stream; flush_trace() (and synchronize(), when
 //   many are pending) turns them into slices with the stream's name in the
-//   args. Tracing off costs one pointer test per call.
+//   args ("stream":"h2d.0"), GPU times mapped to the tracer's clock through a
+//   reference event per device. Tracing off costs one pointer test per call.
+//   set_tracer must not race with other calls (as on the host backend).
+//
+// Known costs
+// -----------
+// - One memory stream per device orders every allocation after every free
+//   issued before it: a new buffer's `ready` waits for the users of buffers
+//   freed earlier even when the pool hands out fresh memory (a false
+//   dependency, at most until those users finish).
+// - A copy from or to pageable host memory is synchronous in CUDA: it holds
+//   the device's worker (never the caller) until it is done. Register host
+//   arrays (register_host) or use pinned memory.
+// - A launch function that blocks (e.g. synchronises its stream) holds the
+//   device's worker likewise.
 //
 // Thread-safety: every method may be called from several host threads at
 // once. A launch function (which runs on a worker) may enqueue further

@@ -77,6 +77,7 @@ Rect canonical(const CopyOp& op) {
   return r;
 }
 
+// The cudaMemcpyKind of a copy in direction `dir`.
 cudaMemcpyKind kind_of(CopyDir dir) {
   switch (dir) {
     case CopyDir::kH2D: return cudaMemcpyHostToDevice;
@@ -85,7 +86,8 @@ cudaMemcpyKind kind_of(CopyDir dir) {
   }
 }
 
-// True when the copy kernel takes `r` (measured faster than the engine).
+// True when the copy kernel takes `r` in direction `dir` under `env`
+// (measured faster than the engine there).
 bool use_kernel(const Rect& r, CopyDir dir, const CopyEnv& env) {
   if (!env.copy_kernel || r.dense()) return false;
   if (dir == CopyDir::kD2D) return true;
@@ -93,15 +95,20 @@ bool use_kernel(const Rect& r, CopyDir dir, const CopyEnv& env) {
          (r.width < kPeerKernelMinRow || r.bytes() < kPeerKernelMaxBytes);
 }
 
+// The batched-kernel form of `r`.
 CopyKernelOp kernel_op(const Rect& r) {
   return CopyKernelOp{r.dst, r.src, r.dst_row, r.dst_slice, r.src_row, r.src_slice,
                       r.width, r.height, r.depth};
 }
 
+// A pitched pointer to `p` with rows `row` bytes apart, `width` bytes used
+// per row and `rows` rows per plane.
 cudaPitchedPtr pitched(const void* p, size_t row, size_t width, size_t rows) {
   return make_cudaPitchedPtr(const_cast<void*>(p), row, width, rows);
 }
 
+// Issues the copy `r` in direction `dir` on `stream` (see the header for the
+// choice of call).
 absl::Status issue_rect(const Rect& r, CopyDir dir, const CopyEnv& env, cudaStream_t stream) {
   if (r.empty()) return absl::OkStatus();
   const bool cross = dir == CopyDir::kPeer;

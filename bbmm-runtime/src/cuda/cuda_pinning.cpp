@@ -18,6 +18,7 @@ namespace {
 
 constexpr size_t kMaxChunk = size_t{256} << 30;
 
+// The host's page size in bytes.
 size_t page_size() {
   const long p = sysconf(_SC_PAGESIZE);
   return p > 0 ? static_cast<size_t>(p) : 4096;

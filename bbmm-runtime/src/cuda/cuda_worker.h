@@ -71,7 +71,7 @@ enum class CommandKind : uint8_t { kCopy, kBatch, kLaunch, kFree, kRecord };
 struct Command {
   CommandKind kind = CommandKind::kRecord;
   CopyDir dir = CopyDir::kH2D;  // copies
-  absl::InlinedVector<Event, 4> waits;
+  absl::InlinedVector<Event, 6> waits;  // inline: no allocation for short lists
   std::shared_ptr<CudaOpEvent> event;  // null for kFree
   CopyOp copy;                         // kCopy
   std::vector<CopyOp> batch;           // kBatch
