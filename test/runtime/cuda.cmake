@@ -5,6 +5,21 @@
 if(BBMM_HAVE_CUDA)
   bbmm_add_test(cuda_backend_test LABELS gpu SOURCES cuda_backend_test.cpp cuda_test_kernels.cu
     LIBS bbmm_runtime_internal CUDA::cudart_static)
+  # The same tests against a host-only fake of the CUDA runtime
+  # (cuda_fake_runtime.cpp), so that the backend's own logic (workers,
+  # events, stream ordering, teardown, copy splitting) is checked in CI too,
+  # which has no GPU. Not a substitute for the GPU run.
+  set(cuda_src ${PROJECT_SOURCE_DIR}/bbmm-runtime/src)
+  bbmm_add_test(cuda_backend_fake_test LABELS cuda_fake
+    SOURCES cuda_backend_test.cpp cuda_fake_runtime.cpp
+      ${cuda_src}/cuda/cuda_backend.cpp ${cuda_src}/cuda/cuda_copy.cpp
+      ${cuda_src}/cuda/cuda_events.cpp ${cuda_src}/cuda/cuda_pinning.cpp
+      ${cuda_src}/cuda/cuda_status.cpp ${cuda_src}/cuda/cuda_streams.cpp
+      ${cuda_src}/cuda/cuda_topology.cpp ${cuda_src}/cuda/cuda_trace.cpp
+      ${cuda_src}/cuda/cuda_worker.cpp ${cuda_src}/core/trace.cpp ${cuda_src}/core/backend.cpp
+    LIBS absl::status absl::statusor absl::strings absl::inlined_vector Threads::Threads)
+  target_include_directories(cuda_backend_fake_test PRIVATE ${cuda_src}
+    ${PROJECT_SOURCE_DIR}/include ${CUDAToolkit_INCLUDE_DIRS})
   bbmm_add_test(cuda_conformance_test LABELS gpu
     SOURCES cuda_conformance_test.cpp runtime_conformance_suite.cpp
     LIBS bbmm_runtime_internal CUDA::cudart_static)
