@@ -58,16 +58,6 @@ inline BackendFactory cuda_factory(std::string name, bool copy_kernel) {
     o.capacity_bytes = capacity;
     o.oversubscribe = true;  // several logical devices per GPU on small machines
     o.copy_kernel = copy_kernel;
-    // Compatibility with the runtime core these suites run on today, written
-    // for a backend with one in-order stream per device: (1) it does not wait
-    // for DeviceBuffer::ready before using a new buffer, so every operation
-    // waits for the device's latest allocation instead; (2) a box of rank > 3
-    // is moved by several copies of which it keeps only the last event, so
-    // each copy direction gets one stream (the last copy then completes after
-    // the others). Remove both once the core waits for `ready` and for every
-    // copy of a transfer.
-    o.wait_for_allocations = true;
-    o.copy_streams = 1;
     absl::StatusOr<std::unique_ptr<Backend>> b = make_cuda_backend(o);
     if (!b.ok()) {
       ADD_FAILURE() << b.status();
