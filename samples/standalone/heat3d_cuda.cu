@@ -12,7 +12,8 @@
 //
 // Kernels: a single-piece fast path (one base pointer, plane and row pitch per view;
 // 32x8 threads over (k, j), k contiguous, each thread marching through up to 32 planes
-// with the i-1, i, i+1 values in registers); the generic piece lookup (32x4x2 blocks,
+// with the i-1, i, i+1 values in registers; BBMM_HEAT3D_KERNEL=BXxBYxPLANES picks another
+// shape, e.g. 32x4x64); the generic piece lookup (32x4x2 blocks,
 // grid-stride loops) only when a view has several pieces. Verified against an
 // independent single-GPU CUDA program in this binary (no libbbmm) and, for n <= 66,
 // against the CPU loop; the reference is never timed.
@@ -27,6 +28,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "stencil_common.h"
@@ -71,26 +73,57 @@ void cpu_loop(double* a, double* b, int64_t n, int steps) {
 
 // ------------------------------------------------------------ libbbmm kernels
 
-constexpr int kBx = 32, kBy = 8;  // single-piece kernel: threads over (k, j)
-constexpr int kThreads = kBx * kBy;
-constexpr int kPlaneChunk = 32;  // planes marched through by one thread
+// Single-piece kernel: BX x BY threads over (k, j), k contiguous, each thread
+// marching through `chunk` planes with the i-1, i, i+1 values in registers. The
+// default shape is 32x8 threads and 32 planes; BBMM_HEAT3D_KERNEL=BXxBYxPLANES
+// (BX x BY one of 32x8, 32x4, 32x16, 64x4, 64x2) picks another, for tuning.
+struct KernelShape {
+  int bx = 32, by = 8;
+  int64_t chunk = 32;
+};
+
+KernelShape kernel_shape() {
+  static const KernelShape shape = [] {
+    KernelShape k;
+    const char* v = std::getenv("BBMM_HEAT3D_KERNEL");
+    if (v == nullptr || *v == '\0') return k;
+    int bx = 0, by = 0;
+    long long chunk = 0;
+    const bool known = std::sscanf(v, "%dx%dx%lld", &bx, &by, &chunk) == 3 && chunk >= 1 &&
+                       ((bx == 32 && (by == 8 || by == 4 || by == 16)) ||
+                        (bx == 64 && (by == 4 || by == 2)));
+    if (!known) {
+      std::fprintf(stderr, "heat3d_cuda: BBMM_HEAT3D_KERNEL='%s': use BXxBYxPLANES with BXxBY "
+                   "one of 32x8, 32x4, 32x16, 64x4, 64x2\n", v);
+      std::exit(1);
+    }
+    k.bx = bx;
+    k.by = by;
+    k.chunk = chunk;
+    return k;
+  }();
+  return shape;
+}
 
 // Single piece per view: `in` and `out` point at element (lo, 1, 1) of their pieces;
 // the tile writes planes x m x m elements from there (m = n - 2).
 struct SingleArgs {
   const double* in;
   double* out;
-  int64_t in_plane, in_row, out_plane, out_row, planes, m;
+  int64_t in_plane, in_row, out_plane, out_row, planes, m, chunk;
+  int bx, by;
 };
 
-__global__ void __launch_bounds__(kThreads)
+template <int BX, int BY>
+__global__ void __launch_bounds__(BX * BY)
     heat_single(const double* __restrict__ in, double* __restrict__ out, int64_t in_plane,
-                int64_t in_row, int64_t out_plane, int64_t out_row, int64_t planes, int64_t m) {
-  const int64_t k = static_cast<int64_t>(blockIdx.x) * kBx + threadIdx.x;
-  const int64_t j = static_cast<int64_t>(blockIdx.y) * kBy + threadIdx.y;
-  const int64_t p0 = static_cast<int64_t>(blockIdx.z) * kPlaneChunk;
+                int64_t in_row, int64_t out_plane, int64_t out_row, int64_t planes, int64_t m,
+                int64_t chunk) {
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * BX + threadIdx.x;
+  const int64_t j = static_cast<int64_t>(blockIdx.y) * BY + threadIdx.y;
+  const int64_t p0 = static_cast<int64_t>(blockIdx.z) * chunk;
   if (k >= m || j >= m || p0 >= planes) return;
-  const int64_t p1 = p0 + kPlaneChunk < planes ? p0 + kPlaneChunk : planes;
+  const int64_t p1 = p0 + chunk < planes ? p0 + chunk : planes;
   const double* c = in + p0 * in_plane + j * in_row + k;
   double* o = out + p0 * out_plane + j * out_row + k;
   double below = c[-in_plane], mid = c[0];
@@ -105,14 +138,26 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+template <int BX, int BY>
+void launch_single_shape(const SingleArgs& a, cudaStream_t stream) {
+  const dim3 block(BX, BY);
+  const dim3 grid(static_cast<unsigned>((a.m + BX - 1) / BX),
+                  static_cast<unsigned>((a.m + BY - 1) / BY),
+                  static_cast<unsigned>((a.planes + a.chunk - 1) / a.chunk));
+  heat_single<BX, BY><<<grid, block, 0, stream>>>(a.in, a.out, a.in_plane, a.in_row,
+                                                  a.out_plane, a.out_row, a.planes, a.m, a.chunk);
+}
+
 void launch_single(const bbmm_launch_info* info, void* p) {
   const SingleArgs& a = *static_cast<const SingleArgs*>(p);
-  const dim3 block(kBx, kBy);
-  const dim3 grid(static_cast<unsigned>((a.m + kBx - 1) / kBx),
-                  static_cast<unsigned>((a.m + kBy - 1) / kBy),
-                  static_cast<unsigned>((a.planes + kPlaneChunk - 1) / kPlaneChunk));
-  heat_single<<<grid, block, 0, static_cast<cudaStream_t>(info->queue)>>>(
-      a.in, a.out, a.in_plane, a.in_row, a.out_plane, a.out_row, a.planes, a.m);
+  const cudaStream_t s = static_cast<cudaStream_t>(info->queue);
+  if (a.bx == 64) {
+    if (a.by == 4) return launch_single_shape<64, 4>(a, s);
+    return launch_single_shape<64, 2>(a, s);
+  }
+  if (a.by == 4) return launch_single_shape<32, 4>(a, s);
+  if (a.by == 16) return launch_single_shape<32, 16>(a, s);
+  launch_single_shape<32, 8>(a, s);
 }
 
 // Several pieces: every access looks its piece up.
@@ -165,8 +210,9 @@ std::string launch(bbmm_tile* t, const bbmm_view& src, const bbmm_view& dst, int
                    int64_t n, stencil::LaunchCounts* counts) {
   bbmm_status st;
   const int64_t m = n - 2;
-  if (src.npieces == 1 && dst.npieces == 1 && (m + kBy - 1) / kBy <= kMaxGridYZ &&
-      (hi - lo + kPlaneChunk - 1) / kPlaneChunk <= kMaxGridYZ) {
+  const KernelShape shape = kernel_shape();
+  if (src.npieces == 1 && dst.npieces == 1 && (m + shape.by - 1) / shape.by <= kMaxGridYZ &&
+      (hi - lo + shape.chunk - 1) / shape.chunk <= kMaxGridYZ) {
     const int64_t first[3] = {lo, 1, 1};
     SingleArgs a;
     a.in = static_cast<const double*>(bbmm_piece_at(&src.pieces[0], sizeof(double), 3, first));
@@ -177,6 +223,9 @@ std::string launch(bbmm_tile* t, const bbmm_view& src, const bbmm_view& dst, int
     a.out_row = dst.pieces[0].stride[1];
     a.planes = hi - lo;
     a.m = m;
+    a.chunk = shape.chunk;
+    a.bx = shape.bx;
+    a.by = shape.by;
     counts->single_piece++;
     st = bbmm_tile_launch(t, launch_single, &a, sizeof a);
   } else {

@@ -242,7 +242,7 @@ absl::Status RuntimeCore::reserve(int device, Array* array, const Box& box) {
     return absl::InvalidArgumentError(absl::StrCat("reserve: device ", device,
                                                    " is outside 0..", device_count() - 1));
   }
-  ManagerTimer timer(&stats_[device].manager_seconds);
+  ManagerTimer timer(&stats_[device].manager_seconds, tracer_.get(), "reserve");
   if (array == nullptr) return absl::InvalidArgumentError("reserve: null array");
   if (box.rank() != array->rank() || (!box.empty() && !is_subset(box, array->whole))) {
     return absl::InvalidArgumentError(absl::StrCat("reserve ", describe(*array, box),
@@ -365,7 +365,7 @@ absl::Status RuntimeCore::acquire_parts(TileState& tile, bool pressure) {
 
 absl::Status RuntimeCore::acquire(TileState& tile) {
   std::lock_guard<std::mutex> lock(mu_);
-  ManagerTimer timer(&stats_[tile.device].manager_seconds);
+  ManagerTimer timer(&stats_[tile.device].manager_seconds, tracer_.get(), "acquire");
   if (tile.phase != TileState::Phase::kOpen) {
     return absl::FailedPreconditionError("acquire: the tile was already acquired or released");
   }
@@ -488,7 +488,7 @@ void RuntimeCore::commit_writes(TileState& tile) {
 absl::Status RuntimeCore::launch(TileState& tile,
                                  std::function<void(const bbmm_launch_info&)> fn) {
   std::lock_guard<std::mutex> lock(mu_);
-  ManagerTimer timer(&stats_[tile.device].manager_seconds);
+  ManagerTimer timer(&stats_[tile.device].manager_seconds, tracer_.get(), "launch");
   if (tile.phase != TileState::Phase::kAcquired) {
     return absl::FailedPreconditionError("launch: the tile is not acquired");
   }
@@ -551,7 +551,7 @@ absl::Status RuntimeCore::launch(TileState& tile,
 
 absl::Status RuntimeCore::flow_out(TileState& tile, Array* array, const Box& box) {
   std::lock_guard<std::mutex> lock(mu_);
-  ManagerTimer timer(&stats_[tile.device].manager_seconds);
+  ManagerTimer timer(&stats_[tile.device].manager_seconds, tracer_.get(), "flow_out");
   if (tile.phase != TileState::Phase::kAcquired) {
     return absl::FailedPreconditionError("flow_out: the tile is not acquired");
   }
@@ -575,7 +575,7 @@ void RuntimeCore::retire(TileState& tile) {
 
 absl::Status RuntimeCore::release(TileState& tile) {
   std::lock_guard<std::mutex> lock(mu_);
-  ManagerTimer timer(&stats_[tile.device].manager_seconds);
+  ManagerTimer timer(&stats_[tile.device].manager_seconds, tracer_.get(), "release");
   if (tile.phase == TileState::Phase::kFree) {
     return absl::FailedPreconditionError("release: the tile was released");
   }

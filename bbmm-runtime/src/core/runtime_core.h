@@ -117,21 +117,30 @@ class RuntimeCore {
   bool shut_down_ = false;
 };
 
-// Adds the time between its construction and destruction to `*sink`.
+// Adds the time between its construction and destruction to `*sink`; with a
+// `tracer`, also records it as a slice `name` of the host track (the trace
+// then shows the calling thread's time in each call: "acquire", "launch"...).
 class ManagerTimer {
  public:
-  explicit ManagerTimer(double* sink) : sink_(sink), start_(std::chrono::steady_clock::now()) {}
+  explicit ManagerTimer(double* sink, Tracer* tracer = nullptr, const char* name = nullptr)
+      : sink_(sink), tracer_(tracer), name_(name), start_(std::chrono::steady_clock::now()) {
+    if (tracer_ != nullptr) start_us_ = tracer_->now_us();
+  }
   ~ManagerTimer() {
     if (sink_ != nullptr) {
       *sink_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     }
+    if (tracer_ != nullptr) tracer_->slice(kHost, name_, start_us_, tracer_->now_us() - start_us_, "");
   }
   ManagerTimer(const ManagerTimer&) = delete;
   ManagerTimer& operator=(const ManagerTimer&) = delete;
 
  private:
   double* sink_;
+  Tracer* tracer_;
+  const char* name_;
   std::chrono::steady_clock::time_point start_;
+  int64_t start_us_ = 0;
 };
 
 }  // namespace bbmm::detail

@@ -136,6 +136,12 @@ struct CudaBackendOptions {
   // Also try cudaMemcpy3DBatchAsync for peer rectangles the copy kernel does
   // not take (off: its documentation does not cover peer operands).
   bool batch_api_peer = false;
+  // Host<->device boxes of a copy_batch by the batched copy kernel, reading
+  // or writing the pinned host memory directly (zero-copy, one launch for the
+  // whole batch) instead of the copy engine; needs
+  // cudaDevAttrCanUseHostPointerForRegisteredMem. Off by default: it uses SMs
+  // (docs/performance.md has the measurements).
+  bool host_copy_kernel = false;
   // Every operation of a device also waits for the device's latest
   // allocation's `ready` event: for a caller that does not put
   // DeviceBuffer::ready into the wait lists of the buffer's uses (the test

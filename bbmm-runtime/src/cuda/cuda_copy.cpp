@@ -298,7 +298,8 @@ absl::Status issue_copy_batch(std::span<const CopyOp> ops, CopyDir dir, const Co
   for (const CopyOp& op : ops) {
     const Rect r = canonical(op);
     if (r.empty()) continue;
-    if (use_kernel(r, dir, env)) {
+    if (use_kernel(r, dir, env) ||
+        (env.host_kernel && (dir == CopyDir::kH2D || dir == CopyDir::kD2H))) {
       scratch.kernel.push_back(kernel_op(r));
     } else if (api_allowed && r.whole_row_planes()) {
       scratch.api.push_back(batch_api_op(r));

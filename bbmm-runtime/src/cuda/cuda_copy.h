@@ -76,6 +76,9 @@ struct CopyEnv {
   // access enabled): the copy kernel may be used between devices.
   bool peer_reachable = false;
   bool copy_kernel = true;      // CudaBackendOptions::copy_kernel
+  // Batches: host<->device ops by the copy kernel, through the host pointer
+  // (CudaBackendOptions::host_copy_kernel, where the GPU can use it).
+  bool host_kernel = false;
   bool batch_api = true;        // CudaBackendOptions::batch_api
   // The batch call may take host pointers (CudaTopology::host_pointers_ok).
   bool batch_api_host = true;

@@ -104,7 +104,8 @@ absl::Status HostPinner::pin(void* host, size_t bytes) {
   const int threads = method == HostPinMethod::kParallel ? options_.threads : 1;
   std::vector<cudaError_t> result(parts.size(), cudaSuccess);
   run_spread(parts.size(), threads, [&](size_t i) {
-    result[i] = cudaHostRegister(parts[i].first, parts[i].second, cudaHostRegisterPortable);
+    result[i] = cudaHostRegister(parts[i].first, parts[i].second,
+                                 cudaHostRegisterPortable | cudaHostRegisterMapped);
     if (result[i] != cudaSuccess) (void)cudaGetLastError();
   });
   Pinned p;

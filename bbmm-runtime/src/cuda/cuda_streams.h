@@ -40,6 +40,13 @@ struct StreamSlot {
   // Number of completion events recorded on the stream so far; an event's
   // sequence number orders it among the events of its stream.
   uint64_t seq = 0;
+  // Commands assigned to the stream at enqueue (guarded by the worker's
+  // queue mutex): the order of their events on it, known before they are
+  // issued (EventState::queue/sequence), so that the runtime core can tell
+  // that one event implies another. Every assigned command records its
+  // completion event on the stream, failed ones too, so this is the order in
+  // which they complete.
+  uint64_t order = 0;
   // The latest completion event recorded on the stream, and its seq when the
   // join stream last waited for it (record()).
   std::shared_ptr<CudaOpEvent> last;

@@ -59,6 +59,10 @@ uint64_t Worker::enqueue(Command&& command) {
   uint64_t ticket;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    StreamSlot& slot = command.kind == CommandKind::kRecord ? streams_.join : pick_stream(command);
+    command.slot = &slot;
+    const uint64_t order = ++slot.order;
+    if (command.event != nullptr) command.event->set_order(slot.key, order);
     queue_.push_back(std::move(command));
     ticket = enqueued_.load(std::memory_order_relaxed) + 1;
     enqueued_.store(ticket, std::memory_order_release);
@@ -183,6 +187,7 @@ CopyEnv Worker::copy_env(const Command& c) const {
   env.peer_reachable = op.dst.device != kHost && op.src.device != kHost &&
                        topology_.can_access_peer(op.dst.device, op.src.device);
   env.copy_kernel = options_.copy_kernel;
+  env.host_kernel = options_.host_copy_kernel && topology_.host_pointers_ok;
   env.batch_api = options_.batch_api;
   env.batch_api_host = topology_.host_pointers_ok;
   env.batch_api_peer = options_.batch_api_peer;
@@ -234,7 +239,7 @@ void Worker::issue(Command& c) {
     issue_record(c);
     return;
   }
-  StreamSlot& slot = pick_stream(c);
+  StreamSlot& slot = *c.slot;
   waits_.clear();
   absl::Status failed;
   for (const Event& e : c.waits) add_wait(e, slot.key, &failed);
@@ -257,16 +262,19 @@ void Worker::issue(Command& c) {
     note_error(issue_free(c));
     return;
   }
+  // A command that fails here still records its completion event on its
+  // stream (complete()), after what was queued there before it: events of
+  // one stream complete in enqueue order, which the core relies on
+  // (EventState::implies) to drop hazard entries.
   if (!failed.ok()) {
-    fail_unissued(c, absl::Status(failed.code(),
-                                  absl::StrCat(describe(c),
-                                               " did not run: an event it waited for failed: ",
-                                               failed.message())));
+    complete(c, slot,
+             absl::Status(failed.code(), absl::StrCat("did not run: an event it waited for failed: ",
+                                                      failed.message())));
     return;
   }
   absl::Status s = wait_all(slot.stream);
   if (!s.ok()) {
-    fail_unissued(c, absl::Status(s.code(), absl::StrCat(describe(c), ": ", s.message())));
+    complete(c, slot, std::move(s));
     return;
   }
   // Tracing: timing events before and after the operation on its stream.
@@ -500,11 +508,6 @@ void Worker::complete(Command& c, StreamSlot& slot, absl::Status status) {
   }
   c.event->mark_issued(ev, slot.key, ++slot.seq);
   slot.last = c.event;
-}
-
-void Worker::fail_unissued(Command& c, absl::Status status) {
-  note_error(status);
-  c.event->mark_failed(std::move(status), nullptr, 0, 0);
 }
 
 }  // namespace bbmm

@@ -73,6 +73,7 @@ struct Command {
   CopyDir dir = CopyDir::kH2D;  // copies
   absl::InlinedVector<Event, 6> waits;  // inline: no allocation for short lists
   std::shared_ptr<CudaOpEvent> event;  // null for kFree
+  StreamSlot* slot = nullptr;          // chosen at enqueue (Worker::enqueue)
   CopyOp copy;                         // kCopy
   std::vector<CopyOp> batch;           // kBatch
   std::function<void(const LaunchContext&)> fn;  // kLaunch
@@ -88,6 +89,7 @@ struct WorkerOptions {
   bool copy_kernel = true;
   bool batch_api = true;
   bool batch_api_peer = false;
+  bool host_copy_kernel = false;
   bool wait_for_allocations = false;
   int spin_us = 150;
 };
@@ -111,7 +113,9 @@ class Worker {
   // Issues what is queued, then ends the thread. Idempotent.
   void stop();
 
-  // Queues `command`; returns its ticket (1, 2, ... in enqueue order).
+  // Queues `command` on the stream it will run on (chosen now: round-robin
+  // among the direction's copy streams), tells its event its place on that
+  // stream, and returns its ticket (1, 2, ... in enqueue order).
   uint64_t enqueue(Command&& command);
   // The ticket of the last command queued so far.
   uint64_t last_ticket() const { return enqueued_.load(std::memory_order_acquire); }
@@ -144,6 +148,7 @@ class Worker {
 
   void run();
   void issue(Command& c);
+  // The stream for `c` (called at enqueue, under mu_).
   StreamSlot& pick_stream(const Command& c);
   // Adds `e` to waits_ for a command on stream `target`; a failure of `e` is
   // stored in `*failed` (the first one wins).
@@ -157,7 +162,6 @@ class Worker {
   void issue_record(Command& c);
   // Records `c`'s completion event on `slot` and publishes `status`.
   void complete(Command& c, StreamSlot& slot, absl::Status status);
-  void fail_unissued(Command& c, absl::Status status);
   CopyEnv copy_env(const Command& c) const;
   // When `op` (in direction `dir`) has host bytes in two registrations of a
   // chunk-pinned array, appends its pieces (split_copy_at) to `out` and
@@ -199,9 +203,10 @@ class Worker {
   std::atomic<uint64_t> memory_ops_{0};  // allocations + frees issued
   uint64_t memory_joined_ = 0;           // memory_ops_ at the last record()
 
+  size_t round_robin_[3] = {0, 0, 0};  // h2d, d2h, d2d (guarded by mu_)
+
   // Worker-thread state.
   absl::InlinedVector<WaitOn, 8> waits_;
-  size_t round_robin_[3] = {0, 0, 0};  // h2d, d2h, d2d
   BatchScratch scratch_;
   std::vector<uintptr_t> cuts_;
   std::vector<CopyOp> pieces_;
