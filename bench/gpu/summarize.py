@@ -170,8 +170,9 @@ def main(argv):
         w("ideal = bytes_device/(gpus*dev_bw) + bytes_h2d_min/(gpus*h2d_bw) + "
           "bytes_d2h_min/(gpus*d2h_bw), ceilings of GPUs 0..gpus-1 from this call "
           "(measured / ideal = 1.00 is at the roofline); seconds: from the first "
-          "bbmm_reserve or tile to both arrays synchronised to the host; manager % = "
-          "manager_seconds / seconds; speed-up = seconds on 1 GPU (same n, steps, tiles, "
+          "tile to both arrays synchronised to the host (reservations and pinning are "
+          "setup, reported apart in the RESULT lines); manager % = "
+          "manager_seconds (of the timed part) / seconds; speed-up = seconds on 1 GPU (same n, steps, tiles, "
           "capacity; same reserve where run) / seconds.")
         w("")
 

@@ -11,9 +11,9 @@
 // is reserved before the time loop (bytes_d2d == 0). --capacity auto forces box-out.
 //
 // Kernels: a single-piece fast path (one base pointer, plane and row pitch per view;
-// 32x8 threads over (k, j), k contiguous, each thread marching through up to 32 planes
+// 64x4 threads over (k, j), k contiguous, each thread marching through up to 32 planes
 // with the i-1, i, i+1 values in registers; BBMM_HEAT3D_KERNEL=BXxBYxPLANES picks another
-// shape, e.g. 32x4x64); the generic piece lookup (32x4x2 blocks,
+// shape, e.g. 32x8x32); the generic piece lookup (32x4x2 blocks,
 // grid-stride loops) only when a view has several pieces. Verified against an
 // independent single-GPU CUDA program in this binary (no libbbmm) and, for n <= 66,
 // against the CPU loop; the reference is never timed.
@@ -75,10 +75,12 @@ void cpu_loop(double* a, double* b, int64_t n, int steps) {
 
 // Single-piece kernel: BX x BY threads over (k, j), k contiguous, each thread
 // marching through `chunk` planes with the i-1, i, i+1 values in registers. The
-// default shape is 32x8 threads and 32 planes; BBMM_HEAT3D_KERNEL=BXxBYxPLANES
+// default shape, 64x4 threads and 32 planes, was the fastest of 32x8x32, 32x4x64,
+// 64x4x32, 32x16x16 and 64x2x64 at n = 768 on an H100 (2026-11-23: 0.878 s against
+// 0.917-0.994 s, bench/gpu/run_all.sh tune); BBMM_HEAT3D_KERNEL=BXxBYxPLANES
 // (BX x BY one of 32x8, 32x4, 32x16, 64x4, 64x2) picks another, for tuning.
 struct KernelShape {
-  int bx = 32, by = 8;
+  int bx = 64, by = 4;
   int64_t chunk = 32;
 };
 

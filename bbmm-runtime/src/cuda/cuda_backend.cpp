@@ -125,7 +125,7 @@ class CudaBackend final : public Backend {
     wo.copy_kernel = options_.copy_kernel;
     wo.batch_api = options_.batch_api;
     wo.batch_api_peer = options_.batch_api_peer;
-    wo.host_copy_kernel = options_.host_copy_kernel;
+    wo.host_copy_kernel_max_box = options_.host_copy_kernel_max_box;
     wo.wait_for_allocations = options_.wait_for_allocations;
     wo.spin_us = options_.worker_spin_us;
     for (int d = 0; d < count; ++d) {

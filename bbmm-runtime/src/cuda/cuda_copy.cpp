@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "cuda/cuda_pinning.h"
 #include "cuda/cuda_status.h"
 
 namespace bbmm {
@@ -295,11 +296,25 @@ absl::Status issue_copy_batch(std::span<const CopyOp> ops, CopyDir dir, const Co
       env.batch_api_rejections->load(std::memory_order_relaxed) < kBatchApiMaxRejections &&
       (dir != CopyDir::kPeer || env.batch_api_peer) &&
       (env.batch_api_host || (dir != CopyDir::kH2D && dir != CopyDir::kD2H));
+  // Small host boxes by the zero-copy kernel when there are enough of them.
+  const bool host_dir = dir == CopyDir::kH2D || dir == CopyDir::kD2H;
+  size_t small_host = 0;
+  if (host_dir && env.host_kernel_max_box > 0 && env.pinner != nullptr) {
+    for (const CopyOp& op : ops) {
+      if (op.shape.width_bytes * op.shape.height * op.shape.depth < env.host_kernel_max_box) {
+        ++small_host;
+      }
+    }
+  }
+  auto zero_copy = [&](const CopyOp& op, const Rect& r) {
+    if (small_host < kHostKernelMinOps || r.bytes() >= env.host_kernel_max_box) return false;
+    const auto [begin, end] = host_span(dir == CopyDir::kD2H ? op.dst : op.src, op.shape);
+    return env.pinner->covers(begin, end);
+  };
   for (const CopyOp& op : ops) {
     const Rect r = canonical(op);
     if (r.empty()) continue;
-    if (use_kernel(r, dir, env) ||
-        (env.host_kernel && (dir == CopyDir::kH2D || dir == CopyDir::kD2H))) {
+    if (use_kernel(r, dir, env) || zero_copy(op, r)) {
       scratch.kernel.push_back(kernel_op(r));
     } else if (api_allowed && r.whole_row_planes()) {
       scratch.api.push_back(batch_api_op(r));

@@ -42,6 +42,10 @@ namespace bbmm {
 // After this many rejected cudaMemcpy3DBatchAsync calls in a row (a platform
 // or combination CUDA does not support), batches stop trying it.
 inline constexpr int kBatchApiMaxRejections = 4;
+// Fewer small host boxes than this in a batch go through the copy engine.
+inline constexpr size_t kHostKernelMinOps = 4;
+
+class HostPinner;
 
 enum class CopyDir : uint8_t {
   kH2D,   // host to device
@@ -76,9 +80,12 @@ struct CopyEnv {
   // access enabled): the copy kernel may be used between devices.
   bool peer_reachable = false;
   bool copy_kernel = true;      // CudaBackendOptions::copy_kernel
-  // Batches: host<->device ops by the copy kernel, through the host pointer
-  // (CudaBackendOptions::host_copy_kernel, where the GPU can use it).
-  bool host_kernel = false;
+  // Batches: host<->device ops of boxes under this size by the copy kernel,
+  // through the host pointer, when the host bytes are page-locked (`pinner`)
+  // and the batch has kHostKernelMinOps such boxes
+  // (CudaBackendOptions::host_copy_kernel_max_box; 0: never).
+  size_t host_kernel_max_box = 0;
+  const HostPinner* pinner = nullptr;
   bool batch_api = true;        // CudaBackendOptions::batch_api
   // The batch call may take host pointers (CudaTopology::host_pointers_ok).
   bool batch_api_host = true;

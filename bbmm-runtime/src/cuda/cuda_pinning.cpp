@@ -184,6 +184,28 @@ void HostPinner::boundaries_in(uintptr_t begin, uintptr_t end, std::vector<uintp
   }
 }
 
+bool HostPinner::covers(uintptr_t begin, uintptr_t end) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [host, p] : pinned_) {
+      const uintptr_t first = reinterpret_cast<uintptr_t>(p.ranges.front().base);
+      const Range& last_range = p.ranges.back();
+      const uintptr_t last = reinterpret_cast<uintptr_t>(last_range.base) + last_range.bytes;
+      if (begin >= first && end <= last) return true;
+    }
+  }
+  // Not pinned by this backend: ask CUDA about both ends.
+  for (uintptr_t a : {begin, end - 1}) {
+    cudaPointerAttributes attr;
+    if (cudaPointerGetAttributes(&attr, reinterpret_cast<const void*>(a)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    if (attr.type != cudaMemoryTypeHost) return false;
+  }
+  return true;
+}
+
 void HostPinner::unpin_all() {
   std::vector<void*> hosts;
   {

@@ -70,6 +70,10 @@ class HostPinner {
   absl::Status unpin(void* host);
   void unpin_all();
 
+  // True when [`begin`, `end`) lies inside one array pinned here, or inside
+  // page-locked memory CUDA knows of (cudaHostAlloc, another registration):
+  // then a kernel may access it through its host address.
+  bool covers(uintptr_t begin, uintptr_t end) const;
   // True when some array is pinned in more than one registration.
   bool has_boundaries() const { return has_boundaries_.load(std::memory_order_acquire); }
   // Appends to `out`, in increasing order, the addresses strictly inside
@@ -93,7 +97,7 @@ class HostPinner {
 
   HostPinOptions options_;
   std::mutex serial_mu_;  // held through a whole pin or unpin
-  std::mutex mu_;         // guards pinned_
+  mutable std::mutex mu_;  // guards pinned_
   std::unordered_map<void*, Pinned> pinned_;
   mutable std::shared_mutex boundaries_mu_;  // guards boundaries_
   std::vector<uintptr_t> boundaries_;        // sorted

@@ -89,7 +89,7 @@ struct WorkerOptions {
   bool copy_kernel = true;
   bool batch_api = true;
   bool batch_api_peer = false;
-  bool host_copy_kernel = false;
+  size_t host_copy_kernel_max_box = 0;
   bool wait_for_allocations = false;
   int spin_us = 150;
 };
