@@ -145,11 +145,12 @@ if wants sanitize; then
     for tool in memcheck racecheck; do
       san=(env CUDA_VISIBLE_DEVICES=0 "$SAN" --tool "$tool" --error-exitcode 1 --print-limit 50)
       # Without the tests whose kernels spin on a host flag (they never see it change under
-      # the sanitizer) and the timing-shaped ones (enqueue cost,
+      # the sanitizer), the one that makes a launch fail on purpose (the sanitizer counts
+      # its API error) and the timing-shaped ones (enqueue cost,
       # multi-GiB pinning): under the sanitizer they only take long (80 s timeouts on
       # an H100, 2026-11-23).
       step sanitize "${tool}_backend_test" 30 "${san[@]}" "$B/cuda_backend_test" \
-        --gtest_filter='-*NoCallBlocks*:*EnqueueCost*:*Pinning*:*ReusedPoolMemory*:*RecordCoversEveryStream*'
+        --gtest_filter='-*NoCallBlocks*:*EnqueueCost*:*Pinning*:*ReusedPoolMemory*:*RecordCoversEveryStream*:*KernelLaunchError*'
 
       if [[ $tool == memcheck ]] && have cuda_conformance_test; then
         step sanitize memcheck_conformance_kernel 20 "${san[@]}" "$B/cuda_conformance_test" \
@@ -179,6 +180,12 @@ if wants perf; then
     perf_run jacobi2d_2gpu jacobi2d_cuda 12 --devices 2 "${J[@]}"
     perf_run jacobi2d_2gpu_noreserve jacobi2d_cuda 12 --devices 2 "${J[@]}" --no-reserve
   fi
+  if (( ngpu < 2 )); then
+    # The multi-device path on one GPU: 2 logical devices (halo copies between them on
+    # copy streams); the same GPU does all the work, so no speed-up is expected.
+    step perf jacobi2d_2logical 12 env BBMM_CUDA_DEVICES_PER_GPU=2 "$B/jacobi2d_cuda" \
+      --devices 2 "${J[@]}"
+  fi
   perf_run jacobi2d_1gpu_boxout jacobi2d_cuda 10 --devices 1 --n 8194 --steps 20 --capacity auto
   perf_run heat3d_1gpu heat3d_cuda 20 --devices 1 "${H[@]}"
   if (( ngpu >= 2 )); then
@@ -205,17 +212,20 @@ if wants bench; then
 fi
 
 if wants trace; then
-  tdev=2; (( ngpu < 2 )) && tdev=1
+  # 2 GPUs; on a 1-GPU machine, 2 logical devices on the one GPU (each with its own
+  # streams), so that the halo copies between devices still show.
+  tenv=(); what="2 GPUs"
+  if (( ngpu < 2 )); then tenv=(BBMM_CUDA_DEVICES_PER_GPU=2); what="2 logical devices on 1 GPU"; fi
   rm -f "$OUT/trace_jacobi_2gpu.json"
-  step trace jacobi2d_trace 12 env BBMM_TRACE="$OUT/trace_jacobi_2gpu.json" \
-    "$B/jacobi2d_cuda" --devices "$tdev" --n 16386 --steps 5 --tiles-per-device 2
+  step trace jacobi2d_trace 12 env "${tenv[@]}" BBMM_TRACE="$OUT/trace_jacobi_2gpu.json" \
+    "$B/jacobi2d_cuda" --devices 2 --n 16386 --steps 5 --tiles-per-device 2
   if [[ -s "$OUT/trace_jacobi_2gpu.json" ]]; then
     step trace plot_trace_full 10 python3 "$G/plot_trace.py" "$OUT/trace_jacobi_2gpu.json" \
-      -o "$OUT/trace_jacobi_2gpu.png" --title "jacobi2d_cuda n=16386, 5 steps, $tdev GPU(s)"
+      -o "$OUT/trace_jacobi_2gpu.png" --title "jacobi2d_cuda n=16386, 5 steps, $what"
     # Kernel 9 of device 0 is in step 2 (2 tiles x 2 phases per step).
     step trace plot_trace_step 10 python3 "$G/plot_trace.py" "$OUT/trace_jacobi_2gpu.json" \
       -o "$OUT/trace_jacobi_2gpu_step.png" --step 9 \
-      --title "jacobi2d_cuda n=16386, $tdev GPU(s): around kernel 9 of device 0"
+      --title "jacobi2d_cuda n=16386, $what: around kernel 9 of device 0"
   fi
 fi
 

@@ -61,11 +61,15 @@ typedef struct bbmm_options {
   int check;                  /* nonzero: detect overlapping writes by two devices */
   int host_peer_access;       /* host backend: simulated peer access (default 1) */
   int host_poison;            /* host backend: fill new device memory with 0xA5 (default 1) */
+  int cuda_devices_per_gpu;   /* CUDA: logical devices per GPU, each with its own streams and
+                                 capacity (default 1; more shows multi-device behaviour on one
+                                 GPU) */
 } bbmm_options;
 
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,
- * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE and BBMM_CHECK from the
- * environment. Fails on a malformed variable (the message names it). */
+ * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON and
+ * BBMM_CUDA_DEVICES_PER_GPU from the environment. Fails on a malformed variable
+ * (the message names it). */
 bbmm_status bbmm_options_init(bbmm_options* opts);
 
 typedef struct bbmm_runtime bbmm_runtime;

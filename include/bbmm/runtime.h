@@ -29,9 +29,11 @@ struct RuntimeOptions {
   bool check = false;             // detect overlapping writes by two devices
   bool host_peer_access = true;   // host backend: simulated peer access
   bool host_poison = true;        // host backend: fill new device memory with 0xA5
+  int cuda_devices_per_gpu = 1;   // CUDA: logical devices per GPU (> 1: tests, demos on one GPU)
 
   // Defaults overridden by BBMM_BACKEND, BBMM_DEVICES, BBMM_DEVICE_MEMORY,
-  // BBMM_TRACE, BBMM_CHECK and BBMM_HOST_POISON. Fails naming a malformed variable.
+  // BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON and BBMM_CUDA_DEVICES_PER_GPU. Fails naming
+  // a malformed variable.
   static absl::StatusOr<RuntimeOptions> from_env();
 };
 

@@ -338,6 +338,11 @@ int main(int argc, char** argv) {
     std::printf("SKIP: %s needs a GPU (none visible)\n", s.program);
     return 77;
   }
+  // BBMM_CUDA_DEVICES_PER_GPU=k: k logical devices per GPU (one GPU shows the
+  // multi-device path: halo copies between logical devices on copy streams).
+  if (const char* v = std::getenv("BBMM_CUDA_DEVICES_PER_GPU"); v != nullptr && std::atoi(v) > 1) {
+    visible *= std::atoi(v);
+  }
   if (o.devices == 0) o.devices = visible;
   if (o.devices > visible) {
     std::fprintf(stderr, "%s: --devices %d, but only %d GPUs are visible\n", s.program, o.devices,

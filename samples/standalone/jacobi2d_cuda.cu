@@ -23,6 +23,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "stencil_common.h"
@@ -243,6 +244,11 @@ int main(int argc, char** argv) {
   if (cudaGetDeviceCount(&visible) != cudaSuccess || visible == 0) {
     std::printf("SKIP: %s needs a GPU (none visible)\n", s.program);
     return 77;
+  }
+  // BBMM_CUDA_DEVICES_PER_GPU=k: k logical devices per GPU (one GPU shows the
+  // multi-device path: halo copies between logical devices on copy streams).
+  if (const char* v = std::getenv("BBMM_CUDA_DEVICES_PER_GPU"); v != nullptr && std::atoi(v) > 1) {
+    visible *= std::atoi(v);
   }
   if (o.devices == 0) o.devices = visible;
   if (o.devices > visible) {

@@ -33,6 +33,14 @@ absl::StatusOr<std::unique_ptr<Backend>> make_backend(const RuntimeOptions& opti
 #ifdef BBMM_HAVE_CUDA
       CudaBackendOptions cuda;
       cuda.devices = options.devices;
+      if (options.cuda_devices_per_gpu > 1) {
+        // Several logical devices per GPU, each with its own streams and
+        // capacity (multi-device behaviour on one GPU).
+        cuda.oversubscribe = true;
+        if (cuda.devices == 0) {
+          cuda.devices = cuda_device_count(nullptr) * options.cuda_devices_per_gpu;
+        }
+      }
       cuda.capacity_bytes = options.device_memory;
       return make_cuda_backend(cuda);
 #else

@@ -124,6 +124,7 @@ bbmm_status bbmm_options_init(bbmm_options* opts) {
     opts->growth_threshold = d.growth_threshold;
     opts->host_peer_access = d.host_peer_access ? 1 : 0;
     opts->host_poison = d.host_poison ? 1 : 0;
+    opts->cuda_devices_per_gpu = d.cuda_devices_per_gpu;
     opts->eviction_policy = d.eviction_policy;
     if (!o.ok()) return to_c(o.status());
     opts->backend = o->backend;
@@ -133,6 +134,7 @@ bbmm_status bbmm_options_init(bbmm_options* opts) {
     opts->trace_file = o->trace_file.empty() ? nullptr : std::getenv("BBMM_TRACE");
     opts->check = o->check ? 1 : 0;
     opts->host_poison = o->host_poison ? 1 : 0;
+    opts->cuda_devices_per_gpu = o->cuda_devices_per_gpu;
     return BBMM_OK;
   });
 }
@@ -167,6 +169,7 @@ bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out) {
     o.check = opts->check != 0;
     o.host_peer_access = opts->host_peer_access != 0;
     o.host_poison = opts->host_poison != 0;
+    o.cuda_devices_per_gpu = opts->cuda_devices_per_gpu < 1 ? 1 : opts->cuda_devices_per_gpu;
     absl::StatusOr<std::unique_ptr<bbmm::Runtime>> rt = bbmm::Runtime::create(o);
     if (!rt.ok()) return to_c(rt.status());
     *out = new bbmm_runtime{*std::move(rt), o.trace_file};

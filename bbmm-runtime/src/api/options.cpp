@@ -83,6 +83,13 @@ absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
     else if (s == "0" || s == "off" || s == "false" || s == "no") o.host_poison = false;
     else return absl::InvalidArgumentError(absl::StrCat("BBMM_HOST_POISON='", v, "': use 0 or 1"));
   }
+  if (const char* v = std::getenv("BBMM_CUDA_DEVICES_PER_GPU"); v != nullptr && *v != '\0') {
+    if (!absl::SimpleAtoi(v, &o.cuda_devices_per_gpu) || o.cuda_devices_per_gpu < 1 ||
+        o.cuda_devices_per_gpu > 16) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("BBMM_CUDA_DEVICES_PER_GPU='", v, "': expected 1..16"));
+    }
+  }
   return o;
 }
 
