@@ -25,7 +25,7 @@ class RuntimeConformance : public ::testing::TestWithParam<BackendFactory> {
  protected:
   // A runtime over GetParam()'s backend with `devices` devices of
   // `capacity` bytes each (0 = unlimited).
-  std::unique_ptr<Runtime> make_runtime(int devices, size_t capacity,
+  TestRuntime make_runtime(int devices, size_t capacity,
                                         RuntimeOptions options = {});
 };
 

@@ -33,7 +33,7 @@ void run_host_kernel(const bbmm_launch_info& info, const std::vector<PieceCopy>&
 }
 }  // namespace
 
-std::unique_ptr<Runtime> RuntimeConformance::make_runtime(int devices, size_t capacity,
+TestRuntime RuntimeConformance::make_runtime(int devices, size_t capacity,
                                                           RuntimeOptions options) {
   // Written only when the parameter changes, i.e. while no kernel runs.
   if (current_factory.name != GetParam().name) current_factory = GetParam();
@@ -42,7 +42,7 @@ std::unique_ptr<Runtime> RuntimeConformance::make_runtime(int devices, size_t ca
   absl::StatusOr<std::unique_ptr<Runtime>> rt =
       Runtime::create_with_backend(std::move(backend), options);
   EXPECT_TRUE(rt.ok()) << rt.status();
-  return rt.ok() ? *std::move(rt) : nullptr;
+  return TestRuntime(rt.ok() ? rt->release() : nullptr);
 }
 
 namespace {

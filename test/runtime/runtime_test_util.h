@@ -75,6 +75,17 @@ inline std::vector<BackendFactory> host_backend_factories() {
           host_factory("host_queues_nopeer", false, 1, 4)};
 }
 
+// A runtime that shuts down quietly when destroyed: tests keep their host
+// arrays registered to the end (declared before the runtime, they outlive it),
+// which the destructor would otherwise report on stderr.
+struct QuietShutdown {
+  void operator()(Runtime* rt) const {
+    if (rt != nullptr) (void)rt->shutdown();
+    delete rt;
+  }
+};
+using TestRuntime = std::unique_ptr<Runtime, QuietShutdown>;
+
 // Box [lo, hi); aborts the test on a malformed box.
 inline Box B(std::initializer_list<int64_t> lo, std::initializer_list<int64_t> hi) {
   absl::StatusOr<Box> b = Box::create(lo, hi);
