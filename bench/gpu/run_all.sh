@@ -196,8 +196,16 @@ if wants perf; then
 fi
 
 if wants tune; then
+  # jacobi2d's single-piece kernel: the grid-stride kernel, then marching shapes
+  # (BBMM_JACOBI_KERNEL=BXxBYxROWS), 1 GPU.
+  step tune "jacobi2d_1gpu_grid" 8 "$B/jacobi2d_cuda" --devices 1 --n 16386 --steps 100 \
+    --tiles-per-device 2
+  for shape in 32x8x32 64x4x32 128x2x64 64x4x128; do
+    step tune "jacobi2d_1gpu_$shape" 8 env BBMM_JACOBI_KERNEL="$shape" "$B/jacobi2d_cuda" \
+      --devices 1 --n 16386 --steps 100 --tiles-per-device 2
+  done
   # heat3d's single-piece kernel shapes (BBMM_HEAT3D_KERNEL=BXxBYxPLANES), 1 GPU.
-  for shape in 64x4x32 32x8x32 64x4x64 64x2x64; do
+  for shape in 64x4x32 32x8x32; do
     step tune "heat3d_1gpu_$shape" 15 env BBMM_HEAT3D_KERNEL="$shape" "$B/heat3d_cuda" \
       --devices 1 --n 768 --steps 100 --tiles-per-device 2
   done

@@ -72,7 +72,76 @@ struct SingleArgs {
   const double* in;
   double* out;
   int64_t in_pitch, out_pitch, rows, cols;
+  int64_t chunk;  // rows marched by one thread (marching kernel; 0: the grid-stride kernel)
+  int bx, by;
 };
+
+// The single-piece kernel's shape. Default: the grid-stride kernel below (32x8
+// threads, one element per thread and row). BBMM_JACOBI_KERNEL=BXxBYxROWS picks the
+// marching kernel: BX x BY threads over (column, row band), each thread marching
+// down ROWS rows with the rows above and below in registers (BX x BY one of 32x8,
+// 64x4, 128x2, 32x4), for tuning.
+struct KernelShape {
+  int bx = 32, by = 8;
+  int64_t chunk = 0;
+};
+
+KernelShape kernel_shape() {
+  static const KernelShape shape = [] {
+    KernelShape k;
+    const char* v = std::getenv("BBMM_JACOBI_KERNEL");
+    if (v == nullptr || *v == '\0') return k;
+    int bx = 0, by = 0;
+    long long chunk = 0;
+    const bool known = std::sscanf(v, "%dx%dx%lld", &bx, &by, &chunk) == 3 && chunk >= 1 &&
+                       ((bx == 32 && (by == 8 || by == 4)) || (bx == 64 && by == 4) ||
+                        (bx == 128 && by == 2));
+    if (!known) {
+      std::fprintf(stderr, "jacobi2d_cuda: BBMM_JACOBI_KERNEL='%s': use BXxBYxROWS with BXxBY "
+                   "one of 32x8, 32x4, 64x4, 128x2\n", v);
+      std::exit(1);
+    }
+    k.bx = bx;
+    k.by = by;
+    k.chunk = chunk;
+    return k;
+  }();
+  return shape;
+}
+
+// Marching kernel: thread (x, y) of block (bx, by) computes column bx*BX+x for the
+// rows [p0, p0 + chunk) of band by*BY+y, keeping rows r-1, r, r+1 of its column in
+// registers (each input element is loaded once per column from memory; the
+// column neighbours come from L1).
+template <int BX, int BY>
+__global__ void __launch_bounds__(BX * BY)
+    jacobi_march(const double* __restrict__ in, double* __restrict__ out, int64_t in_pitch,
+                 int64_t out_pitch, int64_t rows, int64_t cols, int64_t chunk) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * BX + threadIdx.x;
+  const int64_t p0 = (static_cast<int64_t>(blockIdx.y) * BY + threadIdx.y) * chunk;
+  if (c >= cols || p0 >= rows) return;
+  const int64_t p1 = p0 + chunk < rows ? p0 + chunk : rows;
+  const double* p = in + p0 * in_pitch + c;
+  double* o = out + p0 * out_pitch + c;
+  double above = p[-in_pitch], mid = p[0];
+  for (int64_t r = p0; r < p1; ++r) {
+    const double below = p[in_pitch];
+    *o = 0.2 * (mid + p[-1] + p[1] + below + above);
+    above = mid;
+    mid = below;
+    p += in_pitch;
+    o += out_pitch;
+  }
+}
+
+template <int BX, int BY>
+void launch_march(const SingleArgs& a, cudaStream_t s) {
+  const int64_t bands = (a.rows + a.chunk - 1) / a.chunk;
+  const dim3 grid(static_cast<unsigned>((a.cols + BX - 1) / BX),
+                  static_cast<unsigned>((bands + BY - 1) / BY));
+  jacobi_march<BX, BY><<<grid, dim3(BX, BY), 0, s>>>(a.in, a.out, a.in_pitch, a.out_pitch, a.rows,
+                                                     a.cols, a.chunk);
+}
 
 __global__ void __launch_bounds__(kThreads)
     jacobi_single(const double* __restrict__ in, double* __restrict__ out, int64_t in_pitch,
@@ -88,6 +157,13 @@ __global__ void __launch_bounds__(kThreads)
 
 void launch_single(const bbmm_launch_info* info, void* p) {
   const SingleArgs& a = *static_cast<const SingleArgs*>(p);
+  if (a.chunk > 0) {
+    const cudaStream_t s = static_cast<cudaStream_t>(info->queue);
+    if (a.bx == 64) return launch_march<64, 4>(a, s);
+    if (a.bx == 128) return launch_march<128, 2>(a, s);
+    if (a.by == 4) return launch_march<32, 4>(a, s);
+    return launch_march<32, 8>(a, s);
+  }
   const dim3 block(kBx, kBy);
   const dim3 grid(static_cast<unsigned>((a.cols + kBx - 1) / kBx),
                   static_cast<unsigned>(std::min<int64_t>((a.rows + kBy - 1) / kBy, kMaxGridY)));
@@ -143,6 +219,10 @@ std::string launch(bbmm_tile* t, const bbmm_view& src, const bbmm_view& dst, int
     a.out_pitch = dst.pieces[0].stride[0];
     a.rows = hi - lo;
     a.cols = n - 2;
+    const KernelShape shape = kernel_shape();
+    a.chunk = shape.chunk;
+    a.bx = shape.bx;
+    a.by = shape.by;
     counts->single_piece++;
     st = bbmm_tile_launch(t, launch_single, &a, sizeof a);
   } else {
