@@ -197,9 +197,9 @@ fi
 
 if wants tune; then
   # jacobi2d's single-piece kernel: the grid-stride kernel, then marching shapes
-  # (BBMM_JACOBI_KERNEL=BXxBYxROWS), 1 GPU.
-  step tune "jacobi2d_1gpu_grid" 8 "$B/jacobi2d_cuda" --devices 1 --n 16386 --steps 100 \
-    --tiles-per-device 2
+  # (BBMM_JACOBI_KERNEL=BXxBYxROWS; default 64x4x32), 1 GPU.
+  step tune "jacobi2d_1gpu_grid" 8 env BBMM_JACOBI_KERNEL=grid "$B/jacobi2d_cuda" \
+    --devices 1 --n 16386 --steps 100 --tiles-per-device 2
   for shape in 32x8x32 64x4x32 128x2x64 64x4x128; do
     step tune "jacobi2d_1gpu_$shape" 8 env BBMM_JACOBI_KERNEL="$shape" "$B/jacobi2d_cuda" \
       --devices 1 --n 16386 --steps 100 --tiles-per-device 2

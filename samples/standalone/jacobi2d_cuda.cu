@@ -7,8 +7,8 @@
 // GPU's allocation hull (its rows plus the halo) is reserved before the time loop, so
 // no instance grows (bytes_d2d == 0). --capacity auto forces box-out.
 //
-// Kernels: a single-piece fast path (one base pointer and pitch per view, 32x8 blocks,
-// threadIdx.x along the contiguous columns, grid-stride over rows); the generic piece
+// Kernels: a single-piece fast path (one base pointer and pitch per view, 64x4 blocks,
+// threadIdx.x along the contiguous columns, each thread marching down 32 rows); the generic piece
 // lookup only when a view has several pieces. Verified against an independent
 // single-GPU CUDA program in this binary (cudaMalloc, its own kernels, no libbbmm) and,
 // for n <= 514, against the CPU loop; the reference is never timed.
@@ -24,6 +24,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "stencil_common.h"
@@ -76,14 +77,16 @@ struct SingleArgs {
   int bx, by;
 };
 
-// The single-piece kernel's shape. Default: the grid-stride kernel below (32x8
-// threads, one element per thread and row). BBMM_JACOBI_KERNEL=BXxBYxROWS picks the
-// marching kernel: BX x BY threads over (column, row band), each thread marching
-// down ROWS rows with the rows above and below in registers (BX x BY one of 32x8,
-// 64x4, 128x2, 32x4), for tuning.
+// The single-piece kernel's shape. Default: the marching kernel with 64x4 threads over
+// (column, row band), each thread marching down 32 rows with the rows above and below
+// in registers (fastest of the shapes tuned on an H200 on 2026-11-23: 0.371 s against
+// 0.445 s for the grid-stride kernel, n=16386, 100 steps; docs/performance.md).
+// BBMM_JACOBI_KERNEL=BXxBYxROWS picks another marching shape (BX x BY one of 32x8,
+// 64x4, 128x2, 32x4); BBMM_JACOBI_KERNEL=grid the grid-stride kernel (32x8 threads,
+// one element per thread and row).
 struct KernelShape {
-  int bx = 32, by = 8;
-  int64_t chunk = 0;
+  int bx = 64, by = 4;
+  int64_t chunk = 32;
 };
 
 KernelShape kernel_shape() {
@@ -91,6 +94,12 @@ KernelShape kernel_shape() {
     KernelShape k;
     const char* v = std::getenv("BBMM_JACOBI_KERNEL");
     if (v == nullptr || *v == '\0') return k;
+    if (std::strcmp(v, "grid") == 0) {
+      k.bx = 32;
+      k.by = 8;
+      k.chunk = 0;
+      return k;
+    }
     int bx = 0, by = 0;
     long long chunk = 0;
     const bool known = std::sscanf(v, "%dx%dx%lld", &bx, &by, &chunk) == 3 && chunk >= 1 &&
@@ -98,7 +107,7 @@ KernelShape kernel_shape() {
                         (bx == 128 && by == 2));
     if (!known) {
       std::fprintf(stderr, "jacobi2d_cuda: BBMM_JACOBI_KERNEL='%s': use BXxBYxROWS with BXxBY "
-                   "one of 32x8, 32x4, 64x4, 128x2\n", v);
+                   "one of 32x8, 32x4, 64x4, 128x2, or grid\n", v);
       std::exit(1);
     }
     k.bx = bx;
