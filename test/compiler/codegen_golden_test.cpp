@@ -1,11 +1,14 @@
 // Golden tests of code generation: every test/compiler/codegen/<case>.c has the expected
-// output of `bbmmc <case>.c --target=host` in <case>.host (the whole generated file), and of
-// --target=opencl in <case>.opencl.
+// output of `bbmmc <case>.c --target=host` in <case>.host (the whole generated file), of
+// --target=opencl in <case>.opencl, and of --target=cuda in <case>.cuda (the C file, then
+// the CUDA file after a "--- STEM.cu ---" line).
 // BBMM_UPDATE_GOLDEN=1 rewrites the expected files; a mismatch prints a diff. Each
-// generated file must also compile as C11 against the public headers (cc -fsyntax-only).
+// generated C file must also compile as C11 against the public headers (cc -fsyntax-only),
+// and each CUDA file with nvcc when the build found one (skipped otherwise, saying so).
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -28,10 +31,24 @@ struct InDir {
   ~InDir() { std::filesystem::current_path(saved); }
 };
 
+const char kCudaSeparator[] = "--- STEM.cu ---\n";
+
 std::string generate(const std::string& input, const std::string& target, int* rc) {
   std::ostringstream out, err;
-  *rc = run_bbmmc({input, "--target=" + target}, out, err);
-  return out.str() + (err.str().empty() ? "" : "--- stderr ---\n" + err.str());
+  if (target != "cuda") {
+    *rc = run_bbmmc({input, "--target=" + target}, out, err);
+    return out.str() + (err.str().empty() ? "" : "--- stderr ---\n" + err.str());
+  }
+  // The CUDA target writes two files.
+  const std::filesystem::path stem =
+      std::filesystem::temp_directory_path() /
+      ("bbmm_codegen_" + std::filesystem::path(input).stem().string() + "_cuda");
+  *rc = run_bbmmc({input, "--target=cuda", "-o", stem.string() + ".c"}, out, err);
+  std::string text = read_file(stem.string() + ".c") + kCudaSeparator +
+                     read_file(stem.string() + ".cu");
+  std::filesystem::remove(stem.string() + ".c");
+  std::filesystem::remove(stem.string() + ".cu");
+  return text + out.str() + (err.str().empty() ? "" : "--- stderr ---\n" + err.str());
 }
 
 void check(const std::filesystem::path& input, const std::string& target) {
@@ -47,12 +64,33 @@ void check(const std::filesystem::path& input, const std::string& target) {
   const std::filesystem::path tmp =
       std::filesystem::temp_directory_path() /
       ("bbmm_codegen_" + input.stem().string() + "_" + target + ".c");
-  std::ofstream(tmp, std::ios::binary) << actual;
+  const size_t sep = actual.find(kCudaSeparator);
+  std::ofstream(tmp, std::ios::binary) << actual.substr(0, sep);
   const std::string cmd = "cc -std=c11 -fsyntax-only -Werror=implicit-function-declaration -I" +
                           std::string(BBMM_INCLUDE_DIR) + " " + tmp.string() + " 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << "the generated code of " << input
                                           << " does not compile: " << cmd;
   std::filesystem::remove(tmp);
+  if (target == "cuda") {
+    ASSERT_NE(sep, std::string::npos);
+    const std::string nvcc = BBMM_NVCC;
+    if (nvcc.empty()) {
+      std::printf("(no nvcc in this build: the CUDA file of %s is not compiled)\n",
+                  input.string().c_str());
+    } else {
+      std::filesystem::path cu = tmp;
+      cu.replace_extension(".cu");
+      std::ofstream(cu, std::ios::binary) << actual.substr(sep + sizeof kCudaSeparator - 1);
+      std::filesystem::path obj = tmp;
+      obj.replace_extension(".o");
+      const std::string ncmd = nvcc + " -c -Werror all-warnings -I" + std::string(BBMM_INCLUDE_DIR) +
+                               " " + cu.string() + " -o " + obj.string() + " 2>&1";
+      EXPECT_EQ(std::system(ncmd.c_str()), 0) << "the CUDA file of " << input
+                                               << " does not compile: " << ncmd;
+      std::filesystem::remove(cu);
+      std::filesystem::remove(obj);
+    }
+  }
 
   const char* update = std::getenv("BBMM_UPDATE_GOLDEN");
   if (update && std::string(update) == "1") {
@@ -75,6 +113,11 @@ TEST_P(CodegenGoldenTest, Host) {
 TEST_P(CodegenGoldenTest, OpenCL) {
   InDir d(BBMM_CODEGEN_DIR);
   check(GetParam().filename(), "opencl");
+}
+
+TEST_P(CodegenGoldenTest, Cuda) {
+  InDir d(BBMM_CODEGEN_DIR);
+  check(GetParam().filename(), "cuda");
 }
 
 std::vector<std::filesystem::path> inputs() { return files_in(BBMM_CODEGEN_DIR, ".c"); }

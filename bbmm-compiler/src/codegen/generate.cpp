@@ -5,7 +5,7 @@
 namespace bbmm::compiler {
 
 bool generate_code(const Program& prog, const CodegenOptions& opts, GenerateWhat what,
-                   Diagnostics& diag, std::string& out) {
+                   Diagnostics& diag, std::string& out, std::string* device_out) {
   std::vector<GeneratedScop> gen;
   for (const Scop& s : prog.scops) {
     // Not stored: isl 0.25's C++ objects cannot be copied while null.
@@ -14,8 +14,15 @@ bool generate_code(const Program& prog, const CodegenOptions& opts, GenerateWhat
     if (!generate_scop(s, boxes, opts, diag, g)) return false;
     gen.push_back(std::move(g));
   }
-  if (what == GenerateWhat::kFile) return generate_file(prog, gen, opts, diag, out);
+  if (what == GenerateWhat::kFile) {
+    if (opts.target == Target::kCuda && device_out) *device_out = generate_device_file(prog, gen, opts);
+    return generate_file(prog, gen, opts, diag, out);
+  }
   out.clear();
+  if (what == GenerateWhat::kKernels && opts.target == Target::kCuda) {
+    out = generate_device_file(prog, gen, opts);
+    return true;
+  }
   if (what == GenerateWhat::kKernels) out += generated_prelude(opts);
   for (const GeneratedScop& g : gen) out += what == GenerateWhat::kHost ? g.body : g.kernels;
   return true;

@@ -14,7 +14,9 @@ namespace bbmm::compiler {
 enum class GenerateWhat { kFile, kHost, kKernels };
 
 // Generates "prog" for "opts" into "out". Problems go to "diag"; returns false then.
+// For the CUDA target, kFile also fills "device_out" (the CUDA file, STEM.cu) when given,
+// and kKernels prints the CUDA file's kernels and launch functions.
 bool generate_code(const Program& prog, const CodegenOptions& opts, GenerateWhat what,
-                   Diagnostics& diag, std::string& out);
+                   Diagnostics& diag, std::string& out, std::string* device_out = nullptr);
 
 }  // namespace bbmm::compiler

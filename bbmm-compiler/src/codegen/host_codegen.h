@@ -13,16 +13,23 @@
 
 namespace bbmm::compiler {
 
-enum class Target { kHost, kOpenCL };
+enum class Target { kHost, kOpenCL, kCuda };
+const char* target_name(Target t);  // "host", "opencl", "cuda"
 
 struct CodegenOptions {
   Target target = Target::kHost;
+  // CUDA: the default thread block shape (--block=X,Y,Z; 0: 32, 8, 1), see cuda_codegen.h.
+  int block[3] = {0, 0, 0};
+  // Prefix of the generated names ("<prefix>_s<scop>_p<phase>..."). The CUDA target's
+  // launch functions are external: the driver makes it unique per input file.
+  std::string symbol_prefix = "bbmm";
 };
 
 // The generated pieces of one scop.
 struct GeneratedScop {
   std::string kernels;  // argument structs, kernels and per-phase host functions
   std::string body;     // replaces the scop's lines (from `#pragma scop` to `#pragma endscop`)
+  std::string device;   // CUDA: argument structs, kernels and launch functions (STEM.cu)
 };
 
 // Generates one scop. User errors (constructs code generation does not support) go to
@@ -34,6 +41,10 @@ bool generate_scop(const Scop& scop, const ScopBoxes& boxes, const CodegenOption
 // scop, same order), the generated definitions inserted before each function holding a scop.
 bool generate_file(const Program& prog, const std::vector<GeneratedScop>& gen,
                    const CodegenOptions& opts, Diagnostics& diag, std::string& out);
+
+// The CUDA target's second file (STEM.cu): the CUDA prelude and every scop's "device".
+std::string generate_device_file(const Program& prog, const std::vector<GeneratedScop>& gen,
+                                 const CodegenOptions& opts);
 
 // The definitions every generated file starts with (includes, helpers, the lazily created
 // runtime); printed once per file, before the first generated block.

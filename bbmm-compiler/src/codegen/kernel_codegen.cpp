@@ -115,6 +115,65 @@ std::string rewrite_statement(
   return print_c_expr(*st.expr, rewrite) + ";";
 }
 
+std::vector<std::string> tile_param_names(const KernelSignature& sig,
+                                          const std::vector<std::string>& extra) {
+  std::vector<std::string> names = sig.params;
+  names.insert(names.end(), sig.serial.begin(), sig.serial.end());
+  names.insert(names.end(), sig.tile.begin(), sig.tile.end());
+  names.insert(names.end(), extra.begin(), extra.end());
+  return names;
+}
+
+isl::set tile_param_context(const Scop& scop, const ScopBoxes& boxes, int phase,
+                            const KernelSignature& sig, const std::vector<std::string>& extra) {
+  const Partition& part = boxes.partitions[boxes.phases[phase].partition];
+  std::vector<std::string> cons;
+  for (const PartitionDim& d : part.dims) cons.push_back(d.lo_param + " < " + d.hi_param);
+  return isl::set(scop.context.ctx(), "[" + join(tile_param_names(sig, extra), ", ") +
+                                          "] -> { : " +
+                                          (cons.empty() ? "true" : join(cons, " and ")) + " }");
+}
+
+namespace {
+
+// tile_domain with extra parameters and constraints "extra_cons" on the statement's
+// dimensions (named bbmm_d0, bbmm_d1, ...).
+isl::set tile_domain_with(const Scop& scop, const ScopBoxes& boxes, int phase,
+                          const KernelSignature& sig, int stmt,
+                          const std::vector<std::string>& extra,
+                          const std::vector<std::string>& extra_cons) {
+  const Phase& ph = scop.phases[phase];
+  const Partition& part = boxes.partitions[boxes.phases[phase].partition];
+  const int slot = phase_slot(part, phase);
+  const int ns = static_cast<int>(ph.serial_loops.size());
+  const Statement& st = scop.statements[stmt];
+  const int depth = static_cast<int>(st.iterators.size());
+  std::vector<std::string> dims, cons = extra_cons;
+  for (int d = 0; d < depth; ++d) dims.push_back("bbmm_d" + std::to_string(d));
+  for (int d = 0; d < ns && d < depth; ++d) cons.push_back(dims[d] + " = " + sig.serial[d]);
+  for (size_t pd = 0; pd < part.dims.size(); ++pd) {
+    if (slot < 0 || slot >= static_cast<int>(part.dims[pd].loops.size())) continue;
+    const int loop = part.dims[pd].loops[slot];
+    for (int d = 0; d < depth; ++d) {
+      if (st.loops[d] != loop) continue;
+      cons.push_back(part.dims[pd].lo_param + " <= " + dims[d] + " < " + part.dims[pd].hi_param);
+    }
+  }
+  isl::set tile(scop.context.ctx(), "[" + join(tile_param_names(sig, extra), ", ") + "] -> { " +
+                                        st.name + "[" + join(dims, ", ") + "] : " +
+                                        (cons.empty() ? "true" : join(cons, " and ")) + " }");
+  // The statement's domain has the scop parameters only: align it to the tile's.
+  isl::set dom = isl::manage(isl_set_align_params(st.domain.copy(), tile.get_space().release()));
+  return dom.intersect(tile);
+}
+
+}  // namespace
+
+isl::set tile_domain(const Scop& scop, const ScopBoxes& boxes, int phase,
+                     const KernelSignature& sig, int stmt) {
+  return tile_domain_with(scop, boxes, phase, sig, stmt, {}, {});
+}
+
 std::string tile_loops(const Scop& scop, const ScopBoxes& boxes, int phase,
                        const KernelSignature& sig, const TileLoopOptions& opts,
                        const std::function<void(int stmt, const std::vector<std::string>& bind,
@@ -125,42 +184,37 @@ std::string tile_loops(const Scop& scop, const ScopBoxes& boxes, int phase,
   const int slot = phase_slot(part, phase);
   const int ns = static_cast<int>(ph.serial_loops.size());
 
-  std::vector<std::string> names = sig.params;
-  names.insert(names.end(), sig.serial.begin(), sig.serial.end());
-  names.insert(names.end(), sig.tile.begin(), sig.tile.end());
-  if (opts.one_iteration_per_item) names.push_back("bbmm_x");
-  const std::string pspace = "[" + join(names, ", ") + "]";
-
-  std::vector<std::string> ctx_cons;
-  for (const PartitionDim& d : part.dims) ctx_cons.push_back(d.lo_param + " < " + d.hi_param);
-  isl::set context(scop.context.ctx(), pspace + " -> { : " +
-                                           (ctx_cons.empty() ? "true" : join(ctx_cons, " and ")) +
-                                           " }");
+  std::vector<std::string> extra = opts.extra_params;
+  if (opts.one_iteration_per_item) extra.push_back("bbmm_x");
+  isl::set context = tile_param_context(scop, boxes, phase, sig, extra);
+  if (!opts.known.is_null()) {
+    context = context.intersect(isl::manage(
+        isl_set_align_params(opts.known.copy(), isl_set_get_space(context.get()))));
+  }
 
   std::vector<isl::map> maps;
   int max_out = 0;
   for (int s : ph.statements) {
     const Statement& st = scop.statements[s];
     const int depth = static_cast<int>(st.iterators.size());
-    std::vector<std::string> dims, cons;
-    for (int d = 0; d < depth; ++d) dims.push_back("bbmm_d" + std::to_string(d));
-    for (int d = 0; d < ns && d < depth; ++d) cons.push_back(dims[d] + " = " + sig.serial[d]);
-    for (size_t pd = 0; pd < part.dims.size(); ++pd) {
-      if (slot < 0 || slot >= static_cast<int>(part.dims[pd].loops.size())) continue;
-      int loop = part.dims[pd].loops[slot];
-      for (int d = 0; d < depth; ++d) {
-        if (st.loops[d] != loop) continue;
-        if (opts.one_iteration_per_item && pd == 0) {
-          cons.push_back(dims[d] + " = bbmm_x");
-        }
-        cons.push_back(part.dims[pd].lo_param + " <= " + dims[d] + " < " + part.dims[pd].hi_param);
+    std::vector<std::string> cons;
+    for (int d = 0; d < depth; ++d) {
+      const std::string dim = "bbmm_d" + std::to_string(d);
+      if (opts.one_iteration_per_item && !part.dims.empty() && slot >= 0 &&
+          slot < static_cast<int>(part.dims[0].loops.size()) &&
+          st.loops[d] == part.dims[0].loops[slot]) {
+        cons.push_back(dim + " = bbmm_x");
+      }
+      auto it = opts.fixed.find(s);
+      if (it == opts.fixed.end()) continue;
+      for (const auto& [loop, param] : it->second) {
+        if (st.loops[d] == loop) cons.push_back(dim + " = " + param);
       }
     }
-    isl::set tile(scop.context.ctx(), pspace + " -> { " + st.name + "[" + join(dims, ", ") +
-                                          "] : " + (cons.empty() ? "true" : join(cons, " and ")) +
-                                          " }");
-    isl::set dom = st.domain.intersect(tile);
-    isl::map sched = st.schedule.intersect_domain(dom);
+    isl::set dom = tile_domain_with(scop, boxes, phase, sig, s, extra, cons);
+    isl::map sched = isl::manage(
+        isl_map_align_params(st.schedule.copy(), dom.get_space().release()));
+    sched = sched.intersect_domain(dom);
     // Drop the serial part of the schedule (constant within the tile).
     sched = isl::manage(isl_map_project_out(sched.release(), isl_dim_out, 0, 2 * ns));
     max_out = std::max(max_out, static_cast<int>(isl_map_dim(sched.get(), isl_dim_out)));

@@ -9,6 +9,7 @@
 //   partitioned iterator (see opencl_codegen.h).
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,16 +40,39 @@ std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int 
 
 // The intra-tile loops of "phase" (statement instances of the tile, in the original order)
 // with each statement printed by "print_statement" (given the statement index and the
-// lines to fill; the statement's iterators are bound by the caller's code). "fixed" names
-// extra parameters equal to partitioned iterators (OpenCL: one work-item per value).
+// lines to fill; the statement's iterators are bound by the caller's code). Loops can be
+// fixed to extra parameters (a work-item's or thread's coordinates): the loops then run
+// only the instances with those values.
 struct TileLoopOptions {
   bool one_iteration_per_item = false;  // partitioned iterator == the parameter "bbmm_x"
+  // Statement index -> (loop id, parameter name) pairs: in that statement, the loop's
+  // iterator equals the parameter. Every parameter named here is in "extra_params".
+  std::map<int, std::vector<std::pair<int, std::string>>> fixed;
+  std::vector<std::string> extra_params;
+  // What the loops may assume of the parameters (with "extra_params"); null: only that
+  // the tile is nonempty (lo < hi).
+  isl::set known;
   int indent = 2;
 };
 std::string tile_loops(const Scop& scop, const ScopBoxes& boxes, int phase,
                        const KernelSignature& sig, const TileLoopOptions& opts,
                        const std::function<void(int stmt, const std::vector<std::string>& bind,
                                                 std::vector<std::string>& lines)>& print_stmt);
+
+// The isl parameter names of a tile of "phase": the scop parameters, the serial
+// iterators, the tile parameters, then "extra".
+std::vector<std::string> tile_param_names(const KernelSignature& sig,
+                                          const std::vector<std::string>& extra = {});
+
+// The instances of statement "stmt" (of "phase") in one tile, over the parameters of
+// tile_param_names(sig): the serial dimensions equal the serial iterators, the
+// partitioned ones lie in [lo, hi).
+isl::set tile_domain(const Scop& scop, const ScopBoxes& boxes, int phase,
+                     const KernelSignature& sig, int stmt);
+
+// The parameter constraints every tile satisfies (lo < hi per partition dimension).
+isl::set tile_param_context(const Scop& scop, const ScopBoxes& boxes, int phase,
+                            const KernelSignature& sig, const std::vector<std::string>& extra = {});
 
 // The statement "stmt" with each array access replaced by "access(array, subscripts)".
 std::string rewrite_statement(

@@ -135,4 +135,16 @@ std::string c_expr_from_pw_aff(const isl::pw_aff& pa, const isl::set& context) {
   return r;
 }
 
+std::string c_condition_from_set(const isl::set& set, const isl::set& context) {
+  isl::set gist = set.gist(context);
+  if (isl_set_plain_is_universe(gist.get()) == isl_bool_true) return "1";
+  isl_ast_build* build = isl_ast_build_from_context(context.copy());
+  isl_ast_expr* e = isl_ast_build_expr_from_set(build, gist.copy());
+  isl_ast_build_free(build);
+  if (!e) throw std::runtime_error("codegen: cannot print a condition");
+  std::string r = expr_str(e);
+  isl_ast_expr_free(e);
+  return r;
+}
+
 }  // namespace bbmm::compiler

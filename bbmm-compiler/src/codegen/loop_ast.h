@@ -27,6 +27,9 @@ std::string print_loops(const isl::union_map& schedule, const isl::set& context,
 // A C expression for "pa" (defined over "context"'s parameters) valid where "context" holds.
 std::string c_expr_from_pw_aff(const isl::pw_aff& pa, const isl::set& context);
 
+// A C condition for the parameter set "set", valid where "context" holds ("1" if always).
+std::string c_condition_from_set(const isl::set& set, const isl::set& context);
+
 // "text" with the C macros of isl's printer (min, max, floord) renamed to bbmm_min,
 // bbmm_max, bbmm_floord, so generated code never defines macros with common names.
 std::string rename_isl_macros(const std::string& text);

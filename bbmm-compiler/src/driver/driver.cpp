@@ -1,5 +1,8 @@
 #include "driver/driver.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -18,27 +21,45 @@ namespace {
 
 const char* kUsage =
     "usage: bbmmc FILE.c [-o OUT] [--target=host|cuda|opencl] [--emit=model|deps|host|kernel]\n"
-    "             [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND] [--help] [--version]\n"
+    "             [--block=X,Y,Z] [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND]\n"
+    "             [--help] [--version]\n"
     "             [--emit=boxes [--partition=1d|2d] [--params NAME=V,...]]\n"
     "\n"
     "Reads sequential C with affine loop nests between '#pragma scop' and\n"
     "'#pragma endscop', builds their polyhedral model with isl and analyses them.\n"
     "\n"
     "  -o OUT            write the output to OUT instead of standard output\n"
-    "  --target=T        code generation target: host (default), cuda or opencl\n"
+    "  --target=T        code generation target: host (default), cuda or opencl;\n"
+    "                    cuda writes two files, STEM.c (the input with its scops replaced,\n"
+    "                    C) and STEM.cu (the kernels, CUDA C++), for -o STEM.c or STEM.cu\n"
+    "  --block=X,Y,Z     cuda: the default thread block (32,8,1; BBMM_CUDA_BLOCK at run\n"
+    "                    time overrides it); a kernel over fewer grid dimensions folds the\n"
+    "                    others into its last one\n"
     "  --emit=model      print domains, schedules and accesses (isl notation)\n"
     "  --emit=deps       print dependences and the serial/parallel verdict per loop\n"
     "  --emit=boxes      print the partition, tile boxes, flow-out boxes and exactness\n"
     "  --partition=2d    split two nested parallel loops (blocked, e.g. gemm); default 1d\n"
     "  --params N=64,... parameter values for the box choice and the exactness report\n"
     "  --emit=host       print only the host code replacing each scop\n"
-    "  --emit=kernel     print only the generated definitions (kernels, per-phase host code)\n"
+    "  --emit=kernel     print only the generated definitions (kernels, per-phase host code;\n"
+    "                    cuda: the CUDA file)\n"
     "  (no --emit)       generate code: the input with each scop replaced\n"
     "  -D, -I, -U        passed to the C preprocessor\n"
     "  --cpp=COMMAND     the preprocessor (default: $BBMM_CPP, else 'cc -E')\n"
     "  --help, --version\n"
     "\n"
     "Exit status: 0 success, 1 error in the input or the options, 2 internal error.\n";
+
+// "bbmm_<input file name as an identifier>": the CUDA target's launch functions are
+// external symbols, so two generated files of one program must not share names.
+std::string symbol_prefix_for(const std::string& input) {
+  std::string base = input.substr(input.find_last_of('/') + 1);
+  const size_t dot = base.find_last_of('.');
+  if (dot != std::string::npos && dot > 0) base.resize(dot);
+  std::string r = "bbmm_";
+  for (char c : base) r += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return r;
+}
 
 }  // namespace
 
@@ -48,6 +69,7 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
     if (const char* e = std::getenv("BBMM_CPP"); e && *e) opts.cpp = e;
     std::string input, output, emit, target = "host";
     BoxOptions box_opts;
+    int block[3] = {0, 0, 0};
     for (size_t i = 0; i < args.size(); ++i) {
       const std::string& a = args[i];
       auto value = [&](const std::string& opt) -> std::optional<std::string> {
@@ -77,6 +99,19 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
           err << "bbmmc: error: unknown target '" << target << "' (use host, cuda or opencl)\n";
           return 1;
         }
+      } else if (a.rfind("--block=", 0) == 0) {
+        int x = 0, y = 0, z = 0;
+        char extra = 0;
+        const int n = std::sscanf(a.c_str() + 8, "%d,%d,%d%c", &x, &y, &z, &extra);
+        if (n == 2) z = 1;
+        if ((n != 2 && n != 3) || x < 1 || y < 1 || z < 1 || static_cast<long>(x) * y * z > 1024) {
+          err << "bbmmc: error: --block expects X,Y[,Z] with X*Y*Z in [1, 1024] (got '"
+              << a.substr(8) << "')\n";
+          return 1;
+        }
+        block[0] = x;
+        block[1] = y;
+        block[2] = z;
       } else if (a.rfind("--partition=", 0) == 0) {
         std::string p = a.substr(12);
         if (p != "1d" && p != "2d") {
@@ -140,25 +175,52 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
     if (diag.has_errors()) return 1;
 
     std::ostringstream text;
+    std::string cuda_stem;  // --target=cuda: the two files STEM.c and STEM.cu
     if (emit.empty() || emit == "host" || emit == "kernel") {
-      if (target == "cuda") {
-        err << "bbmmc: error: code generation for --target=cuda is not implemented yet "
-               "(use host or opencl)\n";
-        return 1;
-      }
       CodegenOptions copts;
-      copts.target = target == "opencl" ? Target::kOpenCL : Target::kHost;
-      std::string generated;
+      copts.target = target == "opencl" ? Target::kOpenCL
+                     : target == "cuda" ? Target::kCuda
+                                        : Target::kHost;
+      std::copy(block, block + 3, copts.block);
+      if (copts.target == Target::kCuda) {
+        if (emit.empty()) {
+          if (output.empty()) {
+            err << "bbmmc: error: --target=cuda writes two files (STEM.c and STEM.cu): name them "
+                   "with -o STEM.c\n";
+            return 1;
+          }
+          cuda_stem = output;
+          for (const char* ext : {".cu", ".c"}) {
+            const std::string e = ext;
+            if (cuda_stem.size() > e.size() &&
+                cuda_stem.compare(cuda_stem.size() - e.size(), e.size(), e) == 0) {
+              cuda_stem.resize(cuda_stem.size() - e.size());
+              break;
+            }
+          }
+          output = cuda_stem + ".c";
+        }
+        copts.symbol_prefix = symbol_prefix_for(input);
+      }
+      std::string generated, device;
       Diagnostics cdiag;
       bool ok = generate_code(*prog, copts,
                               emit.empty() ? GenerateWhat::kFile
                               : emit == "host" ? GenerateWhat::kHost
                                                : GenerateWhat::kKernels,
-                              cdiag, generated);
+                              cdiag, generated, &device);
       cdiag.render(err, prog->sm.get());
       if (cdiag.has_internal_error()) return 2;
       if (!ok || cdiag.has_errors()) return 1;
       text << generated;
+      if (!cuda_stem.empty()) {
+        std::ofstream f(cuda_stem + ".cu", std::ios::binary);
+        f << device;
+        if (!f) {
+          err << "bbmmc: error: cannot write '" << cuda_stem << ".cu'\n";
+          return 1;
+        }
+      }
     }
     for (const Scop& s : prog->scops) {
       if (emit == "boxes") print_boxes(text, s, compute_boxes(s, box_opts));

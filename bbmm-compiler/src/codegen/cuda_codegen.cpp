@@ -1,0 +1,371 @@
+#include "codegen/cuda_codegen.h"
+
+#include <set>
+#include <sstream>
+
+#include "codegen/c_printer.h"
+#include "codegen/thread_mapping.h"
+
+namespace bbmm::compiler {
+namespace {
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string r;
+  for (size_t i = 0; i < v.size(); ++i) r += (i ? sep : "") + v[i];
+  return r;
+}
+
+int rank_of(const ArrayInfo& a) { return static_cast<int>(a.extents.size()); }
+
+// CUDA's double and float math functions a statement may call in device code.
+const std::set<std::string>& device_functions() {
+  static const std::set<std::string> names = [] {
+    std::set<std::string> s;
+    for (const char* f :
+         {"sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow", "sin",
+          "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh",
+          "atanh", "erf", "erfc", "tgamma", "lgamma", "fabs", "floor", "ceil", "round", "trunc",
+          "fmin", "fmax", "fmod", "hypot", "copysign", "fma", "rsqrt", "abs", "labs", "llabs",
+          "min", "max"}) {
+      s.insert(f);
+      s.insert(std::string(f) + "f");
+    }
+    return s;
+  }();
+  return names;
+}
+
+void check_calls(const Expr& e, std::vector<std::string>& bad) {
+  if (e.kind == Expr::Kind::kCall && !e.kids.empty()) {
+    const Expr& callee = *e.kids[0];
+    if (callee.kind != Expr::Kind::kIdent || !device_functions().count(callee.text)) {
+      bad.push_back(callee.kind == Expr::Kind::kIdent ? callee.text : "(a function pointer)");
+    }
+  }
+  for (const ExprPtr& k : e.kids) {
+    if (k) check_calls(*k, bad);
+  }
+}
+
+// The C++ spelling of a kernel's loop over grid coordinate "d" (grid-stride).
+std::string grid_loop(int d, const std::string& ind) {
+  static const char* const kAxis[] = {"x", "y", "z"};
+  const std::string a = kAxis[d], g = grid_param(d), i = std::to_string(d);
+  return ind + "for (int64_t " + g + " = bbmm_c.lo[" + i + "] + (int64_t)blockIdx." + a +
+         " * blockDim." + a + " + threadIdx." + a + "; " + g + " < bbmm_c.hi[" + i + "]; " + g +
+         " += (int64_t)gridDim." + a + " * blockDim." + a + ")\n";
+}
+
+// The kernel of "phase": "pieces" picks the multi-piece variant.
+std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const KernelSignature& sig,
+                   const ThreadMapping& map, const std::string& name, bool pieces) {
+  const Phase& ph = scop.phases[phase];
+  std::ostringstream os;
+  const std::string fn = name + (pieces ? "_kernel_pieces" : "_kernel");
+  os << "__global__ void " << fn << "(const struct " << name << "_args bbmm_a, const struct "
+     << name << "_cu bbmm_c" << (pieces ? ", const char* __restrict__ bbmm_blk" : "") << ") {\n";
+  std::vector<std::string> locals;
+  for (const auto* v : {&sig.params, &sig.serial, &sig.tile}) {
+    for (const std::string& p : *v) {
+      os << "  const int64_t " << p << " = bbmm_a." << p << ";\n";
+      locals.push_back(p);
+    }
+  }
+  for (int a : sig.scalars) {
+    const ArrayInfo& arr = scop.arrays[a];
+    os << "  const " << arr.elem_type << " " << arr.c_name << " = bbmm_a." << arr.c_name << ";\n";
+    locals.push_back(arr.c_name);
+  }
+  for (size_t k = 0; k < sig.arrays.size(); ++k) {
+    const ArrayInfo& arr = scop.arrays[sig.arrays[k]];
+    const std::string p = "bbmm_" + arr.c_name;
+    if (pieces) {
+      os << "  const bbmm_piece* const " << p << "_p = (const bbmm_piece*)(bbmm_blk + bbmm_a.offset["
+         << k << "]);\n";
+      os << "  const int " << p << "_n = (int)bbmm_a.npieces[" << k << "];\n";
+      locals.push_back(p + "_p");
+      locals.push_back(p + "_n");
+    } else {
+      os << "  " << arr.elem_type << "* const __restrict__ " << p << "_d = bbmm_c." << p << "_d;\n";
+      os << "  const int64_t " << p << "_o = bbmm_c." << p << "_o;\n";
+      locals.push_back(p + "_d");
+      locals.push_back(p + "_o");
+      for (int d = 0; d + 1 < rank_of(arr); ++d) {
+        os << "  const int64_t " << p << "_s" << d << " = bbmm_c." << p << "_s" << d << ";\n";
+        locals.push_back(p + "_s" + std::to_string(d));
+      }
+    }
+  }
+  for (const std::string& l : locals) os << "  (void)" << l << ";\n";
+
+  auto access = [&](int array, const std::vector<std::string>& subs) -> std::string {
+    const ArrayInfo& arr = scop.arrays[array];
+    const std::string p = "bbmm_" + arr.c_name;
+    const int rank = static_cast<int>(subs.size());
+    if (pieces) {
+      return "(*bbmm_cu_at<" + arr.elem_type + ", " + std::to_string(rank) + ">(" + p + "_p, " + p +
+             "_n, {" + join(subs, ", ") + "}))";
+    }
+    std::string idx = p + "_o";
+    for (int d = 0; d < rank; ++d) {
+      idx += " + (" + subs[d] + ")";
+      if (d + 1 < rank) idx += " * " + p + "_s" + std::to_string(d);
+    }
+    return p + "_d[" + idx + "]";
+  };
+
+  TileLoopOptions opts;
+  std::string ind = "  ";
+  for (int d = map.dims - 1; d >= 0; --d) {
+    os << grid_loop(d, ind);
+    ind += "  ";
+    opts.extra_params.push_back(grid_param(d));
+  }
+  for (size_t i = 0; i < ph.statements.size(); ++i) {
+    for (int d = 0; d < map.dims; ++d) {
+      opts.fixed[ph.statements[i]].emplace_back(map.loops[i][d], grid_param(d));
+    }
+  }
+  opts.known = map.known;
+  opts.indent = static_cast<int>(ind.size()) + 2;
+  os << ind << "{\n";
+  os << tile_loops(scop, boxes, phase, sig, opts,
+                   [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
+                     const Statement& st = scop.statements[s];
+                     lines.push_back("{");
+                     lines.push_back("  /* " + st.name + ": " + comment_safe(st.text) + " */");
+                     if (!bind.empty()) lines.push_back("  const int64_t " + join(bind, ", ") + ";");
+                     lines.push_back("  " + rewrite_statement(scop, s, access));
+                     lines.push_back("}");
+                   });
+  os << ind << "}\n";
+  os << "}\n\n";
+  return os.str();
+}
+
+}  // namespace
+
+std::string cuda_prelude(const CodegenOptions& opts) {
+  const int bx = opts.block[0] > 0 ? opts.block[0] : 32;
+  const int by = opts.block[1] > 0 ? opts.block[1] : 8;
+  const int bz = opts.block[2] > 0 ? opts.block[2] : 1;
+  std::ostringstream os;
+  os << R"cu(/* ---- bbmmc: helpers of the CUDA kernels (libbbmm's public C API only) ---- */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mutex>
+
+#include "bbmm/bbmm.h"
+#include "bbmm/view.h"
+
+static __host__ __device__ inline __attribute__((unused)) int64_t bbmm_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static __host__ __device__ inline __attribute__((unused)) int64_t bbmm_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static __host__ __device__ inline __attribute__((unused)) int64_t bbmm_floord(int64_t n, int64_t d) {
+  int64_t q = n / d;
+  return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q;
+}
+
+/* A failed CUDA call ends the program (a launch function cannot return an error). */
+static inline void bbmm_cu_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    fprintf(stderr, "bbmm: %s failed: %s (%s)\n", what, cudaGetErrorString(e),
+            cudaGetErrorName(e));
+    exit(1);
+  }
+}
+
+/* The thread block shape: --block at generation time (here )cu"
+     << bx << "," << by << "," << bz << R"cu(), or BBMM_CUDA_BLOCK=X,Y,Z at run time.
+   A kernel over k grid dimensions uses the first k components and folds the others into
+   its last one (1-D: X*Y*Z threads along x; 2-D: X by Y*Z). */
+static inline void bbmm_cu_block_shape(int shape[3]) {
+  static int s[3] = {)cu"
+     << bx << ", " << by << ", " << bz << R"cu(};
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* v = getenv("BBMM_CUDA_BLOCK");
+    if (!v || !*v) return;
+    int x = 0, y = 0, z = 0;
+    char extra;
+    const int n = sscanf(v, "%d,%d,%d%c", &x, &y, &z, &extra);
+    if (n == 2) z = 1;
+    if ((n != 2 && n != 3) || x < 1 || y < 1 || z < 1 || (long)x * y * z > 1024) {
+      fprintf(stderr, "bbmm: BBMM_CUDA_BLOCK='%s' is not X,Y[,Z] with X*Y*Z in [1, 1024]\n", v);
+      exit(1);
+    }
+    s[0] = x;
+    s[1] = y;
+    s[2] = z;
+  });
+  shape[0] = s[0];
+  shape[1] = s[1];
+  shape[2] = s[2];
+}
+
+/* The block and grid of a kernel over "dims" grid coordinates with ranges [lo, hi);
+   false when a range is empty. Grids are capped at the hardware limits: the kernels'
+   grid-stride loops cover the rest. */
+static inline bool bbmm_cu_shape(int dims, const int64_t* lo, const int64_t* hi, dim3* grid,
+                                 dim3* block) {
+  int s[3];
+  bbmm_cu_block_shape(s);
+  unsigned b[3] = {1, 1, 1};
+  if (dims <= 1) b[0] = (unsigned)(s[0] * s[1] * s[2]);
+  else if (dims == 2) b[0] = (unsigned)s[0], b[1] = (unsigned)(s[1] * s[2]);
+  else b[0] = (unsigned)s[0], b[1] = (unsigned)s[1], b[2] = (unsigned)s[2];
+  if (dims == 0) b[0] = 1;
+  const int64_t cap[3] = {2147483647, 65535, 65535};
+  unsigned g[3] = {1, 1, 1};
+  for (int d = 0; d < dims; ++d) {
+    if (hi[d] <= lo[d]) return false;
+    int64_t n = (hi[d] - lo[d] + b[d] - 1) / b[d];
+    g[d] = (unsigned)(n < cap[d] ? n : cap[d]);
+  }
+  *grid = dim3(g[0], g[1], g[2]);
+  *block = dim3(b[0], b[1], b[2]);
+  return true;
+}
+
+/* The element "idx" of an array with "n" pieces (access-function split). */
+template <typename T, int R>
+static __device__ inline T* bbmm_cu_at(const bbmm_piece* p, int n, const int64_t (&idx)[R]) {
+  for (int k = 0; k < n; ++k) {
+    if (bbmm_piece_contains(&p[k], R, idx)) return (T*)bbmm_piece_at(&p[k], sizeof(T), R, idx);
+  }
+  printf("bbmm: internal error: an element is in none of the tile's %d pieces\n", n);
+  __trap();
+  return nullptr;
+}
+
+/* The multi-piece kernels read the tile's pieces from device memory: the launch's
+   argument block is copied there on the stream, and freed after the kernel. */
+static inline char* bbmm_cu_block_copy(const void* args, size_t size, cudaStream_t stream) {
+  void* d = nullptr;
+  bbmm_cu_check(cudaMallocAsync(&d, size, stream), "cudaMallocAsync (the tile's pieces)");
+  bbmm_cu_check(cudaMemcpyAsync(d, args, size, cudaMemcpyHostToDevice, stream),
+                "cudaMemcpyAsync (the tile's pieces)");
+  return (char*)d;
+}
+/* ---- end of the helpers ---- */
+
+)cu";
+  return os.str();
+}
+
+std::string cuda_launcher_declarations(const std::string& name) {
+  std::ostringstream os;
+  os << "/* In the CUDA file (STEM.cu): launch the phase's kernel on the tile's stream. */\n";
+  os << "void " << name << "_launch(const bbmm_launch_info* bbmm_info, void* bbmm_argp);\n";
+  os << "void " << name << "_launch_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp);\n\n";
+  return os.str();
+}
+
+std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int phase,
+                                 const KernelSignature& sig, const std::string& name) {
+  const ThreadMapping map = map_threads(scop, boxes, phase, sig);
+  std::ostringstream os;
+  // What the launcher computes on the host for the kernels: the single-piece addressing
+  // and the grid ranges.
+  os << "/* Thread mapping: " << map.note << ". */\n";
+  os << "struct " << name << "_cu {\n";
+  for (int a : sig.arrays) {
+    const ArrayInfo& arr = scop.arrays[a];
+    const std::string p = "bbmm_" + arr.c_name;
+    os << "  " << arr.elem_type << "* " << p << "_d;\n";
+    os << "  int64_t " << p << "_o";
+    for (int d = 0; d + 1 < rank_of(arr); ++d) os << ", " << p << "_s" << d;
+    os << ";\n";
+  }
+  os << "  int64_t lo[3], hi[3];\n";
+  os << "};\n\n";
+  os << kernel(scop, boxes, phase, sig, map, name, false);
+  os << kernel(scop, boxes, phase, sig, map, name, true);
+
+  for (int variant = 0; variant < 2; ++variant) {
+    const bool pieces = variant == 1;
+    os << "extern \"C\" void " << name << "_launch" << (pieces ? "_pieces" : "")
+       << "(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {\n";
+    os << "  const struct " << name << "_args* bbmm_a = (const struct " << name << "_args*)bbmm_argp;\n";
+    os << "  cudaStream_t bbmm_stream = (cudaStream_t)bbmm_info->queue;\n";
+    for (const auto* v : {&sig.params, &sig.serial, &sig.tile}) {
+      for (const std::string& p : *v) {
+        os << "  const int64_t " << p << " = bbmm_a->" << p << ";\n";
+        os << "  (void)" << p << ";\n";
+      }
+    }
+    if (map.nonempty != "1") {
+      os << "  if (!(" << map.nonempty << ")) return;  /* no instance of the phase in this tile */\n";
+    }
+    os << "  struct " << name << "_cu bbmm_c;\n";
+    os << "  memset(&bbmm_c, 0, sizeof bbmm_c);\n";
+    if (!pieces) {
+      for (size_t k = 0; k < sig.arrays.size(); ++k) {
+        const ArrayInfo& arr = scop.arrays[sig.arrays[k]];
+        const std::string p = "bbmm_" + arr.c_name;
+        const int rank = rank_of(arr);
+        os << "  {\n";
+        os << "    const bbmm_piece* bbmm_p = (const bbmm_piece*)((const char*)bbmm_argp + "
+              "bbmm_a->offset["
+           << k << "]);\n";
+        os << "    bbmm_c." << p << "_d = (" << arr.elem_type
+           << "*)((char*)bbmm_p->data + bbmm_p->offset);\n";
+        std::string off;
+        for (int d = 0; d < rank; ++d) {
+          if (d + 1 < rank) {
+            os << "    bbmm_c." << p << "_s" << d << " = bbmm_p->stride[" << d << "];\n";
+            off += (d ? " + " : "") + std::string("bbmm_p->lo[") + std::to_string(d) +
+                   "] * bbmm_p->stride[" + std::to_string(d) + "]";
+          } else {
+            off += (d ? " + " : "") + std::string("bbmm_p->lo[") + std::to_string(d) + "]";
+          }
+        }
+        os << "    bbmm_c." << p << "_o = -(" << off << ");\n";
+        os << "  }\n";
+      }
+    }
+    for (int d = 0; d < map.dims; ++d) {
+      os << "  bbmm_c.lo[" << d << "] = " << map.lo[d] << ";\n";
+      os << "  bbmm_c.hi[" << d << "] = " << map.hi[d] << ";\n";
+    }
+    os << "  dim3 bbmm_grid, bbmm_block;\n";
+    os << "  if (!bbmm_cu_shape(" << map.dims << ", bbmm_c.lo, bbmm_c.hi, &bbmm_grid, &bbmm_block)) return;\n";
+    if (pieces) {
+      os << "  size_t bbmm_size = sizeof(struct " << name << "_args);\n";
+      os << "  for (int bbmm_k = 0; bbmm_k < " << sig.arrays.size() << "; ++bbmm_k)\n";
+      os << "    bbmm_size += (size_t)bbmm_a->npieces[bbmm_k] * sizeof(bbmm_piece);\n";
+      os << "  char* bbmm_blk = bbmm_cu_block_copy(bbmm_argp, bbmm_size, bbmm_stream);\n";
+      os << "  " << name << "_kernel_pieces<<<bbmm_grid, bbmm_block, 0, bbmm_stream>>>(*bbmm_a, bbmm_c, bbmm_blk);\n";
+      os << "  bbmm_cu_check(cudaGetLastError(), \"launching " << name << "_kernel_pieces\");\n";
+      os << "  bbmm_cu_check(cudaFreeAsync(bbmm_blk, bbmm_stream), \"cudaFreeAsync (the tile's pieces)\");\n";
+    } else {
+      os << "  " << name << "_kernel<<<bbmm_grid, bbmm_block, 0, bbmm_stream>>>(*bbmm_a, bbmm_c);\n";
+      os << "  bbmm_cu_check(cudaGetLastError(), \"launching " << name << "_kernel\");\n";
+    }
+    os << "}\n\n";
+  }
+  return os.str();
+}
+
+bool cuda_check_statements(const Scop& scop, Diagnostics& diag) {
+  bool ok = true;
+  for (const Statement& st : scop.statements) {
+    if (!st.expr) continue;
+    std::vector<std::string> bad;
+    check_calls(*st.expr, bad);
+    for (const std::string& f : bad) {
+      diag.error(st.loc) << "--target=cuda: the statement calls '" << f
+                         << "', which has no CUDA device version";
+      diag.set_last_hint("only CUDA's math functions (sqrt, exp, log, erfc, fmin, ...) can be "
+                         "called in a scop compiled for GPUs");
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+}  // namespace bbmm::compiler

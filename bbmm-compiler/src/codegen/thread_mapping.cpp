@@ -1,0 +1,272 @@
+#include "codegen/thread_mapping.h"
+
+#include <isl/aff.h>
+#include <isl/map.h>
+#include <isl/set.h>
+#include <isl/union_map.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "codegen/loop_ast.h"
+#include "poly/isl_util.h"
+
+namespace bbmm::compiler {
+namespace {
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string r;
+  for (size_t i = 0; i < v.size(); ++i) r += (i ? sep : "") + v[i];
+  return r;
+}
+
+// The coefficient of input dimension "in" in output dimension "out" of the single-valued
+// affine relation "rel", or 0 when it is not one affine piece.
+long coefficient(const isl::map& rel, int out, int in) {
+  isl_pw_multi_aff* pma = isl_pw_multi_aff_from_map(rel.copy());
+  if (!pma) return 0;
+  isl_pw_aff* pa = isl_pw_multi_aff_get_pw_aff(pma, out);
+  isl_pw_multi_aff_free(pma);
+  long result = 0;
+  if (pa && isl_pw_aff_n_piece(pa) == 1) {
+    struct Found {
+      int in;
+      long value;
+    } found{in, 0};
+    isl_pw_aff_foreach_piece(
+        pa,
+        [](isl_set* set, isl_aff* aff, void* user) -> isl_stat {
+          auto* f = static_cast<Found*>(user);
+          isl_val* v = isl_aff_get_coefficient_val(aff, isl_dim_in, f->in);
+          if (v && isl_val_is_int(v)) f->value = isl_val_get_num_si(v);
+          isl_val_free(v);
+          isl_set_free(set);
+          isl_aff_free(aff);
+          return isl_stat_ok;
+        },
+        &found);
+    result = found.value;
+  }
+  isl_pw_aff_free(pa);
+  return result;
+}
+
+// The candidate loops of statement "s" for the grid, in order (see thread_mapping.h).
+std::vector<int> candidates(const Scop& scop, const Phase& ph, int s) {
+  const Statement& st = scop.statements[s];
+  const int ns = static_cast<int>(ph.serial_loops.size());
+  const int depth = static_cast<int>(st.loops.size());
+  std::vector<int> r;
+  auto used = [&](int loop) { return std::find(r.begin(), r.end(), loop) != r.end(); };
+  for (int a : st.accesses) {
+    const Access& acc = scop.accesses[a];
+    if (acc.kind != AccessKind::kWrite || scop.arrays[acc.array].is_scalar) continue;
+    const int rank = static_cast<int>(isl_map_dim(acc.relation.get(), isl_dim_out));
+    for (int d = rank - 1; d >= 0; --d) {
+      // The innermost loop with a unit coefficient, else any nonzero one.
+      int best = -1;
+      bool unit = false;
+      for (int k = depth - 1; k >= ns; --k) {
+        const int loop = st.loops[k];
+        if (used(loop)) continue;
+        const long c = coefficient(acc.relation, d, k);
+        if (c == 0) continue;
+        const bool u = std::labs(c) == 1;
+        if (best < 0 || (u && !unit)) {
+          best = loop;
+          unit = u;
+        }
+      }
+      if (best >= 0) r.push_back(best);
+    }
+    break;  // the first write
+  }
+  if (ph.parallel_loop >= 0 && !used(ph.parallel_loop) &&
+      std::find(st.loops.begin(), st.loops.end(), ph.parallel_loop) != st.loops.end()) {
+    r.push_back(ph.parallel_loop);
+  }
+  return r;
+}
+
+int position(const Statement& st, int loop) {
+  for (size_t k = 0; k < st.loops.size(); ++k) {
+    if (st.loops[k] == loop) return static_cast<int>(k);
+  }
+  return -1;
+}
+
+// True when giving every statement of "ph" the grid coordinates "chosen" (per statement,
+// loop ids) keeps every dependence inside one serial iteration within one thread.
+bool legal(const Scop& scop, const Phase& ph, const std::vector<std::vector<int>>& chosen) {
+  const int ns = static_cast<int>(ph.serial_loops.size());
+  const int k = chosen.empty() ? 0 : static_cast<int>(chosen[0].size());
+  if (k == 0) return true;
+  isl::ctx ctx = scop.context.ctx();
+  const std::string params = "[" + join(scop.params, ", ") + "]";
+  // G: S[...] -> [serial..., g0, ..., g<k-1>].
+  isl::union_map g = isl::union_map::empty(ctx);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < ph.statements.size(); ++i) {
+    const Statement& st = scop.statements[ph.statements[i]];
+    std::vector<std::string> dims, out;
+    for (size_t d = 0; d < st.iterators.size(); ++d) dims.push_back("d" + std::to_string(d));
+    for (int d = 0; d < ns; ++d) out.push_back(dims[d]);
+    for (int loop : chosen[i]) out.push_back(dims[position(st, loop)]);
+    g = g.unite(isl::union_map(isl::map(
+        ctx, params + " -> { " + st.name + "[" + join(dims, ", ") + "] -> [" + join(out, ", ") +
+                 "] }")));
+    names.push_back(st.name);
+  }
+  // The phase's dependences (flow, anti, output), untagged.
+  isl::union_map deps = isl::union_map::empty(ctx);
+  for (const isl::union_map* um : {&scop.deps.raw, &scop.deps.war, &scop.deps.waw}) {
+    if (um->is_null()) continue;
+    for (const isl::map& m : sorted_maps(*um)) {
+      isl::map u = untag(m);
+      const char* src = isl_map_get_tuple_name(u.get(), isl_dim_in);
+      const char* dst = isl_map_get_tuple_name(u.get(), isl_dim_out);
+      if (!src || !dst) continue;
+      if (std::find(names.begin(), names.end(), src) == names.end() ||
+          std::find(names.begin(), names.end(), dst) == names.end()) {
+        continue;
+      }
+      deps = deps.unite(isl::union_map(u));
+    }
+  }
+  isl::union_map rel = deps.apply_domain(g).apply_range(g);
+  // Same serial iteration; iterations of a mapped loop asserted parallel (in every
+  // statement) are independent by the user's word.
+  std::vector<std::string> a, b, same, diff;
+  for (int d = 0; d < ns + k; ++d) {
+    a.push_back("a" + std::to_string(d));
+    b.push_back("b" + std::to_string(d));
+  }
+  for (int d = 0; d < ns; ++d) same.push_back(a[d] + " = " + b[d]);
+  for (int j = 0; j < k; ++j) {
+    bool asserted = true;
+    for (const std::vector<int>& c : chosen) asserted = asserted && scop.loops[c[j]].asserted_parallel;
+    if (asserted) same.push_back(a[ns + j] + " = " + b[ns + j]);
+  }
+  std::string cond = same.empty() ? "" : " : " + join(same, " and ");
+  isl::union_map in_scope(isl::map(ctx, params + " -> { [" + join(a, ", ") + "] -> [" +
+                                            join(b, ", ") + "]" + cond + " }"));
+  isl::union_map crossing = rel.intersect(in_scope);
+  isl::union_map identity(isl::map(ctx, params + " -> { [" + join(a, ", ") + "] -> [" +
+                                            join(a, ", ") + "] }"));
+  return crossing.is_subset(identity);
+}
+
+}  // namespace
+
+std::string grid_param(int d) { return "bbmm_g" + std::to_string(d); }
+
+ThreadMapping map_threads(const Scop& scop, const ScopBoxes& boxes, int phase,
+                          const KernelSignature& sig, int max_dims) {
+  const Phase& ph = scop.phases[phase];
+  ThreadMapping m;
+  m.loops.assign(ph.statements.size(), {});
+  // Each round maps one grid dimension: every statement's next candidate, else the
+  // phase's parallel loop for every statement; a round that finds neither legal drops
+  // the statements' next candidates and tries again.
+  std::vector<std::vector<int>> cand;
+  for (int s : ph.statements) cand.push_back(candidates(scop, ph, s));
+  std::vector<std::string> skipped;
+  auto unused = [&](size_t i, int loop) {
+    return std::find(m.loops[i].begin(), m.loops[i].end(), loop) == m.loops[i].end();
+  };
+  while (m.dims < max_dims && !ph.statements.empty()) {
+    // Drop what is mapped already.
+    bool exhausted = false;
+    for (size_t i = 0; i < cand.size(); ++i) {
+      cand[i].erase(std::remove_if(cand[i].begin(), cand[i].end(),
+                                   [&](int l) { return !unused(i, l); }),
+                    cand[i].end());
+      exhausted = exhausted || cand[i].empty();
+    }
+    if (exhausted) break;
+    std::vector<std::vector<int>> trial = m.loops;
+    for (size_t i = 0; i < trial.size(); ++i) trial[i].push_back(cand[i][0]);
+    bool ok = legal(scop, ph, trial);
+    if (!ok && ph.parallel_loop >= 0) {
+      bool common = true;
+      trial = m.loops;
+      for (size_t i = 0; i < trial.size(); ++i) {
+        const std::vector<int>& sl = scop.statements[ph.statements[i]].loops;
+        common = common && unused(i, ph.parallel_loop) &&
+                 std::find(sl.begin(), sl.end(), ph.parallel_loop) != sl.end();
+        trial[i].push_back(ph.parallel_loop);
+      }
+      ok = common && legal(scop, ph, trial);
+    }
+    if (ok) {
+      m.loops = trial;
+      ++m.dims;
+      continue;
+    }
+    skipped.push_back(scop.loops[cand[0][0]].c_name);
+    for (std::vector<int>& c : cand) c.erase(c.begin());
+  }
+
+  // The hull of each grid coordinate over the tile, and what a thread may assume.
+  std::vector<std::string> gp;
+  for (int d = 0; d < m.dims; ++d) gp.push_back(grid_param(d));
+  const isl::set context = tile_param_context(scop, boxes, phase, sig);
+  m.known = tile_param_context(scop, boxes, phase, sig, gp);
+  isl::set nonempty;
+  for (int d = 0; d < m.dims; ++d) {
+    isl::set vals;
+    for (size_t i = 0; i < ph.statements.size(); ++i) {
+      const int s = ph.statements[i];
+      const Statement& st = scop.statements[s];
+      const int pos = position(st, m.loops[i][d]);
+      const int depth = static_cast<int>(st.iterators.size());
+      isl_set* x = tile_domain(scop, boxes, phase, sig, s).release();
+      x = isl_set_project_out(x, isl_dim_set, pos + 1, depth - pos - 1);
+      x = isl_set_project_out(x, isl_dim_set, 0, pos);
+      x = isl_set_reset_tuple_id(x);
+      isl::set v = isl::manage(x);
+      vals = vals.is_null() ? v : vals.unite(v);
+    }
+    vals = vals.coalesce();
+    if (nonempty.is_null()) {
+      nonempty = isl::manage(isl_set_params(vals.copy())).coalesce();
+    }
+    isl::pw_aff mn = isl::manage(isl_set_dim_min(vals.copy(), 0));
+    isl::pw_aff mx = isl::manage(isl_set_dim_max(vals.copy(), 0));
+    // min <= g_d <= max, over the parameters with the grid coordinates.
+    isl::pw_aff g(scop.context.ctx(), "[" + join(tile_param_names(sig, gp), ", ") + "] -> { [(" +
+                                          gp[d] + ")] }");
+    isl_pw_aff* mn_a = isl_pw_aff_align_params(mn.copy(), isl_pw_aff_get_space(g.get()));
+    isl_pw_aff* mx_a = isl_pw_aff_align_params(mx.copy(), isl_pw_aff_get_space(g.get()));
+    isl_set* in = isl_pw_aff_le_set(mn_a, g.copy());
+    in = isl_set_intersect(in, isl_pw_aff_le_set(g.copy(), mx_a));
+    m.known = m.known.intersect(isl::manage(in));
+    m.lo.push_back(rename_isl_macros(c_expr_from_pw_aff(mn, context)));
+    isl_pw_aff* hi = isl_pw_aff_add_constant_val(mx.release(), isl_val_one(scop.context.ctx().get()));
+    m.hi.push_back(rename_isl_macros(c_expr_from_pw_aff(isl::manage(hi), context)));
+  }
+  if (!nonempty.is_null()) {
+    m.nonempty = rename_isl_macros(c_condition_from_set(nonempty, context));
+    isl::set ne = isl::manage(
+        isl_set_align_params(nonempty.copy(), isl_set_get_space(m.known.get())));
+    m.known = m.known.intersect(ne).coalesce();
+  }
+
+  static const char* const kAxis[] = {"x", "y", "z"};
+  std::vector<std::string> parts;
+  for (int d = 0; d < m.dims; ++d) {
+    std::vector<std::string> names;
+    for (const std::vector<int>& l : m.loops) {
+      const std::string& nm = scop.loops[l[d]].c_name;
+      if (std::find(names.begin(), names.end(), nm) == names.end()) names.push_back(nm);
+    }
+    parts.push_back(std::string(kAxis[d]) + ": " + join(names, "/"));
+  }
+  m.note = m.dims == 0 ? "one thread runs the tile" : join(parts, ", ");
+  if (!skipped.empty()) {
+    m.note += " (not mapped, a dependence joins different values: " + join(skipped, ", ") + ")";
+  }
+  return m;
+}
+
+}  // namespace bbmm::compiler
