@@ -8,6 +8,13 @@
 # target (in this build tree, or from an installed package found with find_package(bbmm)),
 # or the program named by BBMMC. Sources without a scop are compiled as they are.
 #
+# TARGET cuda: bbmmc writes two files per source, <name>.bbmm.c (the host part, C99, compiled
+# by the C compiler like --target=host output) and <name>.bbmm.cu (the kernels and their
+# extern "C" launch functions, compiled by nvcc); both are sources of the program, which
+# also links CUDA::cudart_static. The caller enables the CUDA language first
+# (enable_language(CUDA), after check_language(CUDA) where it is optional); the kernels are
+# built for the target's CUDA_ARCHITECTURES (from CMAKE_CUDA_ARCHITECTURES).
+#
 # The compile definitions and include directories of the target are not seen by bbmmc's
 # preprocessor: pass -D/-I in BBMMC_ARGS as well.
 function(bbmm_add_executable target)
@@ -35,9 +42,13 @@ function(bbmm_add_executable target)
     message(FATAL_ERROR "bbmm_add_executable(${target}): bbmmc not found (build BBMM with "
                         "BBMM_BUILD_COMPILER=ON, or pass BBMMC <path>)")
   endif()
-  set(ext c)
   if(ARG_TARGET STREQUAL "cuda")
-    set(ext cu)
+    get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+    if(NOT CMAKE_CUDA_COMPILER OR NOT "CUDA" IN_LIST languages)
+      message(FATAL_ERROR "bbmm_add_executable(${target}): TARGET cuda needs the CUDA language: "
+                          "call enable_language(CUDA) first (check_language(CUDA) tells whether "
+                          "nvcc is found; pass -DCMAKE_CUDA_COMPILER=/path/to/nvcc otherwise)")
+    endif()
   endif()
   set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/bbmm/${target})
   set(sources)
@@ -46,16 +57,21 @@ function(bbmm_add_executable target)
     file(READ ${abs} text)
     if(text MATCHES "#[ \t]*pragma[ \t]+scop")
       get_filename_component(name ${src} NAME_WE)
-      set(gen ${out_dir}/${name}.bbmm.${ext})
+      set(gen_main ${out_dir}/${name}.bbmm.c)
+      set(gen ${gen_main})
+      if(ARG_TARGET STREQUAL "cuda")
+        # The same run writes the kernels beside the host part.
+        list(APPEND gen ${out_dir}/${name}.bbmm.cu)
+      endif()
       add_custom_command(
         OUTPUT ${gen}
         COMMAND ${CMAKE_COMMAND} -E make_directory ${out_dir}
-        COMMAND ${bbmmc_cmd} ${abs} --target=${ARG_TARGET} ${ARG_BBMMC_ARGS} -o ${gen}
+        COMMAND ${bbmmc_cmd} ${abs} --target=${ARG_TARGET} ${ARG_BBMMC_ARGS} -o ${gen_main}
         DEPENDS ${abs} ${bbmmc_dep}
         COMMENT "bbmmc ${src} --target=${ARG_TARGET}"
         VERBATIM)
       list(APPEND sources ${gen})
-      # The generated file includes the input's own headers by relative path.
+      # The generated files include the input's own headers by relative path.
       set_property(SOURCE ${gen} APPEND PROPERTY INCLUDE_DIRECTORIES ${CMAKE_CURRENT_SOURCE_DIR})
       get_filename_component(src_dir ${abs} DIRECTORY)
       set_property(SOURCE ${gen} APPEND PROPERTY INCLUDE_DIRECTORIES ${src_dir})
@@ -69,7 +85,13 @@ function(bbmm_add_executable target)
     find_package(OpenCL REQUIRED)
     target_link_libraries(${target} PRIVATE OpenCL::OpenCL)
   endif()
-  if(NOT CMAKE_C_COMPILER_ID STREQUAL "" AND NOT ARG_TARGET STREQUAL "cuda")
+  if(ARG_TARGET STREQUAL "cuda")
+    if(NOT TARGET CUDA::cudart_static)
+      find_package(CUDAToolkit REQUIRED)
+    endif()
+    target_link_libraries(${target} PRIVATE CUDA::cudart_static)
+  endif()
+  if(NOT CMAKE_C_COMPILER_ID STREQUAL "")
     # Generated C uses libm when the input does (exp, sqrt, ...).
     find_library(BBMM_LIBM m)
     if(BBMM_LIBM)
