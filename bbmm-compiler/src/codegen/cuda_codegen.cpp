@@ -62,6 +62,10 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
   const Phase& ph = scop.phases[phase];
   std::ostringstream os;
   const std::string fn = name + (pieces ? "_kernel_pieces" : "_kernel");
+  // The single-piece kernel indexes with I (int32_t where every piece holds fewer than
+  // 2^31 elements, else int64_t), in the unsigned U (wrapping) so that partial sums out of
+  // I's range still give the exact offset.
+  if (!pieces) os << "template <typename I, typename U>\n";
   os << "__global__ void " << fn << "(const struct " << name << "_args bbmm_a, const struct "
      << name << "_cu bbmm_c" << (pieces ? ", const char* __restrict__ bbmm_blk" : "") << ") {\n";
   std::vector<std::string> locals;
@@ -106,12 +110,12 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
       return "(*bbmm_cu_at<" + arr.elem_type + ", " + std::to_string(rank) + ">(" + p + "_p, " + p +
              "_n, {" + join(subs, ", ") + "}))";
     }
-    std::string idx = p + "_o";
+    std::string idx = "(U)" + p + "_o";
     for (int d = 0; d < rank; ++d) {
-      idx += " + (" + subs[d] + ")";
-      if (d + 1 < rank) idx += " * " + p + "_s" + std::to_string(d);
+      idx += " + (U)(" + subs[d] + ")";
+      if (d + 1 < rank) idx += " * (U)" + p + "_s" + std::to_string(d);
     }
-    return p + "_d[" + idx + "]";
+    return p + "_d[(I)(" + idx + ")]";
   };
 
   TileLoopOptions opts;
@@ -304,6 +308,7 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
     os << "  struct " << name << "_cu bbmm_c;\n";
     os << "  memset(&bbmm_c, 0, sizeof bbmm_c);\n";
     if (!pieces) {
+      os << "  int bbmm_small = 1;  /* every piece under 2^31 elements: 32-bit indexing */\n";
       for (size_t k = 0; k < sig.arrays.size(); ++k) {
         const ArrayInfo& arr = scop.arrays[sig.arrays[k]];
         const std::string p = "bbmm_" + arr.c_name;
@@ -325,6 +330,8 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
           }
         }
         os << "    bbmm_c." << p << "_o = -(" << off << ");\n";
+        os << "    if ((bbmm_p->hi[0] - bbmm_p->lo[0]) * " << (rank > 1 ? "bbmm_p->stride[0]" : "1")
+           << " > INT32_MAX) bbmm_small = 0;\n";
         os << "  }\n";
       }
     }
@@ -343,7 +350,12 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
       os << "  bbmm_cu_check(cudaGetLastError(), \"launching " << name << "_kernel_pieces\");\n";
       os << "  bbmm_cu_check(cudaFreeAsync(bbmm_blk, bbmm_stream), \"cudaFreeAsync (the tile's pieces)\");\n";
     } else {
-      os << "  " << name << "_kernel<<<bbmm_grid, bbmm_block, 0, bbmm_stream>>>(*bbmm_a, bbmm_c);\n";
+      os << "  if (bbmm_small)\n";
+      os << "    " << name
+         << "_kernel<int32_t, uint32_t><<<bbmm_grid, bbmm_block, 0, bbmm_stream>>>(*bbmm_a, bbmm_c);\n";
+      os << "  else\n";
+      os << "    " << name
+         << "_kernel<int64_t, uint64_t><<<bbmm_grid, bbmm_block, 0, bbmm_stream>>>(*bbmm_a, bbmm_c);\n";
       os << "  bbmm_cu_check(cudaGetLastError(), \"launching " << name << "_kernel\");\n";
     }
     os << "}\n\n";
