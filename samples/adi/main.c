@@ -23,8 +23,9 @@ int main(int argc, char** argv) {
   sample_request_stats();
   printf("adi: n=%d steps=%d\n", n, tsteps);
   double t0 = sample_now();
-  kernel_adi_seq(tsteps, n, (double(*)[n])r[0], (double(*)[n])r[1], (double(*)[n])r[2],
-                 (double(*)[n])r[3], a, b, c, d, e, f);
+  if (sample_reference())
+    kernel_adi_seq(tsteps, n, (double(*)[n])r[0], (double(*)[n])r[1], (double(*)[n])r[2],
+                   (double(*)[n])r[3], a, b, c, d, e, f);
   double t1 = sample_now();
   kernel_adi(tsteps, n, (double(*)[n])x[0], (double(*)[n])x[1], (double(*)[n])x[2],
              (double(*)[n])x[3], a, b, c, d, e, f);

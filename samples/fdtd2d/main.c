@@ -22,8 +22,9 @@ int main(int argc, char** argv) {
   sample_request_stats();
   printf("fdtd2d: nx=%d ny=%d tmax=%d\n", nx, ny, tmax);
   double t0 = sample_now();
-  kernel_fdtd2d_seq(tmax, nx, ny, (double(*)[ny])r[0], (double(*)[ny])r[1], (double(*)[ny])r[2],
-                    fict);
+  if (sample_reference())
+    kernel_fdtd2d_seq(tmax, nx, ny, (double(*)[ny])r[0], (double(*)[ny])r[1], (double(*)[ny])r[2],
+                      fict);
   double t1 = sample_now();
   kernel_fdtd2d(tmax, nx, ny, (double(*)[ny])f[0], (double(*)[ny])f[1], (double(*)[ny])f[2],
                 fict);

@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
   sample_request_stats();
   printf("floyd: n=%d\n", n);
   double t0 = sample_now();
-  kernel_floyd_seq(n, (int(*)[n])r);
+  if (sample_reference())
+    kernel_floyd_seq(n, (int(*)[n])r);
   double t1 = sample_now();
   kernel_floyd(n, (int(*)[n])p);
   double t2 = sample_now();

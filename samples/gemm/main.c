@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   sample_request_stats();
   printf("gemm: ni=%d nj=%d nk=%d\n", ni, nj, nk);
   double t0 = sample_now();
-  kernel_gemm_seq(ni, nj, nk, 1.5, 1.2, (double(*)[nj])rc, (double(*)[nk])a, (double(*)[nj])b);
+  if (sample_reference())
+    kernel_gemm_seq(ni, nj, nk, 1.5, 1.2, (double(*)[nj])rc, (double(*)[nk])a, (double(*)[nj])b);
   double t1 = sample_now();
   kernel_gemm(ni, nj, nk, 1.5, 1.2, (double(*)[nj])c, (double(*)[nk])a, (double(*)[nj])b);
   double t2 = sample_now();

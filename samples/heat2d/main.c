@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
   sample_request_stats();
   printf("heat2d: n=%d steps=%d\n", n, tsteps);
   double t0 = sample_now();
-  kernel_heat2d_seq(tsteps, n, (double(*)[n])ra, (double(*)[n])rb);
+  if (sample_reference())
+    kernel_heat2d_seq(tsteps, n, (double(*)[n])ra, (double(*)[n])rb);
   double t1 = sample_now();
   kernel_heat2d(tsteps, n, (double(*)[n])a, (double(*)[n])b);
   double t2 = sample_now();

@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
   sample_request_stats();
   printf("heat3d: n=%d steps=%d\n", n, tsteps);
   double t0 = sample_now();
-  kernel_heat3d_seq(tsteps, n, (double(*)[n][n])ra, (double(*)[n][n])rb);
+  if (sample_reference())
+    kernel_heat3d_seq(tsteps, n, (double(*)[n][n])ra, (double(*)[n][n])rb);
   double t1 = sample_now();
   kernel_heat3d(tsteps, n, (double(*)[n][n])a, (double(*)[n][n])b);
   double t2 = sample_now();

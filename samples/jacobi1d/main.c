@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
   sample_request_stats();
   printf("jacobi1d: n=%d steps=%d\n", n, tsteps);
   double t0 = sample_now();
-  kernel_jacobi1d_seq(tsteps, n, ra, rb);
+  if (sample_reference())
+    kernel_jacobi1d_seq(tsteps, n, ra, rb);
   double t1 = sample_now();
   kernel_jacobi1d(tsteps, n, a, b);
   double t2 = sample_now();

@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
   sample_request_stats();
   printf("lu: n=%d\n", n);
   double t0 = sample_now();
-  kernel_lu_seq(n, (double(*)[n])r);
+  if (sample_reference())
+    kernel_lu_seq(n, (double(*)[n])r);
   double t1 = sample_now();
   kernel_lu(n, (double(*)[n])a);
   double t2 = sample_now();

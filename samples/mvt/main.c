@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   sample_request_stats();
   printf("mvt: n=%d\n", n);
   double t0 = sample_now();
-  kernel_mvt_seq(n, r[0], r[1], r[2], r[3], (double(*)[n])a);
+  if (sample_reference())
+    kernel_mvt_seq(n, r[0], r[1], r[2], r[3], (double(*)[n])a);
   double t1 = sample_now();
   kernel_mvt(n, v[0], v[1], v[2], v[3], (double(*)[n])a);
   double t2 = sample_now();
