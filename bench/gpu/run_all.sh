@@ -6,9 +6,15 @@
 #   tests     GPU unit tests (cuda_backend_test, cuda_conformance_test, cuda_fuzz_test with
 #             BBMM_FUZZ_TRACES=2000) on all GPUs and with CUDA_VISIBLE_DEVICES=0, and the
 #             small sample runs of the test suite (reserve and box-out)   ~1 min (<= 70 s)
-#   sanitize  compute-sanitizer memcheck and racecheck on cuda_backend_test and on the
-#             1-GPU small runs of jacobi2d_cuda and heat3d_cuda (reserve and box-out),
-#             memcheck on the copy-kernel conformance cases             ~1.5 min (<= 180 s)
+#   samples   every staged bbmmc sample <name>_bbmmc_cuda at a medium size (table below),
+#             verified against its sequential original: 1 GPU and 2 GPUs (2 logical
+#             devices of GPU 0 when one GPU is visible; checking mode), each with 1 and 4
+#             tiles per device, and a box-out run (1 GPU, 8 tiles, BBMM_DEVICE_MEMORY at
+#             ~60% of the arrays, evictions counted)                    ~1 min (<= 160 s)
+#   sanitize  compute-sanitizer memcheck and racecheck on cuda_backend_test, on the
+#             1-GPU small runs of jacobi2d_cuda and heat3d_cuda (reserve and box-out) and
+#             of every bbmmc sample (e2e test sizes, 4 tiles), memcheck on the
+#             copy-kernel conformance cases                             ~2.5 min (<= 300 s)
 #   perf      ceilings, then jacobi2d_cuda n=16386 100 steps and heat3d_cuda n=768 100
 #             steps on 1 and 2 GPUs (2 tiles per GPU, reserve on), on 2 GPUs without
 #             reserve, and a box-out run on 1 GPU (smaller n)           ~1.5 min (<= 128 s)
@@ -16,7 +22,7 @@
 #   tune      heat3d_cuda n=768 on 1 GPU with 5 kernel shapes (BBMM_HEAT3D_KERNEL)  ~1 min
 #   trace     jacobi2d_cuda n=16386, 5 steps, 2 GPUs with BBMM_TRACE, plotted by
 #             plot_trace.py (whole run and a window around one kernel)     ~15 s (<= 32 s)
-#   all       tests sanitize perf bench trace                            ~4.5 min (<= 430 s)
+#   all       tests samples sanitize perf bench trace                    ~6 min (<= 710 s)
 # Expected times on 2 x H200; in brackets the sum of the step estimates (upper bounds),
 # which are printed per step; a step that would end past the budget
 # (BBMM_BUDGET_S, default 570 s) is skipped and reported, and every step runs under
@@ -24,7 +30,8 @@
 #
 # Writes under $OUT (default /tmp/bbmm-gpu-out), at most 8 files, none in a subfolder:
 #   logs.txt          every command and its whole output
-#   results.txt       one RUN line per step (tab-separated) + its RESULT/CEILING lines
+#   results.txt       one RUN line per step (tab-separated) + its RESULT/CEILING lines,
+#                     and a SAMPLE line after each bbmmc sample step (verdict, evictions)
 #   summary.md        the tables printed last (bench/gpu/summarize.py)
 #   gpu_bench.md      gpu_bench's tables (bench)
 #   trace_jacobi_2gpu.json, trace_jacobi_2gpu.png, trace_jacobi_2gpu_step.png   (trace)
@@ -43,9 +50,10 @@ subsets=("$@")
 want=" "
 for s in "${subsets[@]}"; do
   case "$s" in
-    all) want+="tests sanitize perf bench trace " ;;
-    tests|sanitize|perf|bench|trace|tune) want+="$s " ;;
-    *) echo "run_all.sh: unknown subset '$s' (tests, sanitize, perf, bench, trace, tune, all)" >&2
+    all) want+="tests samples sanitize perf bench trace " ;;
+    tests|samples|sanitize|perf|bench|trace|tune) want+="$s " ;;
+    *) echo "run_all.sh: unknown subset '$s' (tests, samples, sanitize, perf, bench, trace," \
+            "tune, all)" >&2
        exit 1 ;;
   esac
 done
@@ -69,8 +77,8 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 # Estimated seconds per subset on 2 x H200 (the sums of the step estimates below).
 est_total=0
 for s in $want; do
-  case "$s" in tests) e=70 ;; sanitize) e=180 ;; perf) e=128 ;; bench) e=20 ;; trace) e=32 ;;
-    tune) e=60 ;; esac
+  case "$s" in tests) e=70 ;; samples) e=160 ;; sanitize) e=300 ;; perf) e=128 ;; bench) e=20 ;;
+    trace) e=32 ;; tune) e=60 ;; esac
   est_total=$((est_total + e))
 done
 echo "run_all.sh: $ngpu GPU(s); subsets:$want; estimated <= $est_total s (budget ${BUDGET_S} s); output in $OUT"
@@ -89,6 +97,7 @@ nstep=0
 step() {
   local subset="$1" name="$2" est="$3"; shift 3
   nstep=$((nstep + 1))
+  : > "$TMP/cur"
   local elapsed=$((SECONDS - start)) left
   left=$((BUDGET_S - elapsed))
   if (( elapsed + est > BUDGET_S )); then
@@ -121,6 +130,54 @@ step() {
   echo "rc=$rc, $wall s"
 }
 
+# sample_step SUBSET NAME SAMPLE CONFIG EST CMD...: step, then a SAMPLE line with the
+# bbmmc sample's verdict (its 'verification against the sequential program' line; none
+# when the step did not run or did not get there) and the evictions of all devices
+# together when it printed BBMM_STATS=json (summarize.py's samples table).
+sample_step() {
+  local subset="$1" name="$2" sample="$3" config="$4"; shift 4
+  step "$subset" "$name" "$@"
+  local verdict evictions
+  verdict=$(sed -n 's/.*verification against the sequential program: \([A-Z]*\).*/\1/p' \
+              "$TMP/cur" | tail -1)
+  evictions=$(grep -o '"total":{[^}]*}' "$TMP/cur" | grep -o '"evictions":[0-9]*' | tail -1 |
+                cut -d: -f2)
+  printf 'SAMPLE sample=%s config=%s verdict=%s evictions=%s\n' "$sample" "$config" \
+    "${verdict:-none}" "${evictions:--}" >> "$RES"
+}
+
+# The bbmmc samples (samples/<name>/, staged as <name>_bbmmc_cuda):
+# name | medium arguments | small arguments (the e2e tests') | box-out capacity in bytes for
+# the medium size (~60% of its arrays; each of 8 tiles needs at most ~45%: gemm's whole B
+# and an eighth of A and C). A medium run should take a second or two (CUDA start-up and
+# the sequential original included); a staged sample missing here runs with its default
+# arguments, without box-out.
+bbmmc_samples=(
+  "floyd|300|40|216000"
+  "heat2d|512 20|48 6|2500000"
+  "fdtd2d|400 400 10|40 44 5|2300000"
+  "heat3d|64 10|16 3|2500000"
+  "lu|300|40|432000"
+  "adi|200 5|32 3|768000"
+  "mvt|2000|96|19200000"
+  "bscholes|500000|2000|19200000"
+  "gemm|300 300 300|36 40 28|1300000"
+  "jacobi1d|200000 20|400 8|1920000")
+# bbmmc_sample NAME: sets bin, medium, small and capacity for the staged sample NAME.
+bbmmc_sample() {
+  local row
+  bin="$1_bbmmc_cuda"; medium=""; small=""; capacity=""
+  for row in "${bbmmc_samples[@]}"; do
+    if [[ "${row%%|*}" == "$1" ]]; then
+      IFS='|' read -r _ medium small capacity <<<"$row"
+    fi
+  done
+}
+staged_samples=()
+for f in "$G"/bin/*_bbmmc_cuda; do
+  [[ -x "$f" ]] && staged_samples+=("$(basename "$f" _bbmmc_cuda)")
+done
+
 B="$G/bin"
 if wants tests; then
   for t in cuda_backend_test cuda_conformance_test cuda_fuzz_test; do
@@ -134,6 +191,31 @@ if wants tests; then
   step tests jacobi2d_small_boxout 5 "$B/jacobi2d_cuda" --n 258 --steps 4 --capacity auto
   step tests heat3d_small 5 "$B/heat3d_cuda" --n 34 --steps 4
   step tests heat3d_small_boxout 5 "$B/heat3d_cuda" --n 34 --steps 4 --capacity auto
+fi
+
+if wants samples; then
+  (( ${#staged_samples[@]} == 0 )) && echo "(no bbmmc samples staged)"
+  # 2 GPUs, or 2 logical devices of GPU 0 on a 1-GPU machine; checking mode (BBMM_CHECK=1:
+  # overlapping writes by two devices between synchronisations are an error).
+  two=(BBMM_DEVICES=2 BBMM_CHECK=1); twoname=2gpu
+  if (( ngpu < 2 )); then two+=(BBMM_CUDA_DEVICES_PER_GPU=2); twoname=2logical; fi
+  for s in "${staged_samples[@]}"; do
+    bbmmc_sample "$s"
+    for t in 1 4; do
+      # shellcheck disable=SC2086  # the arguments are words
+      sample_step samples "bbmmc_${s}_1gpu_${t}t" "$s" "1gpu_${t}t" 3 env BBMM_BACKEND=cuda \
+        BBMM_DEVICES=1 BBMM_TILES_PER_DEVICE=$t BBMM_STATS=table "$B/$bin" $medium
+      # shellcheck disable=SC2086
+      sample_step samples "bbmmc_${s}_${twoname}_${t}t" "$s" "${twoname}_${t}t" 3 env \
+        BBMM_BACKEND=cuda "${two[@]}" BBMM_TILES_PER_DEVICE=$t BBMM_STATS=table "$B/$bin" $medium
+    done
+    if [[ -n "$capacity" ]]; then
+      # shellcheck disable=SC2086
+      sample_step samples "bbmmc_${s}_boxout" "$s" boxout 4 env BBMM_BACKEND=cuda \
+        BBMM_DEVICES=1 BBMM_TILES_PER_DEVICE=8 BBMM_DEVICE_MEMORY="$capacity" BBMM_STATS=json \
+        "$B/$bin" $medium
+    fi
+  done
 fi
 
 if wants sanitize; then
@@ -162,6 +244,14 @@ if wants sanitize; then
       step sanitize "${tool}_heat3d" 15 "${san[@]}" "$B/heat3d_cuda" --n 34 --steps 3
       step sanitize "${tool}_heat3d_boxout" 15 "${san[@]}" "$B/heat3d_cuda" --n 34 --steps 3 \
         --capacity auto
+      # The bbmmc samples' small runs (sizes of their e2e tests), 1 GPU, 4 tiles.
+      for s in "${staged_samples[@]}"; do
+        bbmmc_sample "$s"
+        # shellcheck disable=SC2086  # the arguments are words
+        sample_step sanitize "${tool}_bbmmc_$s" "$s" "$tool" 6 env CUDA_VISIBLE_DEVICES=0 \
+          BBMM_BACKEND=cuda BBMM_DEVICES=1 BBMM_TILES_PER_DEVICE=4 \
+          "$SAN" --tool "$tool" --error-exitcode 1 --print-limit 50 "$B/$bin" $small
+      done
     done
   fi
 fi

@@ -7,7 +7,10 @@ run_all.sh and saved as summary.md).
 results.txt holds, per step, one tab-separated line
     RUN <name> <subset> <rc|skip> <wall s> <estimate s> <note>
 followed by the lines the step printed that start with RESULT (stencil samples),
-CEILING or CEILING_CONCURRENT (bench/gpu/ceilings), made of key=value fields.
+CEILING or CEILING_CONCURRENT (bench/gpu/ceilings), made of key=value fields, and, after
+a step of a bbmmc sample (samples/<name>, <name>_bbmmc_cuda), one line
+    SAMPLE sample=<name> config=<config> verdict=PASSED|FAILED|none evictions=<n>|-
+written by run_all.sh from the sample's output.
 
 Tables: every step (rc, time, verified); the ceilings; the stencil performance runs
 (perf and trace subsets) with the speed-up over the same run on 1 GPU, the roofline
@@ -15,8 +18,10 @@ ratio measured / ideal, where
     ideal = bytes_device / (gpus * dev_bw) + bytes_h2d_min / (gpus * h2d_bw)
           + bytes_d2h_min / (gpus * d2h_bw)
 with the ceilings of GPUs 0..gpus-1 (mean) measured in the same call, and the time in
-the manager as a share of the run; then the problems (failed steps, unverified
-results, reserve runs whose instances grew). Standard library only.
+the manager as a share of the run; the problems (failed steps, unverified
+results, reserve runs whose instances grew, bbmmc samples not PASSED or box-out runs
+without evictions); last, the bbmmc samples: sample x configuration -> PASSED/FAILED
+(the evictions of the box-out runs). Standard library only.
 """
 import sys
 
@@ -48,7 +53,7 @@ def parse(path):
                 parts += [""] * (7 - len(parts))
                 runs.append({"name": parts[1], "subset": parts[2], "rc": parts[3],
                              "wall": parts[4], "est": parts[5], "note": parts[6],
-                             "results": [], "ceilings": [], "concurrent": []})
+                             "results": [], "ceilings": [], "concurrent": [], "samples": []})
             elif not runs:
                 continue
             elif line.startswith("RESULT "):
@@ -57,6 +62,8 @@ def parse(path):
                 runs[-1]["ceilings"].append(fields(line))
             elif line.startswith("CEILING_CONCURRENT "):
                 runs[-1]["concurrent"].append(fields(line))
+            elif line.startswith("SAMPLE "):
+                runs[-1]["samples"].append(fields(line))
     return runs
 
 
@@ -66,6 +73,80 @@ def gb(x):
 
 def fmt(x, spec="%.3f"):
     return "-" if x is None else spec % x
+
+
+# Column headers of the samples table, by configuration (run_all.sh's names).
+SAMPLE_CONFIGS = {
+    "1gpu_1t": "1 GPU, 1 tile",
+    "1gpu_4t": "1 GPU, 4 tiles",
+    "2gpu_1t": "2 GPUs, 1 tile each",
+    "2gpu_4t": "2 GPUs, 4 tiles each",
+    "2logical_1t": "2 logical devices of GPU 0, 1 tile each",
+    "2logical_4t": "2 logical devices of GPU 0, 4 tiles each",
+    "boxout": "box-out, 1 GPU, 8 tiles (evictions)",
+    "memcheck": "memcheck",
+    "racecheck": "racecheck",
+}
+
+
+def sample_cell(run, s):
+    """The samples table's cell of bbmmc sample step `run` and its SAMPLE line `s`."""
+    rc, verdict = run["rc"], s.get("verdict")
+    if rc == "skip":
+        return "skipped"
+    if rc in ("124", "137"):
+        return "TIMEOUT"
+    if verdict == "PASSED" and rc == "0":
+        cell = "PASSED"
+        if s.get("config") == "boxout":
+            ev = s.get("evictions")
+            cell += " (%s)" % ev if isinstance(ev, int) and ev > 0 else " (NO evictions)"
+        return cell
+    if verdict == "PASSED":  # sanitizer errors, or a failure after the verification
+        return "FAILED (rc=%s after PASSED)" % rc
+    if verdict == "FAILED":
+        return "FAILED"
+    return "FAILED (rc=%s, no verdict)" % rc
+
+
+def sample_problems(runs):
+    """Problems of the bbmmc sample steps that the step-level checks do not report."""
+    problems = []
+    for r in runs:
+        for s in r["samples"]:
+            if r["rc"] == "0" and s.get("verdict") != "PASSED":
+                problems.append("%s: exit 0 but no 'verification against the sequential "
+                                "program: PASSED' line (verdict %s)" % (r["name"],
+                                                                       s.get("verdict")))
+            if (r["rc"] == "0" and s.get("config") == "boxout" and
+                    not (isinstance(s.get("evictions"), int) and s["evictions"] > 0)):
+                problems.append("%s: box-out run without evictions (%s)" %
+                                (r["name"], s.get("evictions")))
+    return problems
+
+
+def samples_table(runs):
+    """Markdown lines: bbmmc sample x configuration -> cell; [] when no sample ran."""
+    cells, samples, configs = {}, [], []
+    for r in runs:
+        for s in r["samples"]:
+            name, config = str(s.get("sample")), str(s.get("config"))
+            if name not in samples:
+                samples.append(name)
+            if config not in configs:
+                configs.append(config)
+            cells[(name, config)] = sample_cell(r, s)
+    if not samples:
+        return []
+    order = list(SAMPLE_CONFIGS)
+    configs.sort(key=lambda c: (order.index(c) if c in order else len(order), c))
+    out = ["## bbmmc samples on CUDA (verification against the sequential program)", "",
+           "| sample | " + " | ".join(SAMPLE_CONFIGS.get(c, c) for c in configs) + " |",
+           "|---" * (len(configs) + 1) + "|"]
+    for name in samples:
+        out.append("| %s | %s |" % (name, " | ".join(cells.get((name, c), "-")
+                                                     for c in configs)))
+    return out
 
 
 def main(argv):
@@ -189,6 +270,7 @@ def main(argv):
             if x.get("reserve") == 1 and x.get("bytes_d2d", 0) != 0:
                 problems.append("%s: reserve on but bytes_d2d = %s" % (r["name"],
                                                                        x.get("bytes_d2d")))
+    problems += sample_problems(runs)
     w("## Problems")
     w("")
     if problems:
@@ -196,6 +278,10 @@ def main(argv):
             w("- " + p)
     else:
         w("none: every step exited 0, every result verified, no instance grew under reserve")
+    table = samples_table(runs)
+    if table:
+        w("")
+        out += table
     print("\n".join(out))
     return 0
 
