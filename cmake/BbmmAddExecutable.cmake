@@ -1,5 +1,5 @@
 # bbmm_add_executable(<target> SOURCES <file>... TARGET host|opencl|cuda
-#                     [BBMMC_ARGS <arg>...] [BBMMC <path>])
+#                     [BBMMC_ARGS <arg>...] [BBMMC <path>] [CUDA_OPTIONS <opt>...])
 #
 # Adds an executable whose C sources containing '#pragma scop' are compiled by bbmmc at
 # build time (bbmmc <file> --target=<TARGET> <BBMMC_ARGS> -o <binary dir>/bbmm/<target>/
@@ -13,12 +13,13 @@
 # extern "C" launch functions, compiled by nvcc); both are sources of the program, which
 # also links CUDA::cudart_static. The caller enables the CUDA language first
 # (enable_language(CUDA), after check_language(CUDA) where it is optional); the kernels are
-# built for the target's CUDA_ARCHITECTURES (from CMAKE_CUDA_ARCHITECTURES).
+# built for the target's CUDA_ARCHITECTURES (from CMAKE_CUDA_ARCHITECTURES). CUDA_OPTIONS are
+# nvcc options for the generated .cu files only (e.g. -fmad=false for verification builds).
 #
 # The compile definitions and include directories of the target are not seen by bbmmc's
 # preprocessor: pass -D/-I in BBMMC_ARGS as well.
 function(bbmm_add_executable target)
-  cmake_parse_arguments(ARG "" "TARGET;BBMMC" "SOURCES;BBMMC_ARGS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TARGET;BBMMC" "SOURCES;BBMMC_ARGS;CUDA_OPTIONS" ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "bbmm_add_executable(${target}): no SOURCES")
   endif()
@@ -71,6 +72,10 @@ function(bbmm_add_executable target)
         COMMENT "bbmmc ${src} --target=${ARG_TARGET}"
         VERBATIM)
       list(APPEND sources ${gen})
+      if(ARG_TARGET STREQUAL "cuda" AND ARG_CUDA_OPTIONS)
+        set_property(SOURCE ${out_dir}/${name}.bbmm.cu APPEND PROPERTY COMPILE_OPTIONS
+                     ${ARG_CUDA_OPTIONS})
+      endif()
       # The generated files include the input's own headers by relative path.
       set_property(SOURCE ${gen} APPEND PROPERTY INCLUDE_DIRECTORIES ${CMAKE_CURRENT_SOURCE_DIR})
       get_filename_component(src_dir ${abs} DIRECTORY)

@@ -47,6 +47,17 @@ void check_calls(const Expr& e, std::vector<std::string>& bad) {
   }
 }
 
+// True when a statement of "ph" writes "array".
+bool phase_writes(const Scop& scop, const Phase& ph, int array) {
+  for (int st : ph.statements) {
+    for (int a : scop.statements[st].accesses) {
+      const Access& acc = scop.accesses[a];
+      if (acc.array == array && acc.kind == AccessKind::kWrite) return true;
+    }
+  }
+  return false;
+}
+
 // The C++ spelling of a kernel's loop over grid coordinate "d" (grid-stride).
 std::string grid_loop(int d, const std::string& ind) {
   static const char* const kAxis[] = {"x", "y", "z"};
@@ -65,9 +76,23 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
   // The single-piece kernel indexes with I (int32_t where every piece holds fewer than
   // 2^31 elements, else int64_t), in the unsigned U (wrapping) so that partial sums out of
   // I's range still give the exact offset.
+  // Its arrays' base pointers are __restrict__ parameters (the arrays of a scop are
+  // distinct; instances of distinct arrays never overlap), const where the phase only
+  // reads the array: values stay in registers across statements and reads may go through
+  // the read-only data cache.
   if (!pieces) os << "template <typename I, typename U>\n";
   os << "__global__ void " << fn << "(const struct " << name << "_args bbmm_a, const struct "
-     << name << "_cu bbmm_c" << (pieces ? ", const char* __restrict__ bbmm_blk" : "") << ") {\n";
+     << name << "_cu bbmm_c";
+  if (pieces) {
+    os << ", const char* __restrict__ bbmm_blk";
+  } else {
+    for (int a : sig.arrays) {
+      const ArrayInfo& arr = scop.arrays[a];
+      os << ", " << (phase_writes(scop, ph, a) ? "" : "const ") << arr.elem_type
+         << "* __restrict__ bbmm_" << arr.c_name << "_d";
+    }
+  }
+  os << ") {\n";
   std::vector<std::string> locals;
   for (const auto* v : {&sig.params, &sig.serial, &sig.tile}) {
     for (const std::string& p : *v) {
@@ -90,7 +115,6 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
       locals.push_back(p + "_p");
       locals.push_back(p + "_n");
     } else {
-      os << "  " << arr.elem_type << "* const __restrict__ " << p << "_d = bbmm_c." << p << "_d;\n";
       os << "  const int64_t " << p << "_o = bbmm_c." << p << "_o;\n";
       locals.push_back(p + "_d");
       locals.push_back(p + "_o");
@@ -121,7 +145,23 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
   TileLoopOptions opts;
   std::string ind = "  ";
   for (int d = map.dims - 1; d >= 0; --d) {
-    os << grid_loop(d, ind);
+    if (d >= 1 && d == map.dims - 1) {
+      // The outermost coordinate (2-D and 3-D kernels): each thread marches through
+      // bbmm_c.march consecutive values, so that the neighbours it loaded for one value
+      // are still in its SM's L1 for the next (stencils read each element from memory
+      // about once instead of from several blocks).
+      static const char* const kAxis[] = {"x", "y", "z"};
+      const std::string a = kAxis[d], g = grid_param(d), i = std::to_string(d);
+      os << ind << "for (int64_t bbmm_m" << i << " = bbmm_c.lo[" << i << "] + ((int64_t)blockIdx." << a
+         << " * blockDim." << a << " + threadIdx." << a << ") * bbmm_c.march; bbmm_m" << i
+         << " < bbmm_c.hi[" << i << "]; bbmm_m" << i << " += (int64_t)gridDim." << a << " * blockDim."
+         << a << " * bbmm_c.march)\n";
+      ind += "  ";
+      os << ind << "for (int64_t " << g << " = bbmm_m" << i << "; " << g << " < bbmm_c.hi[" << i
+         << "] && " << g << " < bbmm_m" << i << " + bbmm_c.march; ++" << g << ")\n";
+    } else {
+      os << grid_loop(d, ind);
+    }
     ind += "  ";
     opts.extra_params.push_back(grid_param(d));
   }
@@ -153,6 +193,7 @@ std::string cuda_prelude(const CodegenOptions& opts) {
   const int bx = opts.block[0] > 0 ? opts.block[0] : 32;
   const int by = opts.block[1] > 0 ? opts.block[1] : 8;
   const int bz = opts.block[2] > 0 ? opts.block[2] : 1;
+  const int march = opts.march > 0 ? opts.march : 32;
   std::ostringstream os;
   os << R"cu(/* ---- bbmmc: helpers of the CUDA kernels (libbbmm's public C API only) ---- */
 #include <cuda_runtime.h>
@@ -211,11 +252,31 @@ static inline void bbmm_cu_block_shape(int shape[3]) {
   shape[2] = s[2];
 }
 
+/* Values of the outermost grid coordinate each thread of a 2-D or 3-D kernel marches
+   through: --march at generation time (here )cu" << march << R"cu(), or BBMM_CUDA_MARCH=R at run time
+   (1: one value per thread). */
+static inline __attribute__((unused)) int64_t bbmm_cu_march(void) {
+  static int64_t m = )cu" << march << R"cu(;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* v = getenv("BBMM_CUDA_MARCH");
+    if (!v || !*v) return;
+    char* end;
+    const long long r = strtoll(v, &end, 10);
+    if (*end || r < 1 || r > 65536) {
+      fprintf(stderr, "bbmm: BBMM_CUDA_MARCH='%s' is not an integer in [1, 65536]\n", v);
+      exit(1);
+    }
+    m = r;
+  });
+  return m;
+}
+
 /* The block and grid of a kernel over "dims" grid coordinates with ranges [lo, hi);
    false when a range is empty. Grids are capped at the hardware limits: the kernels'
    grid-stride loops cover the rest. */
-static inline bool bbmm_cu_shape(int dims, const int64_t* lo, const int64_t* hi, dim3* grid,
-                                 dim3* block) {
+static inline bool bbmm_cu_shape(int dims, const int64_t* lo, const int64_t* hi, int64_t march,
+                                 dim3* grid, dim3* block) {
   int s[3];
   bbmm_cu_block_shape(s);
   unsigned b[3] = {1, 1, 1};
@@ -227,7 +288,8 @@ static inline bool bbmm_cu_shape(int dims, const int64_t* lo, const int64_t* hi,
   unsigned g[3] = {1, 1, 1};
   for (int d = 0; d < dims; ++d) {
     if (hi[d] <= lo[d]) return false;
-    int64_t n = (hi[d] - lo[d] + b[d] - 1) / b[d];
+    const int64_t per_block = (int64_t)b[d] * (d >= 1 && d == dims - 1 ? march : 1);
+    int64_t n = (hi[d] - lo[d] + per_block - 1) / per_block;
     g[d] = (unsigned)(n < cap[d] ? n : cap[d]);
   }
   *grid = dim3(g[0], g[1], g[2]);
@@ -248,7 +310,7 @@ static __device__ inline T* bbmm_cu_at(const bbmm_piece* p, int n, const int64_t
 
 /* The multi-piece kernels read the tile's pieces from device memory: the launch's
    argument block is copied there on the stream, and freed after the kernel. */
-static inline char* bbmm_cu_block_copy(const void* args, size_t size, cudaStream_t stream) {
+static inline __attribute__((unused)) char* bbmm_cu_block_copy(const void* args, size_t size, cudaStream_t stream) {
   void* d = nullptr;
   bbmm_cu_check(cudaMallocAsync(&d, size, stream), "cudaMallocAsync (the tile's pieces)");
   bbmm_cu_check(cudaMemcpyAsync(d, args, size, cudaMemcpyHostToDevice, stream),
@@ -286,6 +348,7 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
     os << ";\n";
   }
   os << "  int64_t lo[3], hi[3];\n";
+  os << "  int64_t march;  /* values of the outermost coordinate per thread (2-D, 3-D) */\n";
   os << "};\n\n";
   os << kernel(scop, boxes, phase, sig, map, name, false);
   os << kernel(scop, boxes, phase, sig, map, name, true);
@@ -339,8 +402,9 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
       os << "  bbmm_c.lo[" << d << "] = " << map.lo[d] << ";\n";
       os << "  bbmm_c.hi[" << d << "] = " << map.hi[d] << ";\n";
     }
+    os << "  bbmm_c.march = " << (map.dims >= 2 ? "bbmm_cu_march()" : "1") << ";\n";
     os << "  dim3 bbmm_grid, bbmm_block;\n";
-    os << "  if (!bbmm_cu_shape(" << map.dims << ", bbmm_c.lo, bbmm_c.hi, &bbmm_grid, &bbmm_block)) return;\n";
+    os << "  if (!bbmm_cu_shape(" << map.dims << ", bbmm_c.lo, bbmm_c.hi, bbmm_c.march, &bbmm_grid, &bbmm_block)) return;\n";
     if (pieces) {
       os << "  size_t bbmm_size = sizeof(struct " << name << "_args);\n";
       os << "  for (int bbmm_k = 0; bbmm_k < " << sig.arrays.size() << "; ++bbmm_k)\n";
@@ -350,12 +414,14 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
       os << "  bbmm_cu_check(cudaGetLastError(), \"launching " << name << "_kernel_pieces\");\n";
       os << "  bbmm_cu_check(cudaFreeAsync(bbmm_blk, bbmm_stream), \"cudaFreeAsync (the tile's pieces)\");\n";
     } else {
+      std::string ptrs;
+      for (int a : sig.arrays) ptrs += ", bbmm_c.bbmm_" + scop.arrays[a].c_name + "_d";
       os << "  if (bbmm_small)\n";
-      os << "    " << name
-         << "_kernel<int32_t, uint32_t><<<bbmm_grid, bbmm_block, 0, bbmm_stream>>>(*bbmm_a, bbmm_c);\n";
+      os << "    " << name << "_kernel<int32_t, uint32_t><<<bbmm_grid, bbmm_block, 0, bbmm_stream>>>(*bbmm_a, bbmm_c"
+         << ptrs << ");\n";
       os << "  else\n";
-      os << "    " << name
-         << "_kernel<int64_t, uint64_t><<<bbmm_grid, bbmm_block, 0, bbmm_stream>>>(*bbmm_a, bbmm_c);\n";
+      os << "    " << name << "_kernel<int64_t, uint64_t><<<bbmm_grid, bbmm_block, 0, bbmm_stream>>>(*bbmm_a, bbmm_c"
+         << ptrs << ");\n";
       os << "  bbmm_cu_check(cudaGetLastError(), \"launching " << name << "_kernel\");\n";
     }
     os << "}\n\n";

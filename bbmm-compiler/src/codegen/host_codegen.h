@@ -20,6 +20,9 @@ struct CodegenOptions {
   Target target = Target::kHost;
   // CUDA: the default thread block shape (--block=X,Y,Z; 0: 32, 8, 1), see cuda_codegen.h.
   int block[3] = {0, 0, 0};
+  // CUDA: values of the outermost grid coordinate per thread in 2-D and 3-D kernels
+  // (--march=R; 0: 32), see cuda_codegen.h.
+  int march = 0;
   // Prefix of the generated names ("<prefix>_s<scop>_p<phase>..."). The CUDA target's
   // launch functions are external: the driver makes it unique per input file.
   std::string symbol_prefix = "bbmm";

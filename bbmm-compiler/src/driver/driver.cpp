@@ -21,7 +21,7 @@ namespace {
 
 const char* kUsage =
     "usage: bbmmc FILE.c [-o OUT] [--target=host|cuda|opencl] [--emit=model|deps|host|kernel]\n"
-    "             [--block=X,Y,Z] [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND]\n"
+    "             [--block=X,Y,Z] [--march=R] [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND]\n"
     "             [--help] [--version]\n"
     "             [--emit=boxes [--partition=1d|2d] [--params NAME=V,...]]\n"
     "\n"
@@ -35,6 +35,9 @@ const char* kUsage =
     "  --block=X,Y,Z     cuda: the default thread block (32,8,1; BBMM_CUDA_BLOCK at run\n"
     "                    time overrides it); a kernel over fewer grid dimensions folds the\n"
     "                    others into its last one\n"
+    "  --march=R         cuda: each thread of a 2-D or 3-D kernel runs R consecutive values\n"
+    "                    of the outermost mapped loop (default 32; BBMM_CUDA_MARCH at run\n"
+    "                    time overrides it)\n"
     "  --emit=model      print domains, schedules and accesses (isl notation)\n"
     "  --emit=deps       print dependences and the serial/parallel verdict per loop\n"
     "  --emit=boxes      print the partition, tile boxes, flow-out boxes and exactness\n"
@@ -70,6 +73,7 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
     std::string input, output, emit, target = "host";
     BoxOptions box_opts;
     int block[3] = {0, 0, 0};
+    int march = 0;
     for (size_t i = 0; i < args.size(); ++i) {
       const std::string& a = args[i];
       auto value = [&](const std::string& opt) -> std::optional<std::string> {
@@ -112,6 +116,15 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
         block[0] = x;
         block[1] = y;
         block[2] = z;
+      } else if (a.rfind("--march=", 0) == 0) {
+        char* end = nullptr;
+        const long r = std::strtol(a.c_str() + 8, &end, 10);
+        if (a.size() == 8 || *end || r < 1 || r > 65536) {
+          err << "bbmmc: error: --march expects an integer in [1, 65536] (got '" << a.substr(8)
+              << "')\n";
+          return 1;
+        }
+        march = static_cast<int>(r);
       } else if (a.rfind("--partition=", 0) == 0) {
         std::string p = a.substr(12);
         if (p != "1d" && p != "2d") {
@@ -182,6 +195,7 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
                      : target == "cuda" ? Target::kCuda
                                         : Target::kHost;
       std::copy(block, block + 3, copts.block);
+      copts.march = march;
       if (copts.target == Target::kCuda) {
         if (emit.empty()) {
           if (output.empty()) {

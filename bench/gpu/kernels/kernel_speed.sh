@@ -139,7 +139,10 @@ for s in "${samples[@]}"; do
     check $?
   fi
   run "${s}_hand" 90 "$HW" "$s" "${L[@]}" --no-verify
-  bin="$(find_bin "${s}_bbmmc_cuda" || { [[ $s != heat3d ]] && find_bin "${s}_cuda"; } || true)"
+  # The default-flags build (<name>_bbmmc_cuda_fast) when staged: the verification build
+  # <name>_bbmmc_cuda has its kernels compiled with -fmad=false.
+  bin="$(find_bin "${s}_bbmmc_cuda_fast" || find_bin "${s}_bbmmc_cuda" ||
+         { [[ $s != heat3d ]] && find_bin "${s}_cuda"; } || true)"
   if [[ -z "$bin" ]]; then
     echo "  (no ${s}_bbmmc_cuda staged: no bbmmc columns)"
     printf 'RUN\t%s\tmissing\t0\tno %s_bbmmc_cuda\n' "${s}_bbmmc" "$s" >> "$RES"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Per-step kernel time of the bbmmc-compiled heat2d and heat3d (default-flags builds) for
+# several values of BBMM_CUDA_MARCH (values of the outermost grid coordinate each thread
+# runs; 1: one per thread), one GPU; builds nothing:
+#   bash bench/gpu/kernels/march_tune.sh STAGED_DIR [R...]      (default R: 1 4 16 32 64)
+# Prints one KERNEL line per run (kernel_time.py) with march=R appended; output under $OUT.
+set -uo pipefail
+G="$(cd "${1:-.gpu}" && pwd)" || exit 1
+shift || true
+marches=("$@")
+[[ ${#marches[@]} -eq 0 ]] && marches=(1 4 16 32 64)
+OUT="${OUT:-/tmp/bbmm-march-out}"
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$G/lib:${LD_LIBRARY_PATH:-}"
+KT="$G/kernel_time.py"
+[[ -f "$KT" ]] || KT="$(dirname "${BASH_SOURCE[0]}")/kernel_time.py"
+declare -A size=([heat2d]="16384 10" [heat3d]="640 10")
+for s in heat2d heat3d; do
+  bin="$G/bin/${s}_bbmmc_cuda_fast"
+  [[ -x "$bin" ]] || bin="$G/bin/${s}_bbmmc_cuda"
+  [[ -x "$bin" ]] || { echo "march_tune.sh: no $s sample staged" >&2; continue; }
+  read -r -a args <<<"${size[$s]}"
+  for r in "${marches[@]}"; do
+    trace="$OUT/march_${s}_$r.json"
+    if env BBMM_DEVICES=1 BBMM_SAMPLE_REFERENCE=0 BBMM_CUDA_MARCH="$r" BBMM_TRACE="$trace" \
+         timeout 60 "$bin" "${args[@]}" > "$OUT/march_${s}_$r.log" 2>&1; then
+      echo "$(python3 "$KT" "$trace" "$s" "${args[@]}") march=$r"
+    else
+      echo "march_tune.sh: $s march=$r failed (log: $OUT/march_${s}_$r.log)"
+    fi
+    rm -f "$trace"
+  done
+done
