@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Per-step kernel time of the bbmmc-compiled heat2d and heat3d (default-flags builds) for
 # several values of BBMM_CUDA_MARCH (values of the outermost grid coordinate each thread
-# runs; 1: one per thread), one GPU; builds nothing:
-#   bash bench/gpu/kernels/march_tune.sh STAGED_DIR [R...]      (default R: 1 4 16 32 64)
-# Prints one KERNEL line per run (kernel_time.py) with march=R appended; output under $OUT.
+# runs; 1: one per thread) and of BBMM_CUDA_BLOCK (TUNE_BLOCKS, default "32,8,1"), one
+# GPU; builds nothing:
+#   [TUNE_BLOCKS="32,8,1 64,4,1"] bash bench/gpu/kernels/march_tune.sh STAGED_DIR [R...]
+# (default R: 1 4 16 32 64). Prints one KERNEL line per run (kernel_time.py) with
+# march=R block=X,Y,Z appended; the runs' logs stay under $OUT only when they fail.
 set -uo pipefail
 G="$(cd "${1:-.gpu}" && pwd)" || exit 1
 shift || true
@@ -20,14 +22,19 @@ for s in heat2d heat3d; do
   [[ -x "$bin" ]] || bin="$G/bin/${s}_bbmmc_cuda"
   [[ -x "$bin" ]] || { echo "march_tune.sh: no $s sample staged" >&2; continue; }
   read -r -a args <<<"${size[$s]}"
-  for r in "${marches[@]}"; do
-    trace="$OUT/march_${s}_$r.json"
-    if env BBMM_DEVICES=1 BBMM_SAMPLE_REFERENCE=0 BBMM_CUDA_MARCH="$r" BBMM_TRACE="$trace" \
-         timeout 60 "$bin" "${args[@]}" > "$OUT/march_${s}_$r.log" 2>&1; then
-      echo "$(python3 "$KT" "$trace" "$s" "${args[@]}") march=$r"
-    else
-      echo "march_tune.sh: $s march=$r failed (log: $OUT/march_${s}_$r.log)"
-    fi
-    rm -f "$trace"
+  for b in ${TUNE_BLOCKS:-32,8,1}; do
+    for r in "${marches[@]}"; do
+      trace="$OUT/march_${s}_$r.json"
+      log="$OUT/march_${s}_${r}_${b//,/x}.log"
+      if env BBMM_DEVICES=1 BBMM_SAMPLE_REFERENCE=0 BBMM_CUDA_MARCH="$r" BBMM_CUDA_BLOCK="$b" \
+           CUDA_MODULE_LOADING=EAGER BBMM_TRACE="$trace" timeout 60 "$bin" "${args[@]}" \
+           > "$log" 2>&1; then
+        echo "$(python3 "$KT" "$trace" "$s" "${args[@]}" | grep '^KERNEL') march=$r block=$b"
+        rm -f "$log"
+      else
+        echo "march_tune.sh: $s march=$r block=$b failed (log: $log)"
+      fi
+      rm -f "$trace"
+    done
   done
 done
