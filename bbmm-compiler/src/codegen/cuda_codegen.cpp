@@ -1,8 +1,5 @@
 #include "codegen/cuda_codegen.h"
 
-#include <algorithm>
-#include <cctype>
-#include <functional>
 #include <set>
 #include <sstream>
 
@@ -61,48 +58,6 @@ bool phase_writes(const Scop& scop, const Phase& ph, int array) {
   return false;
 }
 
-// "text" is "<it>", "<it> + <k>" or "<it> - <k>" (k a decimal integer): sets the offset.
-bool iterator_offset(const std::string& text, const std::string& it, long* offset) {
-  if (text == it) {
-    *offset = 0;
-    return true;
-  }
-  if (text.size() < it.size() + 4 || text.compare(0, it.size() + 1, it + " ") != 0) return false;
-  const char sign = text[it.size() + 1];
-  if ((sign != '+' && sign != '-') || text[it.size() + 2] != ' ') return false;
-  const std::string num = text.substr(it.size() + 3);
-  if (num.empty() || num.size() > 6 || num.find_first_not_of("0123456789") != std::string::npos) {
-    return false;
-  }
-  *offset = (sign == '-' ? -1 : 1) * std::stol(num);
-  return true;
-}
-
-// True when identifier "it" occurs in "text".
-bool mentions(const std::string& text, const std::string& it) {
-  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  for (size_t pos = text.find(it); pos != std::string::npos; pos = text.find(it, pos + 1)) {
-    const bool before = pos > 0 && ident(text[pos - 1]);
-    const bool after = pos + it.size() < text.size() && ident(text[pos + it.size()]);
-    if (!before && !after) return true;
-  }
-  return false;
-}
-
-// Reads of an array the phase only reads, along the marched coordinate, kept in
-// registers: the reads A[..][i + c][..] (same other subscripts; "i" the marched
-// iterator) for c in [lo, hi] form a window that moves by one as i advances, so each
-// step loads only A[..][i + hi][..] and shifts the others.
-struct RotatingGroup {
-  int array = 0;
-  int dim = 0;                    // the subscript holding i + c
-  std::vector<std::string> subs;  // the subscripts (subs[dim] is one of them)
-  long lo = 0, hi = 0;
-  std::string reg(long c, int group) const {
-    return "bbmm_r" + std::to_string(group) + "_" + std::to_string(c - lo);
-  }
-};
-
 // The C++ spelling of a kernel's loop over grid coordinate "d" (grid-stride).
 std::string grid_loop(int d, const std::string& ind) {
   static const char* const kAxis[] = {"x", "y", "z"};
@@ -110,143 +65,6 @@ std::string grid_loop(int d, const std::string& ind) {
   return ind + "for (int64_t " + g + " = bbmm_c.lo[" + i + "] + (int64_t)blockIdx." + a +
          " * blockDim." + a + " + threadIdx." + a + "; " + g + " < bbmm_c.hi[" + i + "]; " + g +
          " += (int64_t)gridDim." + a + " * blockDim." + a + ")\n";
-}
-
-// The loops and body of a single-piece kernel with register rotation (see RotatingGroup),
-// or "" when the phase does not qualify.
-std::string rotating_body(
-    const Scop& scop, const ScopBoxes& boxes, int phase, const KernelSignature& sig,
-    const ThreadMapping& map,
-    const std::function<std::string(int, const std::vector<std::string>&)>& access) {
-  const Phase& ph = scop.phases[phase];
-  const int s = ph.statements[0];
-  const Statement& st = scop.statements[s];
-  const int ns = static_cast<int>(ph.serial_loops.size());
-  const int marched = map.dims - 1;
-  const std::string it = scop.loops[map.loops[0][marched]].c_name;
-  if (static_cast<int>(st.loops.size()) - ns != map.dims) return "";
-  std::vector<RotatingGroup> groups;
-  auto find_group = [&](int array, const std::vector<std::string>& subs, long* c) -> int {
-    for (size_t k = 0; k < groups.size(); ++k) {
-      const RotatingGroup& g = groups[k];
-      if (g.array != array || subs.size() != g.subs.size()) continue;
-      bool same = iterator_offset(subs[g.dim], it, c);
-      for (size_t d = 0; same && d < subs.size(); ++d) {
-        same = static_cast<int>(d) == g.dim || g.subs[d] == subs[d];
-      }
-      if (same) return static_cast<int>(k);
-    }
-    return -1;
-  };
-  rewrite_statement(scop, s, [&](int array, const std::vector<std::string>& subs) {
-    const std::string none = "x";
-    if (phase_writes(scop, ph, array)) return none;
-    int dim = -1;
-    long c = 0;
-    for (size_t d = 0; d < subs.size(); ++d) {
-      long off = 0;
-      if (iterator_offset(subs[d], it, &off)) {
-        if (dim >= 0) return none;
-        dim = static_cast<int>(d);
-        c = off;
-      } else if (mentions(subs[d], it)) {
-        return none;
-      }
-    }
-    if (dim < 0) return none;
-    long c2 = 0;
-    const int k = find_group(array, subs, &c2);
-    if (k >= 0) {
-      groups[k].lo = std::min(groups[k].lo, c);
-      groups[k].hi = std::max(groups[k].hi, c);
-    } else {
-      groups.push_back(RotatingGroup{array, dim, subs, c, c});
-    }
-    return none;
-  });
-  groups.erase(std::remove_if(groups.begin(), groups.end(),
-                              [](const RotatingGroup& g) { return g.hi == g.lo || g.hi - g.lo > 8; }),
-               groups.end());
-  if (groups.empty()) return "";
-  // The body must be the statement alone for every coordinate in the grid's ranges.
-  TileLoopOptions probe;
-  for (int d = 0; d < map.dims; ++d) {
-    probe.extra_params.push_back(grid_param(d));
-    probe.fixed[s].emplace_back(map.loops[0][d], grid_param(d));
-  }
-  probe.known = map.known;
-  const std::string body =
-      tile_loops(scop, boxes, phase, sig, probe,
-                 [](int, const std::vector<std::string>&, std::vector<std::string>& lines) {
-                   lines.push_back("S;");
-                 });
-  if (body.find("if (") != std::string::npos || body.find("for (") != std::string::npos) return "";
-
-  std::ostringstream os;
-  static const char* const kAxis[] = {"x", "y", "z"};
-  const std::string a = kAxis[marched], m = "bbmm_m" + std::to_string(marched),
-                    gm = grid_param(marched), ms = std::to_string(marched);
-  os << "  /* Register rotation along " << it << ", the marched coordinate. */\n";
-  os << "  for (int64_t " << m << " = bbmm_c.lo[" << ms << "] + ((int64_t)blockIdx." << a
-     << " * blockDim." << a << " + threadIdx." << a << ") * bbmm_c.march; " << m
-     << " < bbmm_c.hi[" << ms << "]; " << m << " += (int64_t)gridDim." << a << " * blockDim." << a
-     << " * bbmm_c.march)\n";
-  std::string ind = "    ";
-  for (int d = marched - 1; d >= 0; --d) {
-    os << grid_loop(d, ind);
-    ind += "  ";
-  }
-  os << ind << "{\n";
-  const std::string in = ind + "  ";
-  std::vector<std::string> bind;
-  for (int d = 0; d < map.dims; ++d) {
-    bind.push_back(scop.loops[map.loops[0][d]].c_name + " = " +
-                   (d == marched ? std::string("bbmm_it") : grid_param(d)));
-  }
-  os << in << "const int64_t bbmm_end = bbmm_min(bbmm_c.hi[" << ms << "], " << m
-     << " + bbmm_c.march);\n";
-  for (size_t k = 0; k < groups.size(); ++k) {
-    std::vector<std::string> regs;
-    for (long c = groups[k].lo; c <= groups[k].hi; ++c) regs.push_back(groups[k].reg(c, (int)k));
-    os << in << scop.arrays[groups[k].array].elem_type << " " << join(regs, ", ") << ";\n";
-  }
-  auto load = [&](const RotatingGroup& g, long c) {
-    std::vector<std::string> subs = g.subs;
-    subs[g.dim] = it + (c < 0 ? " - " + std::to_string(-c) : " + " + std::to_string(c));
-    return access(g.array, subs);
-  };
-  os << in << "{\n";
-  os << in << "  const int64_t bbmm_it = " << m << ";\n";
-  os << in << "  const int64_t " << join(bind, ", ") << ";\n";
-  for (size_t k = 0; k < groups.size(); ++k) {
-    for (long c = groups[k].lo; c < groups[k].hi; ++c) {
-      os << in << "  " << groups[k].reg(c, (int)k) << " = " << load(groups[k], c) << ";\n";
-    }
-  }
-  os << in << "}\n";
-  os << in << "for (int64_t " << gm << " = " << m << "; " << gm << " < bbmm_end; ++" << gm << ") {\n";
-  os << in << "  /* " << st.name << ": " << comment_safe(st.text) << " */\n";
-  os << in << "  const int64_t bbmm_it = " << gm << ";\n";
-  os << in << "  const int64_t " << join(bind, ", ") << ";\n";
-  for (size_t k = 0; k < groups.size(); ++k) {
-    os << in << "  " << groups[k].reg(groups[k].hi, (int)k) << " = " << load(groups[k], groups[k].hi)
-       << ";\n";
-  }
-  const std::string stmt =
-      rewrite_statement(scop, s, [&](int array, const std::vector<std::string>& subs) {
-        long c = 0;
-        const int k = find_group(array, subs, &c);
-        return k >= 0 ? groups[k].reg(c, k) : access(array, subs);
-      });
-  os << in << "  " << stmt << "\n";
-  for (size_t k = 0; k < groups.size(); ++k) {
-    for (long c = groups[k].lo; c < groups[k].hi; ++c) {
-      os << in << "  " << groups[k].reg(c, (int)k) << " = " << groups[k].reg(c + 1, (int)k) << ";\n";
-    }
-  }
-  os << in << "}\n";
-  os << ind << "}\n";
-  return os.str();
 }
 
 // The kernel of "phase": "pieces" picks the multi-piece variant.
@@ -323,17 +141,6 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
     }
     return p + "_d[(I)(" + idx + ")]";
   };
-
-  // Register rotation along the marched coordinate: single-piece kernels of a phase with
-  // one statement whose loops inside the phase are all mapped and whose instances fill
-  // the grid's ranges (no guard, no loop inside the thread).
-  if (!pieces && map.dims >= 2 && ph.statements.size() == 1) {
-    const std::string rotated = rotating_body(scop, boxes, phase, sig, map, access);
-    if (!rotated.empty()) {
-      os << rotated << "}\n\n";
-      return os.str();
-    }
-  }
 
   TileLoopOptions opts;
   std::string ind = "  ";
