@@ -7,6 +7,7 @@
 // and each CUDA file with nvcc when the build found one (skipped otherwise, saying so).
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +34,15 @@ struct InDir {
 
 const char kCudaSeparator[] = "--- STEM.cu ---\n";
 
+// Temporary files: under TEST_TMPDIR (the build tree, set by ctest) when set, named per
+// process so that parallel test processes never share one.
+std::filesystem::path temp_path(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::filesystem::path base =
+      dir && *dir ? std::filesystem::path(dir) : std::filesystem::temp_directory_path();
+  return base / (name + "_" + std::to_string(static_cast<long>(getpid())));
+}
+
 std::string generate(const std::string& input, const std::string& target, int* rc) {
   std::ostringstream out, err;
   if (target != "cuda") {
@@ -41,8 +51,7 @@ std::string generate(const std::string& input, const std::string& target, int* r
   }
   // The CUDA target writes two files.
   const std::filesystem::path stem =
-      std::filesystem::temp_directory_path() /
-      ("bbmm_codegen_" + std::filesystem::path(input).stem().string() + "_cuda");
+      temp_path("bbmm_codegen_" + std::filesystem::path(input).stem().string() + "_cudagen");
   *rc = run_bbmmc({input, "--target=cuda", "-o", stem.string() + ".c"}, out, err);
   std::string text = read_file(stem.string() + ".c") + kCudaSeparator +
                      read_file(stem.string() + ".cu");
@@ -61,9 +70,8 @@ void check(const std::filesystem::path& input, const std::string& target) {
   EXPECT_EQ(actual, generate(input.string(), target, &rc2)) << "generated code is not deterministic";
 
   // The generated file compiles (syntax and types) against the public headers.
-  const std::filesystem::path tmp =
-      std::filesystem::temp_directory_path() /
-      ("bbmm_codegen_" + input.stem().string() + "_" + target + ".c");
+  std::filesystem::path tmp = temp_path("bbmm_codegen_" + input.stem().string() + "_" + target);
+  tmp += ".c";
   const size_t sep = actual.find(kCudaSeparator);
   std::ofstream(tmp, std::ios::binary) << actual.substr(0, sep);
   const std::string cmd = "cc -std=c11 -fsyntax-only -Werror=implicit-function-declaration -I" +
