@@ -203,17 +203,21 @@ if wants samples; then
     bbmmc_sample "$s"
     for t in 1 4; do
       # shellcheck disable=SC2086  # the arguments are words
+      # (With 4 tiles, each thread of a 2-D/3-D kernel marches 3 values: partial chunks.)
+      march=32; (( t == 4 )) && march=3
       sample_step samples "bbmmc_${s}_1gpu_${t}t" "$s" "1gpu_${t}t" 3 env BBMM_BACKEND=cuda \
-        BBMM_DEVICES=1 BBMM_TILES_PER_DEVICE=$t BBMM_STATS=table "$B/$bin" $medium
+        BBMM_DEVICES=1 BBMM_TILES_PER_DEVICE=$t BBMM_CUDA_MARCH=$march BBMM_STATS=table \
+        "$B/$bin" $medium
       # shellcheck disable=SC2086
       sample_step samples "bbmmc_${s}_${twoname}_${t}t" "$s" "${twoname}_${t}t" 3 env \
         BBMM_BACKEND=cuda "${two[@]}" BBMM_TILES_PER_DEVICE=$t BBMM_STATS=table "$B/$bin" $medium
     done
     if [[ -n "$capacity" ]]; then
       # shellcheck disable=SC2086
+      # (Grids capped at 3 blocks per dimension: every kernel loops grid-stride.)
       sample_step samples "bbmmc_${s}_boxout" "$s" boxout 4 env BBMM_BACKEND=cuda \
-        BBMM_DEVICES=1 BBMM_TILES_PER_DEVICE=8 BBMM_DEVICE_MEMORY="$capacity" BBMM_STATS=json \
-        "$B/$bin" $medium
+        BBMM_DEVICES=1 BBMM_TILES_PER_DEVICE=8 BBMM_DEVICE_MEMORY="$capacity" \
+        BBMM_CUDA_GRID_CAP=3 BBMM_STATS=json "$B/$bin" $medium
     fi
   done
 fi

@@ -78,12 +78,12 @@ def fmt(x, spec="%.3f"):
 # Column headers of the samples table, by configuration (run_all.sh's names).
 SAMPLE_CONFIGS = {
     "1gpu_1t": "1 GPU, 1 tile",
-    "1gpu_4t": "1 GPU, 4 tiles",
+    "1gpu_4t": "1 GPU, 4 tiles (march 3)",
     "2gpu_1t": "2 GPUs, 1 tile each",
     "2gpu_4t": "2 GPUs, 4 tiles each",
     "2logical_1t": "2 logical devices of GPU 0, 1 tile each",
     "2logical_4t": "2 logical devices of GPU 0, 4 tiles each",
-    "boxout": "box-out, 1 GPU, 8 tiles (evictions)",
+    "boxout": "box-out, 1 GPU, 8 tiles, grids of <= 3 blocks per dimension (evictions)",
     "memcheck": "memcheck",
     "racecheck": "racecheck",
 }

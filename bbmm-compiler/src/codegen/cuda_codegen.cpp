@@ -284,7 +284,25 @@ static inline bool bbmm_cu_shape(int dims, const int64_t* lo, const int64_t* hi,
   else if (dims == 2) b[0] = (unsigned)s[0], b[1] = (unsigned)(s[1] * s[2]);
   else b[0] = (unsigned)s[0], b[1] = (unsigned)s[1], b[2] = (unsigned)s[2];
   if (dims == 0) b[0] = 1;
-  const int64_t cap[3] = {2147483647, 65535, 65535};
+  int64_t cap[3] = {2147483647, 65535, 65535};
+  /* BBMM_CUDA_GRID_CAP=B: at most B blocks per grid dimension (tests the grid-stride
+     loops with small grids). */
+  static int64_t grid_cap = 0;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* v = getenv("BBMM_CUDA_GRID_CAP");
+    if (!v || !*v) return;
+    char* end;
+    const long long c = strtoll(v, &end, 10);
+    if (*end || c < 1) {
+      fprintf(stderr, "bbmm: BBMM_CUDA_GRID_CAP='%s' is not a positive integer\n", v);
+      exit(1);
+    }
+    grid_cap = c;
+  });
+  for (int d = 0; d < 3; ++d) {
+    if (grid_cap > 0 && grid_cap < cap[d]) cap[d] = grid_cap;
+  }
   unsigned g[3] = {1, 1, 1};
   for (int d = 0; d < dims; ++d) {
     if (hi[d] <= lo[d]) return false;
