@@ -54,10 +54,10 @@ struct Range {
 };
 
 // A box from bbmmc's C text at "v"; nullopt when its guard is false.
-std::optional<std::vector<Range>> text_box(const Box& b, const Values& v) {
+std::optional<std::vector<Range>> text_box(const TileBox& b, const Values& v) {
   if (!c_eval(b.guard, v)) return std::nullopt;
   std::vector<Range> r;
-  for (const BoxDim& d : b.dims) r.push_back({c_eval(d.lo, v), c_eval(d.hi, v)});
+  for (const TileBoxDim& d : b.dims) r.push_back({c_eval(d.lo, v), c_eval(d.hi, v)});
   return r;
 }
 
@@ -359,7 +359,7 @@ class BoxesOracle {
         int64_t sum = 0;
         switch (ab.write_strategy) {
           case WriteStrategy::kExactBoxes:
-            for (const Box& b : ab.write_boxes)
+            for (const TileBox& b : ab.write_boxes)
               if (auto x = text_box(b, v)) add_elements(*x, declared, &sum);
             break;
           case WriteStrategy::kPerRow:
@@ -378,7 +378,7 @@ class BoxesOracle {
       }
       // Flow-out.
       ElemSet fbox;
-      for (const Box& b : ab.flow_out)
+      for (const TileBox& b : ab.flow_out)
         if (auto x = text_box(b, v)) add_elements(*x, fbox);
       for (const RowEnumeration& r : ab.flow_out_rows) add_rows(r, v, fbox, nullptr);
       EXPECT_TRUE(std::includes(fbox.begin(), fbox.end(), F.begin(), F.end()))

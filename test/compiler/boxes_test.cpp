@@ -97,7 +97,7 @@ TEST(BoxesJacobi2d, WorkedExample) {
       if (hi <= N - 2 && hi - 1 != lo) want.push_back(CBox{{hi - 1, 1}, {hi, N - 1}});
       if (hi <= N - 2 && hi - 1 == lo && lo < 2) want.push_back(CBox{{hi - 1, 1}, {hi, N - 1}});
       std::vector<CBox> got;
-      for (const Box& f : b->flow_out)
+      for (const TileBox& f : b->flow_out)
         if (auto c = eval_box(f, v)) got.push_back(*c);
       EXPECT_EQ(union_volume(got), union_volume(want)) << "lo=" << lo << " hi=" << hi;
       std::vector<CBox> both = got;

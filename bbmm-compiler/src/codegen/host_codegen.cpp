@@ -36,11 +36,11 @@ std::string access_name(BoxAccess a) {
 
 // Prints, indented by "ind", the call "fn(tile, array, rank, lo, hi[, mode], ...)" for "box",
 // under its guard.
-void emit_box(std::ostream& os, const std::string& ind, const Box& box, const std::string& call,
+void emit_box(std::ostream& os, const std::string& ind, const TileBox& box, const std::string& call,
               const std::string& array, const std::string& tail) {
   const size_t rank = box.dims.size();
   std::vector<std::string> lo, hi;
-  for (const BoxDim& d : box.dims) {
+  for (const TileBoxDim& d : box.dims) {
     lo.push_back(cx(d.lo));
     hi.push_back(cx(d.hi));
   }
@@ -311,7 +311,7 @@ class ScopGenerator {
       if (!ab || (ab->flow_out.empty() && ab->flow_out_rows.empty())) continue;
       const std::string arr = "bbmm_x->" + s_.arrays[a].c_name;
       os << "  /* " << s_.arrays[a].c_name << ": what other tiles read of what this tile wrote */\n";
-      for (const Box& box : ab->flow_out) emit_box(os, "  ", box, "bbmm_gen_flow_out", arr, "");
+      for (const TileBox& box : ab->flow_out) emit_box(os, "  ", box, "bbmm_gen_flow_out", arr, "");
       for (const RowEnumeration& rows : ab->flow_out_rows) {
         emit_rows(os, "  ", rows, "bbmm_gen_flow_out", arr, "");
       }

@@ -150,14 +150,14 @@ isl::set box_set_from_bounds(const isl::space& set_space, const std::vector<isl:
   return r.coalesce();
 }
 
-Box make_box(const isl::set& s, const isl::set& context) {
-  Box b;
+TileBox make_box(const isl::set& s, const isl::set& context) {
+  TileBox b;
   int n = isl_set_dim(s.get(), isl_dim_set);
   b.guard_set = s.params().coalesce();
   isl::set ectx = align(context, b.guard_set.space()).intersect(align(b.guard_set, context.space()));
   std::vector<isl::pw_aff> mins, maxs;
   for (int d = 0; d < n; ++d) {
-    BoxDim bd;
+    TileBoxDim bd;
     bd.min = isl::manage(isl_set_dim_min(s.copy(), d)).coalesce();
     bd.max = isl::manage(isl_set_dim_max(s.copy(), d)).coalesce();
     bd.lo = c_expr(bd.min, ectx);
@@ -269,10 +269,10 @@ int64_t CBox::volume() const {
   return v;
 }
 
-std::optional<CBox> eval_box(const Box& b, const Values& v) {
+std::optional<CBox> eval_box(const TileBox& b, const Values& v) {
   if (!eval_cond(b.guard_set, v)) return std::nullopt;
   CBox c;
-  for (const BoxDim& d : b.dims) {
+  for (const TileBoxDim& d : b.dims) {
     auto mn = eval(d.min, v), mx = eval(d.max, v);
     if (!mn || !mx) return std::nullopt;
     c.lo.push_back(*mn);

@@ -44,7 +44,7 @@ isl::set pw_le_set(const isl::pw_aff& a, const isl::pw_aff& b);
 
 // The bounding box of "s" (a set of array elements over parameters), with the C
 // expressions valid in "context" (a parameter set). The box's set is the exact hull.
-Box make_box(const isl::set& s, const isl::set& context);
+TileBox make_box(const isl::set& s, const isl::set& context);
 
 // C text of "pa" (resp. the condition "guard") assuming "context".
 std::string c_expr(const isl::pw_aff& pa, const isl::set& context);
@@ -70,7 +70,7 @@ struct CBox {
   bool empty() const;
   int64_t volume() const;
 };
-std::optional<CBox> eval_box(const Box& b, const Values& v);  // nullopt: guard false
+std::optional<CBox> eval_box(const TileBox& b, const Values& v);  // nullopt: guard false
 CBox hull(const CBox& a, const CBox& b);
 int64_t union_volume(const std::vector<CBox>& boxes);
 

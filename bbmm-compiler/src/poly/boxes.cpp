@@ -40,15 +40,15 @@ std::vector<isl::basic_set> basic_sets(const isl::set& s) {
 }
 
 // "w" as a few disjoint boxes each equal to a piece of it, or nullopt.
-std::optional<std::vector<Box>> exact_boxes(const isl::set& w, const isl::set& ctx) {
+std::optional<std::vector<TileBox>> exact_boxes(const isl::set& w, const isl::set& ctx) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     isl::set s = attempt == 0 ? w.coalesce() : isl::manage(isl_set_make_disjoint(w.copy()));
     std::vector<isl::basic_set> bs = basic_sets(s);
     if (bs.empty() || static_cast<int>(bs.size()) > kMaxWriteBoxes) continue;
-    std::vector<Box> boxes;
+    std::vector<TileBox> boxes;
     bool ok = true;
     for (const isl::basic_set& b : bs) {
-      Box box = make_box(isl::set(b), ctx);
+      TileBox box = make_box(isl::set(b), ctx);
       if (!box.set.is_equal(isl::set(b))) {
         ok = false;
         break;
@@ -203,9 +203,9 @@ bool reads_from_outside(const Scop& scop, const std::vector<isl::map>& raw, cons
   return !readers.subtract(inside).is_empty();
 }
 
-std::vector<CBox> eval_all(const std::vector<Box>& boxes, const Values& v) {
+std::vector<CBox> eval_all(const std::vector<TileBox>& boxes, const Values& v) {
   std::vector<CBox> out;
-  for (const Box& b : boxes)
+  for (const TileBox& b : boxes)
     if (auto c = eval_box(b, v)) out.push_back(*c);
   return out;
 }
@@ -253,7 +253,7 @@ ArrayBoxes array_boxes(int a, const std::vector<AccessImage>& imgs, const isl::s
   // convex_waste_limit of their union (summed over the samples).
   std::vector<std::vector<size_t>> groups;
   std::vector<isl::set> gsets;
-  std::vector<Box> gboxes;
+  std::vector<TileBox> gboxes;
   for (size_t i = 0; i < imgs.size(); ++i) {
     bool dup = false;
     for (size_t g = 0; g < groups.size() && !dup; ++g)
@@ -267,7 +267,7 @@ ArrayBoxes array_boxes(int a, const std::vector<AccessImage>& imgs, const isl::s
     gsets.push_back(imgs[i].image);
     gboxes.push_back(ab.access_boxes[i]);
   }
-  auto waste_ok = [&](const Box& x, const Box& y) {
+  auto waste_ok = [&](const TileBox& x, const TileBox& y) {
     int64_t vh = 0, vu = 0;
     for (const Values& v : samples.all) {
       auto cx = eval_box(x, v), cy = eval_box(y, v);
@@ -296,7 +296,7 @@ ArrayBoxes array_boxes(int a, const std::vector<AccessImage>& imgs, const isl::s
       }
   }
   ab.choice = groups.size() == 1 ? BoxChoice::kConvex : BoxChoice::kDisjoint;
-  Box convex = groups.size() == 1 ? gboxes[0] : make_box(all, ctx);
+  TileBox convex = groups.size() == 1 ? gboxes[0] : make_box(all, ctx);
   for (const Values& v : samples.all) {
     if (auto c = eval_box(convex, v)) ab.convex_volume += c->volume();
     ab.disjoint_volume += union_volume(eval_all(gboxes, v));
@@ -344,11 +344,11 @@ void add_flow_out(ArrayBoxes& ab, const isl::set& f, const isl::set& ctx) {
       b = isl::manage(isl_basic_set_remove_divs(b.copy()));
       ab.flow_out_note = "pieces with strides are flowed out as their hull without the strides, cut to the write set";
     }
-    Box box = make_box(isl::set(b), ctx);
+    TileBox box = make_box(isl::set(b), ctx);
     if (box.set.is_subset(ab.write_set) || ab.write_strategy == WriteStrategy::kSingleDevice) {
       ab.flow_out.push_back(std::move(box));
     } else if (ab.write_strategy == WriteStrategy::kExactBoxes) {
-      for (const Box& wb : ab.write_boxes) {
+      for (const TileBox& wb : ab.write_boxes) {
         isl::set x = wb.set.intersect(box.set);
         if (!x.is_empty()) ab.flow_out.push_back(make_box(x, ctx));
       }
@@ -360,9 +360,9 @@ void add_flow_out(ArrayBoxes& ab, const isl::set& f, const isl::set& ctx) {
   }
   // Pieces with the same bounds (e.g. one row reached from either side) become one box
   // whose guard is the union of theirs.
-  std::vector<Box> merged;
-  for (Box& b : ab.flow_out) {
-    auto same = std::find_if(merged.begin(), merged.end(), [&](const Box& m) {
+  std::vector<TileBox> merged;
+  for (TileBox& b : ab.flow_out) {
+    auto same = std::find_if(merged.begin(), merged.end(), [&](const TileBox& m) {
       if (m.dims.size() != b.dims.size()) return false;
       for (size_t d = 0; d < m.dims.size(); ++d)
         if (m.dims[d].lo != b.dims[d].lo || m.dims[d].hi != b.dims[d].hi) return false;

@@ -39,19 +39,20 @@ enum class BoxAccess { kRead = 1, kWrite = 2, kReadWrite = 3 };
 const char* box_access_name(BoxAccess a);  // "READ", "WRITE", "READ_WRITE"
 
 // One dimension of a box: elements lo <= x < hi.
-struct BoxDim {
+struct TileBoxDim {
   std::string lo;    // C expression (inclusive lower bound)
   std::string hi;    // C expression (exclusive upper bound: the isl maximum + 1)
   isl::pw_aff min;   // isl: the inclusive minimum (isl_set_dim_min), defined where nonempty
   isl::pw_aff max;   // isl: the inclusive maximum (isl_set_dim_max)
 };
 
-// A rectangular box of one array, valid (nonempty) where "guard" holds.
-struct Box {
-  std::vector<BoxDim> dims;  // one per array dimension, outermost first
-  std::string guard;         // C condition under which the box is nonempty; "1" if always
-  isl::set guard_set;        // isl: the parameter set of "guard"
-  isl::set set;              // isl: the box itself as a set of array elements (exact hull)
+// A rectangular box of one array for one tile, valid (nonempty) where "guard" holds: its
+// bounds are functions of the tile (not the runtime's concrete bbmm::Box, include/bbmm/box.h).
+struct TileBox {
+  std::vector<TileBoxDim> dims;  // one per array dimension, outermost first
+  std::string guard;             // C condition under which the box is nonempty; "1" if always
+  isl::set guard_set;            // isl: the parameter set of "guard"
+  isl::set set;                  // isl: the box itself as a set of array elements (exact hull)
 };
 
 // A union of row segments, for a write set (or flow-out set) that is not a union of a few
@@ -60,7 +61,7 @@ struct Box {
 // [seg_lo, seg_hi) where seg_guard holds. seg_lo/seg_hi/seg_guard are C expressions that may
 // also use bbmm_r0.. . Rank-1 arrays never need this (their sets are intervals or rejected).
 struct RowEnumeration {
-  Box rows;               // over the first rank-1 dimensions
+  TileBox rows;           // over the first rank-1 dimensions
   std::string seg_lo;     // C, inclusive
   std::string seg_hi;     // C, exclusive
   std::string seg_guard;  // C condition for a nonempty segment in this row; "1" if always
@@ -86,7 +87,7 @@ struct ArrayBoxes {
 
   // The bounding box of each access's image (for reports; "accesses" indexes Scop::accesses).
   std::vector<int> accesses;
-  std::vector<Box> access_boxes;
+  std::vector<TileBox> access_boxes;
 
   // What to require: the boxes to pass to bbmm_tile_require, each with its mode. With
   // kConvex, one box (the hull of all accesses); with kDisjoint, one box per group of
@@ -94,7 +95,7 @@ struct ArrayBoxes {
   // kPerRow write strategy, the written rows are additionally in "write_rows", and the
   // required boxes covering them are kReadWrite (never kWrite).
   BoxChoice choice = BoxChoice::kConvex;
-  std::vector<Box> required;
+  std::vector<TileBox> required;
   std::vector<BoxAccess> required_mode;  // parallel to "required"
   // The rule and the numbers behind "choice", evaluated at the representative parameter
   // values (BoxOptions::params and a middle tile): elements covered by the convex hull, by
@@ -107,7 +108,7 @@ struct ArrayBoxes {
   // Writes (empty unless "written").
   WriteStrategy write_strategy = WriteStrategy::kExactBoxes;
   std::string write_reason;     // why this strategy
-  std::vector<Box> write_boxes;  // kExactBoxes: pairwise disjoint, union == the write set
+  std::vector<TileBox> write_boxes;  // kExactBoxes: pairwise disjoint, union == the write set
   std::vector<RowEnumeration> write_rows;  // kPerRow
   isl::set write_set;           // isl: the exact elements the tile writes
 
@@ -121,7 +122,7 @@ struct ArrayBoxes {
   // form, and the boxes are the pieces' hulls: they may hold elements the tile does not
   // write; the runtime pushes only what the tile's device holds valid (its directory),
   // so this costs transfers, never correctness.
-  std::vector<Box> flow_out;
+  std::vector<TileBox> flow_out;
   std::vector<RowEnumeration> flow_out_rows;
   isl::set flow_out_set;  // isl: the exact flow-out elements
   std::string flow_out_note;  // where the boxes hold more than flow_out_set, why (else "")

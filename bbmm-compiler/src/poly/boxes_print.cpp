@@ -10,7 +10,7 @@ namespace bbmm::compiler {
 
 namespace {
 
-std::string box_text(const Box& b) {
+std::string box_text(const TileBox& b) {
   std::string s;
   for (size_t d = 0; d < b.dims.size(); ++d) {
     if (d) s += " x ";
@@ -76,7 +76,7 @@ void print_boxes(std::ostream& out, const Scop& scop, const ScopBoxes& bx) {
       out << "    array " << ai.c_name << ":" << (ab.read ? " read" : "") << (ab.written ? " written" : "") << "\n";
       for (size_t i = 0; i < ab.accesses.size(); ++i) {
         const Access& acc = scop.accesses[ab.accesses[i]];
-        const Box& b = ab.access_boxes[i];
+        const TileBox& b = ab.access_boxes[i];
         out << "      " << (acc.kind == AccessKind::kWrite ? "write " : "read ") << acc.tag() << " " << acc.text
             << ": " << box_text(b) << "\n";
         for (size_t d = 0; d < b.dims.size(); ++d)
@@ -89,7 +89,7 @@ void print_boxes(std::ostream& out, const Scop& scop, const ScopBoxes& bx) {
         out << "      require " << box_access_name(ab.required_mode[i]) << " " << box_text(ab.required[i]) << "\n";
       if (ab.written) {
         out << "      write: " << write_strategy_name(ab.write_strategy) << " (" << ab.write_reason << ")\n";
-        for (const Box& b : ab.write_boxes) out << "        " << box_text(b) << "\n";
+        for (const TileBox& b : ab.write_boxes) out << "        " << box_text(b) << "\n";
         for (const RowEnumeration& r : ab.write_rows) print_rows(out, r, "        ");
         size_t n = ab.flow_out.size() + ab.flow_out_rows.size();
         if (n == 0) {
@@ -99,7 +99,7 @@ void print_boxes(std::ostream& out, const Scop& scop, const ScopBoxes& bx) {
           if (!ab.flow_out_rows.empty()) out << ", " << ab.flow_out_rows.size() << " row enumeration(s)";
           if (!ab.flow_out_note.empty()) out << " (" << ab.flow_out_note << ")";
           out << "\n";
-          for (const Box& b : ab.flow_out) out << "        " << box_text(b) << "\n";
+          for (const TileBox& b : ab.flow_out) out << "        " << box_text(b) << "\n";
           for (const RowEnumeration& r : ab.flow_out_rows) print_rows(out, r, "        ");
           out << "        isl: " << str(ab.flow_out_set) << "\n";
         }
