@@ -22,7 +22,7 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   return r;
 }
 
-// Box expressions come from isl's printer; use the prelude's helpers.
+// Box expressions come from isl's printer; use the helpers of bbmm/generated_support.h.
 std::string cx(const std::string& e) { return rename_isl_macros(e); }
 
 std::string access_name(BoxAccess a) {
@@ -608,145 +608,19 @@ bool generate_scop(const Scop& scop, const ScopBoxes& boxes, const CodegenOption
 
 std::string generated_prelude(const CodegenOptions& opts) {
   std::ostringstream os;
-  os << R"(/* ---- bbmmc: helpers of the generated code (libbbmm's public C API only) ---- */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "bbmm/bbmm.h"
-)";
-  if (opts.target == Target::kOpenCL) os << "#define CL_TARGET_OPENCL_VERSION 120\n#include <CL/cl.h>\n";
+  os << "/* ---- bbmmc: helpers of the generated code (bbmm/generated_support.h) ---- */\n";
   if (opts.target == Target::kCuda) {
     os << "/* The kernels and their launch functions are in the CUDA file generated with this "
           "one. */\n";
   }
-  os << R"(
-static inline int64_t bbmm_min(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t bbmm_max(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t bbmm_floord(int64_t n, int64_t d) {
-  int64_t q = n / d;
-  return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q;
-}
-
-/* A failed runtime call ends the program: the generated function keeps its original
-   signature and has no way to return an error. */
-static inline void bbmm_gen_check(bbmm_status s, const char* what) {
-  if (s != BBMM_OK) {
-    fprintf(stderr, "bbmm: %s failed: %s\n", what, bbmm_last_error_message());
-    exit(1);
+  switch (opts.target) {
+    case Target::kHost: os << "#define BBMM_GEN_TARGET BBMM_BACKEND_HOST\n"; break;
+    case Target::kCuda: os << "#define BBMM_GEN_TARGET BBMM_BACKEND_CUDA\n"; break;
+    case Target::kOpenCL: os << "#define BBMM_GEN_TARGET BBMM_BACKEND_OPENCL\n"; break;
   }
-}
-
-static inline void* bbmm_gen_calloc(size_t n) {
-  void* p = calloc(1, n);
-  if (!p) {
-    fprintf(stderr, "bbmm: out of host memory (%zu bytes)\n", n);
-    exit(1);
-  }
-  return p;
-}
-
-/* The runtime of this file, created on first use from the BBMM_* environment and destroyed
-   at exit (after printing the statistics when BBMM_STATS is "table", "1" or "json").
-   Not thread-safe: call the generated functions from one thread at a time. */
-static bbmm_runtime* bbmm_gen_rt;
-static int bbmm_gen_tiles_per_device = 1;
-
-static inline void bbmm_gen_exit(void) {
-  const char* s = getenv("BBMM_STATS");
-  if (bbmm_gen_rt && s && *s && strcmp(s, "0") != 0) {
-    fflush(stdout);
-    if (strcmp(s, "json") == 0) bbmm_stats_print_json(bbmm_gen_rt, stdout);
-    else bbmm_stats_print(bbmm_gen_rt, stdout);
-    fflush(stdout);
-  }
-  if (bbmm_gen_rt) bbmm_runtime_destroy(bbmm_gen_rt);
-  bbmm_gen_rt = NULL;
-}
-
-static inline bbmm_runtime* bbmm_gen_runtime(void) {
-  if (!bbmm_gen_rt) {
-    bbmm_options o;
-    bbmm_gen_check(bbmm_options_init(&o), "reading the BBMM_* environment");
-)";
-  if (opts.target == Target::kHost) {
-    os << R"(    if (o.backend == BBMM_BACKEND_AUTO) o.backend = BBMM_BACKEND_HOST;
-    if (o.backend != BBMM_BACKEND_HOST) {
-      fprintf(stderr, "bbmm: this program was generated with --target=host: its kernels run "
-                      "on the host backend only (unset BBMM_BACKEND or set it to 'host')\n");
-      exit(1);
-    }
-)";
-  } else if (opts.target == Target::kCuda) {
-    os << R"(    if (o.backend == BBMM_BACKEND_AUTO) o.backend = BBMM_BACKEND_CUDA;
-    if (o.backend != BBMM_BACKEND_CUDA) {
-      fprintf(stderr, "bbmm: this program was generated with --target=cuda: its kernels run "
-                      "on the CUDA backend only (unset BBMM_BACKEND or set it to 'cuda')\n");
-      exit(1);
-    }
-)";
-  } else {
-    os << R"(    if (o.backend == BBMM_BACKEND_AUTO) o.backend = BBMM_BACKEND_OPENCL;
-    if (o.backend != BBMM_BACKEND_OPENCL) {
-      fprintf(stderr, "bbmm: this program was generated with --target=opencl: its kernels run "
-                      "on the OpenCL backend only (unset BBMM_BACKEND or set it to 'opencl')\n");
-      exit(1);
-    }
-)";
-  }
-  os << R"(    const char* t = getenv("BBMM_TILES_PER_DEVICE");
-    if (t && *t) {
-      char* end;
-      long v = strtol(t, &end, 10);
-      if (*end || v < 1 || v > 4096) {
-        fprintf(stderr, "bbmm: BBMM_TILES_PER_DEVICE='%s' is not an integer in [1, 4096]\n", t);
-        exit(1);
-      }
-      bbmm_gen_tiles_per_device = (int)v;
-    }
-    bbmm_gen_check(bbmm_runtime_create(&o, &bbmm_gen_rt), "bbmm_runtime_create");
-    atexit(bbmm_gen_exit);
-  }
-  return bbmm_gen_rt;
-}
-
-/* Requires box [lo, hi) unless it is empty; counts the boxes required. */
-static inline void bbmm_gen_require(bbmm_tile* t, bbmm_array* a, int rank, const int64_t* lo,
-                             const int64_t* hi, bbmm_access mode, int* count) {
-  for (int d = 0; d < rank; ++d) {
-    if (lo[d] >= hi[d]) return;
-  }
-  bbmm_gen_check(bbmm_tile_require(t, a, lo, hi, mode), "bbmm_tile_require");
-  ++*count;
-}
-
-/* Flows out box [lo, hi) unless it is empty. */
-static inline void bbmm_gen_flow_out(bbmm_tile* t, bbmm_array* a, int rank, const int64_t* lo,
-                              const int64_t* hi) {
-  for (int d = 0; d < rank; ++d) {
-    if (lo[d] >= hi[d]) return;
-  }
-  bbmm_gen_check(bbmm_tile_flow_out(t, a, lo, hi), "bbmm_tile_flow_out");
-}
-)";
-  if (opts.target == Target::kHost) {
-    os << R"(
-/* The address of element "idx" in the piece holding it (access-function split). */
-static inline void* bbmm_gen_at(const bbmm_piece* p, int n, int rank, const int64_t* idx,
-                                size_t elem_size, const char* array) {
-  for (int k = 0; k < n; ++k) {
-    if (bbmm_piece_contains(&p[k], rank, idx)) return bbmm_piece_at(&p[k], elem_size, rank, idx);
-  }
-  fprintf(stderr, "bbmm: internal error: an element of '%s' is in none of the tile's %d pieces\n",
-          array, n);
-  abort();
-}
-)";
-  } else if (opts.target == Target::kOpenCL) {
-    os << opencl_prelude();
-  }
-  os << "/* ---- end of the helpers ---- */\n\n";
+  // The OpenCL helpers need CL/cl.h: they have a header of their own.
+  os << "#include \"bbmm/generated_support" << (opts.target == Target::kOpenCL ? "_opencl" : "")
+     << ".h\"\n\n";
   return os.str();
 }
 

@@ -49,8 +49,9 @@ bool generate_file(const Program& prog, const std::vector<GeneratedScop>& gen,
 std::string generate_device_file(const Program& prog, const std::vector<GeneratedScop>& gen,
                                  const CodegenOptions& opts);
 
-// The definitions every generated file starts with (includes, helpers, the lazily created
-// runtime); printed once per file, before the first generated block.
+// What every generated file starts with: the target (BBMM_GEN_TARGET) and the include of
+// the helpers (include/bbmm/generated_support.h: arithmetic, checks, the lazily created
+// runtime, box requests); printed once per file, before the first generated block.
 std::string generated_prelude(const CodegenOptions& opts);
 
 }  // namespace bbmm::compiler

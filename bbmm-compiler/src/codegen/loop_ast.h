@@ -1,7 +1,7 @@
 #pragma once
 // Loops from isl's AST generator, printed as C: the serial loops of the host code and the
 // intra-tile loops of the kernels. Expressions use bbmm_min/bbmm_max/bbmm_floord (defined by
-// the generated prelude) instead of isl's min/max/floord macros.
+// include/bbmm/generated_support.h) instead of isl's min/max/floord macros.
 
 #include <functional>
 #include <string>

@@ -1,16 +1,14 @@
 #pragma once
 // OpenCL target (--target=opencl): kernels as OpenCL C source strings compiled at run time
 // on the queue's context, one work-item per value of the partitioned iterator, and the
-// host-side launch functions that bind the pieces' buffers.
+// host-side launch functions that bind the pieces' buffers. The helpers they share (program
+// cache, argument binding, error checks) are in include/bbmm/generated_support_opencl.h.
 
 #include <string>
 
 #include "codegen/kernel_codegen.h"
 
 namespace bbmm::compiler {
-
-// Helpers the OpenCL launch functions share (program cache, error checks).
-std::string opencl_prelude();
 
 // The kernel source and the launch functions "<name>_launch" / "<name>_launch_pieces" of
 // "phase" (same argument block as the host target).

@@ -1,0 +1,181 @@
+/* Helpers of the C files bbmmc generates (docs/codegen.md): integer arithmetic of the
+ * bounds isl prints, error checks, the runtime of the file (created on first use from the
+ * BBMM_* environment), box requests that skip empty boxes, and the piece lookup of the host
+ * target's multi-piece kernels. Uses libbbmm's public C API only.
+ *
+ * A generated file names its target before including this header:
+ *
+ *   #define BBMM_GEN_TARGET BBMM_BACKEND_HOST   (or BBMM_BACKEND_CUDA, BBMM_BACKEND_OPENCL)
+ *   #include "bbmm/generated_support.h"
+ *
+ * The OpenCL target includes bbmm/generated_support_opencl.h instead (it needs CL/cl.h).
+ * Plain C (C99 and later; also valid C++). Every function is static inline: each
+ * generated file has its own copy and its own runtime.
+ * Thread-safety: bbmm_gen_runtime is not thread-safe; call the generated functions from
+ * one thread at a time. The other functions are. */
+#ifndef BBMM_GENERATED_SUPPORT_H_
+#define BBMM_GENERATED_SUPPORT_H_
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bbmm/bbmm.h"
+#include "bbmm/view.h"
+
+#ifndef BBMM_GEN_TARGET
+#error "define BBMM_GEN_TARGET (BBMM_BACKEND_HOST, BBMM_BACKEND_CUDA or BBMM_BACKEND_OPENCL) before including bbmm/generated_support.h"
+#endif
+
+/* --- Arithmetic of isl's bounds (isl's min, max and floord, renamed) ------------------- */
+
+static inline int64_t bbmm_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t bbmm_max(int64_t a, int64_t b) { return a > b ? a : b; }
+/* floor(n / d) for d != 0, for every sign of n and d (C's "/" truncates toward zero). */
+static inline int64_t bbmm_floord(int64_t n, int64_t d) {
+  int64_t q = n / d;
+  return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q;
+}
+
+/* --- Errors ---------------------------------------------------------------------------- */
+
+/* Ends the program when "s" is not BBMM_OK, printing "what" and the runtime's message: the
+ * generated functions keep their original signatures and have no way to return an error. */
+static inline void bbmm_gen_check(bbmm_status s, const char* what) {
+  if (s != BBMM_OK) {
+    fprintf(stderr, "bbmm: %s failed: %s\n", what, bbmm_last_error_message());
+    exit(1);
+  }
+}
+
+/* "n" zeroed bytes from calloc; ends the program when there is no memory. */
+static inline void* bbmm_gen_calloc(size_t n) {
+  void* p = calloc(1, n);
+  if (!p) {
+    fprintf(stderr, "bbmm: out of host memory (%zu bytes)\n", n);
+    exit(1);
+  }
+  return p;
+}
+
+/* --- The runtime of the generated file ------------------------------------------------- */
+
+/* The name of "target" in bbmmc's --target option ("cuda"), and in messages ("CUDA"). */
+static inline const char* bbmm_gen_target_option(bbmm_backend_kind target) {
+  switch (target) {
+    case BBMM_BACKEND_HOST: return "host";
+    case BBMM_BACKEND_CUDA: return "cuda";
+    case BBMM_BACKEND_OPENCL: return "opencl";
+    default: return "auto";
+  }
+}
+static inline const char* bbmm_gen_target_label(bbmm_backend_kind target) {
+  switch (target) {
+    case BBMM_BACKEND_HOST: return "host";
+    case BBMM_BACKEND_CUDA: return "CUDA";
+    case BBMM_BACKEND_OPENCL: return "OpenCL";
+    default: return "automatic";
+  }
+}
+
+/* Parses "text", the value of BBMM_TILES_PER_DEVICE: an integer in [1, 4096] (leading
+ * white space allowed, nothing after it). Returns 1 and sets "*out" when it is one; returns 0
+ * and leaves "*out" alone otherwise (also for "" and NULL). */
+static inline int bbmm_gen_parse_tiles_per_device(const char* text, int* out) {
+  char* end;
+  long v;
+  if (!text) return 0;
+  v = strtol(text, &end, 10);
+  if (end == text || *end || v < 1 || v > 4096) return 0;
+  *out = (int)v;
+  return 1;
+}
+
+/* The runtime of this file and the tiles per device of every phase
+ * (BBMM_TILES_PER_DEVICE, default 1). */
+static bbmm_runtime* bbmm_gen_rt;
+static int bbmm_gen_tiles_per_device = 1;
+
+/* At exit: prints the statistics when BBMM_STATS is "table", "1" or "json", then
+ * destroys the runtime. */
+static inline void bbmm_gen_exit(void) {
+  const char* s = getenv("BBMM_STATS");
+  if (bbmm_gen_rt && s && *s && strcmp(s, "0") != 0) {
+    fflush(stdout);
+    if (strcmp(s, "json") == 0) bbmm_stats_print_json(bbmm_gen_rt, stdout);
+    else bbmm_stats_print(bbmm_gen_rt, stdout);
+    fflush(stdout);
+  }
+  if (bbmm_gen_rt) bbmm_runtime_destroy(bbmm_gen_rt);
+  bbmm_gen_rt = NULL;
+}
+
+/* The runtime of this file, created on first use from the BBMM_* environment with the
+ * backend of BBMM_GEN_TARGET (the kernels of a file run on that backend only), and
+ * destroyed at exit. Ends the program, saying why, when BBMM_BACKEND names another backend,
+ * when BBMM_TILES_PER_DEVICE is malformed, or when the runtime cannot be created. */
+static inline bbmm_runtime* bbmm_gen_runtime(void) {
+  if (!bbmm_gen_rt) {
+    const bbmm_backend_kind target = BBMM_GEN_TARGET;
+    const char* t;
+    bbmm_options o;
+    bbmm_gen_check(bbmm_options_init(&o), "reading the BBMM_* environment");
+    if (o.backend == BBMM_BACKEND_AUTO) o.backend = target;
+    if (o.backend != target) {
+      fprintf(stderr,
+              "bbmm: this program was generated with --target=%s: its kernels run on the %s "
+              "backend only (unset BBMM_BACKEND or set it to '%s')\n",
+              bbmm_gen_target_option(target), bbmm_gen_target_label(target),
+              bbmm_gen_target_option(target));
+      exit(1);
+    }
+    t = getenv("BBMM_TILES_PER_DEVICE");
+    if (t && *t && !bbmm_gen_parse_tiles_per_device(t, &bbmm_gen_tiles_per_device)) {
+      fprintf(stderr, "bbmm: BBMM_TILES_PER_DEVICE='%s' is not an integer in [1, 4096]\n", t);
+      exit(1);
+    }
+    bbmm_gen_check(bbmm_runtime_create(&o, &bbmm_gen_rt), "bbmm_runtime_create");
+    atexit(bbmm_gen_exit);
+  }
+  return bbmm_gen_rt;
+}
+
+/* --- Boxes of a tile ------------------------------------------------------------------- */
+
+/* Requires box [lo, hi) (rank "rank") of "a" for tile "t" with "mode", unless it is empty
+ * (some lo[d] >= hi[d]: a guard of the box was true but the tile holds nothing of it);
+ * counts the boxes required in "*count". Ends the program when the runtime fails. */
+static inline void bbmm_gen_require(bbmm_tile* t, bbmm_array* a, int rank, const int64_t* lo,
+                                    const int64_t* hi, bbmm_access mode, int* count) {
+  for (int d = 0; d < rank; ++d) {
+    if (lo[d] >= hi[d]) return;
+  }
+  bbmm_gen_check(bbmm_tile_require(t, a, lo, hi, mode), "bbmm_tile_require");
+  ++*count;
+}
+
+/* Flows out box [lo, hi) of "a" for tile "t" unless it is empty. Ends the program when the
+ * runtime fails. */
+static inline void bbmm_gen_flow_out(bbmm_tile* t, bbmm_array* a, int rank, const int64_t* lo,
+                                     const int64_t* hi) {
+  for (int d = 0; d < rank; ++d) {
+    if (lo[d] >= hi[d]) return;
+  }
+  bbmm_gen_check(bbmm_tile_flow_out(t, a, lo, hi), "bbmm_tile_flow_out");
+}
+
+/* The address of element "idx" (rank "rank", elements of "elem_size" bytes) in the first of
+ * the "n" pieces "p" holding it (the host target's access-function split). An element in
+ * no piece is a bug of bbmmc: prints "array" and aborts. */
+static inline void* bbmm_gen_at(const bbmm_piece* p, int n, int rank, const int64_t* idx,
+                                size_t elem_size, const char* array) {
+  for (int k = 0; k < n; ++k) {
+    if (bbmm_piece_contains(&p[k], rank, idx)) return bbmm_piece_at(&p[k], elem_size, rank, idx);
+  }
+  fprintf(stderr, "bbmm: internal error: an element of '%s' is in none of the tile's %d pieces\n",
+          array, n);
+  abort();
+}
+
+#endif /* BBMM_GENERATED_SUPPORT_H_ */

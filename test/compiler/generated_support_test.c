@@ -1,0 +1,397 @@
+/* Tests of include/bbmm/generated_support.h, the helpers every C file bbmmc generates
+ * includes. Built twice: as C11 (this file) and as C++ (generated_support_test.cpp includes
+ * it), because generated files are C and users may compile them as C++.
+ * - bbmm_floord, bbmm_min, bbmm_max against a brute-force floor division over all signs;
+ * - bbmm_gen_at on pieces with padding against direct indexing of the array;
+ * - BBMM_TILES_PER_DEVICE: the parser on a table of values, and bbmm_gen_runtime in a
+ *   child process (exit status and message for a malformed value and for another backend);
+ * - bbmm_gen_require and bbmm_gen_flow_out on the host backend (2 devices): empty boxes
+ *   are skipped (not counted, not required, nothing flowed out), nonempty ones reach the
+ *   runtime (the flowed-out row is on the other device before its tile asks for it).
+ * Prints each failed check and exits nonzero when one failed. */
+#define _POSIX_C_SOURCE 200809L
+
+#define BBMM_GEN_TARGET BBMM_BACKEND_HOST
+#include "bbmm/generated_support.h"
+
+#if defined(__unix__)
+#include <sys/wait.h>
+#include <unistd.h>
+#define BBMM_TEST_HAVE_FORK 1
+#endif
+
+static int failures = 0;
+static int checks = 0;
+
+#define CHECK(cond)                                                                \
+  do {                                                                             \
+    ++checks;                                                                      \
+    if (!(cond)) {                                                                 \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
+      ++failures;                                                                  \
+    }                                                                              \
+  } while (0)
+
+#define CHECK_EQ(a, b, what)                                                            \
+  do {                                                                                  \
+    long long va_ = (long long)(a), vb_ = (long long)(b);                               \
+    ++checks;                                                                           \
+    if (va_ != vb_) {                                                                   \
+      fprintf(stderr, "%s:%d: %s: %s is %lld, expected %lld\n", __FILE__, __LINE__, what, \
+              #a, va_, vb_);                                                            \
+      ++failures;                                                                       \
+    }                                                                                   \
+  } while (0)
+
+/* floor(n / d) by search: the q with q*d <= n < (q+1)*d (d > 0) or q*d >= n > (q+1)*d
+ * (d < 0). */
+static int64_t brute_floor_div(int64_t n, int64_t d) {
+  for (int64_t q = -1000; q <= 1000; ++q) {
+    if (d > 0 && q * d <= n && n < (q + 1) * d) return q;
+    if (d < 0 && q * d >= n && n > (q + 1) * d) return q;
+  }
+  fprintf(stderr, "brute_floor_div(%lld, %lld): no quotient in range\n", (long long)n, (long long)d);
+  abort();
+}
+
+static void test_arithmetic(void) {
+  char what[64];
+  for (int64_t n = -60; n <= 60; ++n) {
+    for (int64_t d = -9; d <= 9; ++d) {
+      if (d == 0) continue;
+      snprintf(what, sizeof what, "bbmm_floord(%lld, %lld)", (long long)n, (long long)d);
+      CHECK_EQ(bbmm_floord(n, d), brute_floor_div(n, d), what);
+    }
+  }
+  /* Far from zero, where a floating-point floor would round. */
+  CHECK_EQ(bbmm_floord(INT64_MAX, 2), INT64_MAX / 2, "bbmm_floord(INT64_MAX, 2)");
+  CHECK_EQ(bbmm_floord(-INT64_MAX, 2), -(INT64_MAX / 2) - 1, "bbmm_floord(-INT64_MAX, 2)");
+  CHECK_EQ(bbmm_floord(INT64_MIN, 1), INT64_MIN, "bbmm_floord(INT64_MIN, 1)");
+  CHECK_EQ(bbmm_floord(-(INT64_C(1) << 62) - 1, INT64_C(1) << 61), -3, "bbmm_floord(-2^62-1, 2^61)");
+  CHECK_EQ(bbmm_min(-3, 2), -3, "bbmm_min");
+  CHECK_EQ(bbmm_min(INT64_MIN, INT64_MAX), INT64_MIN, "bbmm_min");
+  CHECK_EQ(bbmm_max(-3, 2), 2, "bbmm_max");
+  CHECK_EQ(bbmm_max(INT64_MIN, INT64_MAX), INT64_MAX, "bbmm_max");
+}
+
+/* A 6 x 8 array of ints held in three pieces, each in a buffer of its own with a padded
+ * row stride and a byte offset: rows [0, 3) whole, rows [3, 6) split at column 4. */
+enum { kRows = 6, kCols = 8 };
+
+static int value_of(int64_t i, int64_t j) { return (int)(100 * i + j); }
+
+static void test_gen_at(void) {
+  static int buf[3][64];
+  bbmm_piece p[3];
+  const int64_t lo[3][2] = {{0, 0}, {3, 0}, {3, 4}};
+  const int64_t hi[3][2] = {{3, 8}, {6, 4}, {6, 8}};
+  const int64_t stride[3] = {9, 5, 4}; /* row strides in elements (>= the width) */
+  const uint64_t offset[3] = {0, 2 * sizeof(int), 5 * sizeof(int)};
+  memset(p, 0, sizeof p);
+  memset(buf, 0, sizeof buf);
+  for (int k = 0; k < 3; ++k) {
+    p[k].lo[0] = lo[k][0];
+    p[k].lo[1] = lo[k][1];
+    p[k].hi[0] = hi[k][0];
+    p[k].hi[1] = hi[k][1];
+    p[k].stride[0] = stride[k];
+    p[k].stride[1] = 1;
+    p[k].data = buf[k];
+    p[k].offset = offset[k];
+    for (int64_t i = lo[k][0]; i < hi[k][0]; ++i) {
+      for (int64_t j = lo[k][1]; j < hi[k][1]; ++j) {
+        int* at = (int*)((char*)buf[k] + offset[k]) + (i - lo[k][0]) * stride[k] + (j - lo[k][1]);
+        *at = value_of(i, j);
+      }
+    }
+  }
+  for (int64_t i = 0; i < kRows; ++i) {
+    for (int64_t j = 0; j < kCols; ++j) {
+      const int64_t idx[2] = {i, j};
+      const int* at = (const int*)bbmm_gen_at(p, 3, 2, idx, sizeof(int), "A");
+      char what[64];
+      snprintf(what, sizeof what, "A[%lld][%lld] through bbmm_gen_at", (long long)i, (long long)j);
+      CHECK_EQ(*at, value_of(i, j), what);
+      const int k = i < 3 ? 0 : (j < 4 ? 1 : 2);
+      CHECK((const char*)at >= (const char*)buf[k] && (const char*)at < (const char*)(buf[k] + 64));
+    }
+  }
+  /* One piece: direct addressing of a 3-D box. */
+  {
+    static double box[2 * 3 * 4];
+    bbmm_piece one;
+    memset(&one, 0, sizeof one);
+    const int64_t l[3] = {5, -1, 10}, h[3] = {7, 2, 14};
+    for (int d = 0; d < 3; ++d) {
+      one.lo[d] = l[d];
+      one.hi[d] = h[d];
+    }
+    one.stride[0] = 12;
+    one.stride[1] = 4;
+    one.stride[2] = 1;
+    one.data = box;
+    for (int n = 0; n < 24; ++n) box[n] = n;
+    int n = 0;
+    for (int64_t a = 5; a < 7; ++a)
+      for (int64_t b = -1; b < 2; ++b)
+        for (int64_t c = 10; c < 14; ++c, ++n) {
+          const int64_t idx[3] = {a, b, c};
+          CHECK(bbmm_gen_at(&one, 1, 3, idx, sizeof(double), "B") == (void*)&box[n]);
+        }
+  }
+}
+
+static void test_parse_tiles_per_device(void) {
+  static const struct {
+    const char* text;
+    int ok;
+    int value;
+  } cases[] = {
+      {"1", 1, 1},       {"4", 1, 4},      {"4096", 1, 4096}, {" 17", 1, 17}, {"+3", 1, 3},
+      {"0", 0, 0},       {"-2", 0, 0},     {"4097", 0, 0},    {"", 0, 0},     {" ", 0, 0},
+      {"2x", 0, 0},      {"x2", 0, 0},     {"3 ", 0, 0},      {"1.5", 0, 0},  {"0x10", 0, 0},
+      {"99999999999999999999999", 0, 0},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+    int v = -7;
+    char what[96];
+    snprintf(what, sizeof what, "bbmm_gen_parse_tiles_per_device(\"%s\")", cases[c].text);
+    CHECK_EQ(bbmm_gen_parse_tiles_per_device(cases[c].text, &v), cases[c].ok, what);
+    CHECK_EQ(v, cases[c].ok ? cases[c].value : -7, what);
+  }
+  {
+    int v = -7;
+    CHECK_EQ(bbmm_gen_parse_tiles_per_device(NULL, &v), 0, "NULL");
+    CHECK_EQ(v, -7, "NULL");
+  }
+}
+
+#ifdef BBMM_TEST_HAVE_FORK
+/* Runs bbmm_gen_runtime() in a child process with "name"="value" in its environment; the
+ * child exits 0 after printing bbmm_gen_tiles_per_device when the runtime was created.
+ * Returns the child's exit status (-1 if it did not exit) and its stderr and stdout in
+ * "out" (truncated to "size"). */
+static int run_child(const char* name, const char* value, char* out, size_t size) {
+  int fd[2];
+  if (pipe(fd) != 0) abort();
+  fflush(stdout);
+  fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) abort();
+  if (pid == 0) {
+    dup2(fd[1], 1);
+    dup2(fd[1], 2);
+    close(fd[0]);
+    close(fd[1]);
+    setenv(name, value, 1);
+    bbmm_gen_runtime();
+    printf("tiles per device %d\n", bbmm_gen_tiles_per_device);
+    exit(0);
+  }
+  close(fd[1]);
+  size_t n = 0;
+  for (;;) {
+    const ssize_t r = read(fd[0], out + n, size - 1 - n);
+    if (r <= 0) break;
+    n += (size_t)r;
+    if (n == size - 1) break;
+  }
+  out[n] = '\0';
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void check_child(const char* name, const char* value, int want_status, const char* want_text) {
+  char out[1024];
+  const int status = run_child(name, value, out, sizeof out);
+  char what[128];
+  snprintf(what, sizeof what, "exit status with %s='%s'", name, value);
+  CHECK_EQ(status, want_status, what);
+  if (!strstr(out, want_text)) {
+    fprintf(stderr, "%s:%d: with %s='%s' the output is \"%s\", expected it to contain \"%s\"\n",
+            __FILE__, __LINE__, name, value, out, want_text);
+    ++failures;
+  }
+  ++checks;
+}
+#endif
+
+static void test_runtime_environment(void) {
+#ifdef BBMM_TEST_HAVE_FORK
+  check_child("BBMM_TILES_PER_DEVICE", "3", 0, "tiles per device 3");
+  check_child("BBMM_TILES_PER_DEVICE", "", 0, "tiles per device 1");
+  check_child("BBMM_TILES_PER_DEVICE", "0", 1,
+              "bbmm: BBMM_TILES_PER_DEVICE='0' is not an integer in [1, 4096]\n");
+  check_child("BBMM_TILES_PER_DEVICE", "4x", 1,
+              "bbmm: BBMM_TILES_PER_DEVICE='4x' is not an integer in [1, 4096]\n");
+  check_child("BBMM_BACKEND", "opencl", 1,
+              "bbmm: this program was generated with --target=host: its kernels run on the host "
+              "backend only (unset BBMM_BACKEND or set it to 'host')\n");
+  check_child("BBMM_BACKEND", "host", 0, "tiles per device 1");
+#else
+  printf("generated_support_test: no fork() here: bbmm_gen_runtime's exits are not tested\n");
+#endif
+}
+
+/* The host kernels of the flow-out test: "fill" writes value_of(i, j) into box [lo, hi) of
+ * the tile's single piece, "copy" copies that box to "out" (a kOutCols-wide host array). */
+enum { kOutCols = 4 };
+typedef struct box_args {
+  bbmm_piece piece;
+  int64_t lo[2], hi[2];
+  int* out;
+} box_args;
+
+static void fill_kernel(const bbmm_launch_info* info, void* args) {
+  const box_args* a = (const box_args*)args;
+  (void)info;
+  for (int64_t i = a->lo[0]; i < a->hi[0]; ++i) {
+    for (int64_t j = a->lo[1]; j < a->hi[1]; ++j) {
+      const int64_t idx[2] = {i, j};
+      *(int*)bbmm_piece_at(&a->piece, sizeof(int), 2, idx) = value_of(i, j);
+    }
+  }
+}
+
+static void copy_kernel(const bbmm_launch_info* info, void* args) {
+  const box_args* a = (const box_args*)args;
+  (void)info;
+  for (int64_t i = a->lo[0]; i < a->hi[0]; ++i) {
+    for (int64_t j = a->lo[1]; j < a->hi[1]; ++j) {
+      const int64_t idx[2] = {i, j};
+      a->out[(i - a->lo[0]) * kOutCols + (j - a->lo[1])] =
+          *(const int*)bbmm_piece_at(&a->piece, sizeof(int), 2, idx);
+    }
+  }
+}
+
+/* Bytes moved between devices so far. */
+static uint64_t device_bytes(bbmm_runtime* rt) {
+  bbmm_stats s;
+  bbmm_gen_check(bbmm_synchronize(rt), "bbmm_synchronize");
+  bbmm_gen_check(bbmm_stats_get(rt, -1, &s), "bbmm_stats_get");
+  return s.bytes_d2d + s.bytes_peer;
+}
+
+/* Runs one tile on "dev" requiring box [lo, hi) of "a" with "mode" and launching "kernel"
+ * (if any) on it with "out". */
+static void run_tile(bbmm_runtime* rt, int dev, bbmm_array* a, const int64_t lo[2],
+                     const int64_t hi[2], bbmm_access mode, bbmm_kernel_fn kernel, int* out) {
+  bbmm_tile* t = NULL;
+  bbmm_view v;
+  int count = 0;
+  bbmm_gen_check(bbmm_tile_begin(rt, dev, &t), "bbmm_tile_begin");
+  bbmm_gen_require(t, a, 2, lo, hi, mode, &count);
+  CHECK_EQ(count, 1, "boxes required");
+  bbmm_gen_check(bbmm_tile_acquire(t), "bbmm_tile_acquire");
+  bbmm_gen_check(bbmm_tile_view(t, a, &v), "bbmm_tile_view");
+  CHECK_EQ(v.npieces, 1, "pieces of the view");
+  if (kernel && v.npieces == 1) {
+    box_args args;
+    memset(&args, 0, sizeof args);
+    args.piece = v.pieces[0];
+    memcpy(args.lo, lo, sizeof args.lo);
+    memcpy(args.hi, hi, sizeof args.hi);
+    args.out = out;
+    bbmm_gen_check(bbmm_tile_launch(t, kernel, &args, sizeof args), "bbmm_tile_launch");
+  }
+  bbmm_gen_check(bbmm_tile_release(t), "bbmm_tile_release");
+}
+
+static void test_require_and_flow_out(void) {
+  static int host[kRows][kCols];
+  const int64_t ext[2] = {kRows, kCols};
+  const int64_t all_lo[2] = {0, 0}, all_hi[2] = {kRows, kCols};
+  bbmm_runtime* rt = bbmm_gen_runtime();
+  bbmm_array* a = NULL;
+  bbmm_tile* t = NULL;
+  bbmm_view v;
+  int count = 0;
+  CHECK(bbmm_gen_runtime() == rt);
+  CHECK_EQ(bbmm_device_count(rt), 2, "devices");
+  for (int i = 0; i < kRows; ++i)
+    for (int j = 0; j < kCols; ++j) host[i][j] = -1;
+  bbmm_gen_check(bbmm_array_register(rt, "A", host, sizeof(int), 2, ext, NULL, 0, &a), "register");
+  /* Device 1 holds the whole array (an unused instance after its tile), so that what device
+     0 flows out is pushed there. */
+  run_tile(rt, 1, a, all_lo, all_hi, BBMM_READ, NULL, NULL);
+  bbmm_gen_check(bbmm_tile_begin(rt, 0, &t), "bbmm_tile_begin");
+  {
+    /* Empty in one dimension, inverted, then the box [1, 3) x [2, 6). */
+    const int64_t lo0[2] = {1, 2}, hi0[2] = {1, 6};
+    const int64_t lo1[2] = {1, 6}, hi1[2] = {3, 2};
+    const int64_t lo2[2] = {1, 2}, hi2[2] = {3, 6};
+    bbmm_gen_require(t, a, 2, lo0, hi0, BBMM_READ, &count);
+    CHECK_EQ(count, 0, "boxes required after an empty box");
+    bbmm_gen_require(t, a, 2, lo1, hi1, BBMM_READ, &count);
+    CHECK_EQ(count, 0, "boxes required after an inverted box");
+    bbmm_gen_require(t, a, 2, lo2, hi2, BBMM_WRITE, &count);
+    CHECK_EQ(count, 1, "boxes required after a nonempty box");
+    bbmm_gen_check(bbmm_tile_acquire(t), "bbmm_tile_acquire");
+    bbmm_gen_check(bbmm_tile_view(t, a, &v), "bbmm_tile_view");
+    /* Only the nonempty box was required: one piece, inside what device 0 allocated for it. */
+    CHECK_EQ(v.npieces, 1, "pieces of the view");
+    if (v.npieces == 1) {
+      box_args args;
+      memset(&args, 0, sizeof args);
+      args.piece = v.pieces[0];
+      memcpy(args.lo, lo2, sizeof args.lo);
+      memcpy(args.hi, hi2, sizeof args.hi);
+      bbmm_gen_check(bbmm_tile_launch(t, fill_kernel, &args, sizeof args), "bbmm_tile_launch");
+    }
+  }
+  {
+    /* Empty boxes flow nothing out; then row 2 of the written box goes to device 1. */
+    const int64_t lo0[2] = {2, 2}, hi0[2] = {3, 2};
+    const int64_t lo1[2] = {5, 2}, hi1[2] = {2, 6};
+    const int64_t lo2[2] = {2, 2}, hi2[2] = {3, 6};
+    const uint64_t before = device_bytes(rt);
+    bbmm_gen_flow_out(t, a, 2, lo0, hi0);
+    bbmm_gen_flow_out(t, a, 2, lo1, hi1);
+    CHECK_EQ(device_bytes(rt) - before, 0, "bytes between devices after empty flow-outs");
+    bbmm_gen_flow_out(t, a, 2, lo2, hi2);
+    CHECK_EQ(device_bytes(rt) - before, 4 * sizeof(int), "bytes between devices after the flow-out");
+  }
+  bbmm_gen_check(bbmm_tile_release(t), "bbmm_tile_release");
+  {
+    /* Device 1 finds row 2 in place (no copy) and with the values device 0 wrote. */
+    int out[kOutCols];
+    const int64_t lo[2] = {2, 2}, hi[2] = {3, 6};
+    const uint64_t before = device_bytes(rt);
+    run_tile(rt, 1, a, lo, hi, BBMM_READ, copy_kernel, out);
+    CHECK_EQ(device_bytes(rt) - before, 0, "bytes between devices for a tile reading row 2 on device 1");
+    for (int j = 0; j < kOutCols; ++j) CHECK_EQ(out[j], value_of(2, 2 + j), "row 2 on device 1");
+  }
+  bbmm_gen_check(bbmm_array_unregister(rt, a), "bbmm_array_unregister");
+  for (int i = 0; i < kRows; ++i) {
+    for (int j = 0; j < kCols; ++j) {
+      char what[64];
+      snprintf(what, sizeof what, "host A[%d][%d] after unregistering", i, j);
+      CHECK_EQ(host[i][j], i >= 1 && i < 3 && j >= 2 && j < 6 ? value_of(i, j) : -1, what);
+    }
+  }
+  /* The runtime is destroyed at exit (bbmm_gen_exit). */
+}
+
+int main(void) {
+  /* The environment of the tests: the host backend on 2 devices, nothing printed at exit. */
+  setenv("BBMM_BACKEND", "host", 1);
+  setenv("BBMM_DEVICES", "2", 1);
+  unsetenv("BBMM_TILES_PER_DEVICE");
+  unsetenv("BBMM_STATS");
+  test_arithmetic();
+  test_gen_at();
+  test_parse_tiles_per_device();
+  test_runtime_environment(); /* forks: before this process starts runtime threads */
+  test_require_and_flow_out();
+  printf("generated_support_test (%s): %d checks, %d failed\n",
+#ifdef __cplusplus
+         "C++",
+#else
+         "C",
+#endif
+         checks, failures);
+  return failures == 0 ? 0 : 1;
+}
