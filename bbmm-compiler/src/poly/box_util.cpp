@@ -11,34 +11,6 @@
 
 namespace bbmm::compiler {
 
-namespace {
-
-int param_pos(isl_space* sp, const std::string& name) {
-  return isl_space_find_dim_by_name(sp, isl_dim_param, name.c_str());
-}
-
-// "s" with the constraint sum(coef * x) + cst >= 0 over set dims / params.
-isl::set add_ineq(isl::set s, const std::vector<std::pair<int, int>>& set_coefs,
-                  const std::vector<std::pair<std::string, int>>& param_coefs, int cst) {
-  isl_space* sp = isl_set_get_space(s.get());
-  isl_constraint* c = isl_constraint_alloc_inequality(isl_local_space_from_space(isl_space_copy(sp)));
-  for (auto [d, k] : set_coefs) c = isl_constraint_set_coefficient_si(c, isl_dim_set, d, k);
-  for (auto& [n, k] : param_coefs) {
-    int p = param_pos(sp, n);
-    if (p < 0) {
-      isl_space_free(sp);
-      isl_constraint_free(c);
-      throw std::logic_error("boxes: missing parameter " + n);
-    }
-    c = isl_constraint_set_coefficient_si(c, isl_dim_param, p, k);
-  }
-  c = isl_constraint_set_constant_si(c, cst);
-  isl_space_free(sp);
-  return isl::manage(isl_set_add_constraint(s.release(), c));
-}
-
-}  // namespace
-
 isl::set align(const isl::set& x, const isl::space& model) {
   return isl::manage(isl_set_align_params(x.copy(), model.copy()));
 }
@@ -63,42 +35,6 @@ isl::map add_param(isl::map m, const std::string& name) {
   isl_map* r = isl_map_add_dims(m.release(), isl_dim_param, 1);
   r = isl_map_set_dim_name(r, isl_dim_param, n, name.c_str());
   return isl::manage(r);
-}
-
-isl::set tile_instances(const Statement& stmt, const TileFrame& frame, bool with_tile) {
-  isl::set d = stmt.domain;
-  for (const std::string& n : frame.serial_names) d = add_param(d, n);
-  if (with_tile)
-    for (size_t k = 0; k < frame.part_depths.size(); ++k) {
-      d = add_param(d, frame.lo_params[k]);
-      d = add_param(d, frame.hi_params[k]);
-    }
-  for (size_t i = 0; i < frame.serial_names.size(); ++i) {
-    int p = isl_set_find_dim_by_name(d.get(), isl_dim_param, frame.serial_names[i].c_str());
-    d = isl::manage(isl_set_equate(d.release(), isl_dim_param, p, isl_dim_set, i));
-  }
-  if (with_tile)
-    for (size_t k = 0; k < frame.part_depths.size(); ++k) {
-      int x = frame.part_depths[k];
-      d = add_ineq(d, {{x, 1}}, {{frame.lo_params[k], -1}}, 0);   // x - lo >= 0
-      d = add_ineq(d, {{x, -1}}, {{frame.hi_params[k], 1}}, -1);  // hi - x - 1 >= 0
-    }
-  return d;
-}
-
-isl::set outside_instances(const Statement& stmt, const TileFrame& frame) {
-  isl::set u = stmt.domain;
-  for (size_t k = 0; k < frame.part_depths.size(); ++k) {
-    u = add_param(u, frame.lo_params[k]);
-    u = add_param(u, frame.hi_params[k]);
-  }
-  isl::set out = isl::manage(isl_set_empty(isl_set_get_space(u.get())));
-  for (size_t k = 0; k < frame.part_depths.size(); ++k) {
-    int x = frame.part_depths[k];
-    out = out.unite(add_ineq(u, {{x, -1}}, {{frame.lo_params[k], 1}}, -1));  // lo - x - 1 >= 0
-    out = out.unite(add_ineq(u, {{x, 1}}, {{frame.hi_params[k], -1}}, 0));   // x - hi >= 0
-  }
-  return out.coalesce();
 }
 
 isl::set pw_le_set(const isl::pw_aff& a, const isl::pw_aff& b) {
@@ -170,6 +106,12 @@ TileBox make_box(const isl::set& s, const isl::set& context) {
   b.guard = c_cond(b.guard_set, context);
   b.set = box_set_from_bounds(s.space(), mins, maxs);
   return b;
+}
+
+std::vector<isl::basic_set> basic_sets(const isl::set& s) {
+  std::vector<isl::basic_set> v;
+  s.foreach_basic_set([&](isl::basic_set b) { v.push_back(b); });
+  return v;
 }
 
 std::optional<RowEnumeration> make_rows(const isl::set& s, const isl::set& context) {

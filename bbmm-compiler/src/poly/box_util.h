@@ -1,7 +1,7 @@
 #pragma once
 // Helpers shared by the partition, boxes and flow-out passes: the parameter space of a tile
-// (scop parameters, serial iterators, tile parameters), the tile's statement instances,
-// boxes of parametric sets with their C expressions, and evaluation at concrete values.
+// (scop parameters, serial iterators, tile parameters), boxes of parametric sets with their
+// C expressions, and evaluation at concrete values.
 
 #include <cstdint>
 #include <map>
@@ -13,15 +13,6 @@
 
 namespace bbmm::compiler {
 
-// The tile of one phase: which statement dimensions are serial (equated to parameters
-// named after the serial loops) and which are partitioned (bounded by lo/hi parameters).
-struct TileFrame {
-  std::vector<std::string> serial_names;  // one per serial loop of the phase (C names)
-  std::vector<int> part_depths;           // statement dimensions partitioned (0, 1 or 2)
-  std::vector<std::string> lo_params;     // parallel to part_depths
-  std::vector<std::string> hi_params;
-};
-
 // "x" with its parameters aligned to (extended by) those of "model".
 isl::set align(const isl::set& x, const isl::space& model);
 isl::pw_aff align(const isl::pw_aff& x, const isl::space& model);
@@ -30,14 +21,6 @@ isl::space align(const isl::space& x, const isl::space& model);
 // "s" with the parameter "name" added at the end (if missing).
 isl::set add_param(isl::set s, const std::string& name);
 isl::map add_param(isl::map m, const std::string& name);
-
-// The instances of "stmt" in the tile "frame": its domain with the serial dimensions equal
-// to the serial parameters and lo <= x < hi on the partitioned dimensions ("with_tile").
-isl::set tile_instances(const Statement& stmt, const TileFrame& frame, bool with_tile = true);
-
-// The instances of "stmt" outside the tile "frame" (some partitioned dimension outside
-// [lo, hi)); the serial dimensions are free.
-isl::set outside_instances(const Statement& stmt, const TileFrame& frame);
 
 // A parameter set "lo <= x" style helpers over pw_affs on a parameter domain.
 isl::set pw_le_set(const isl::pw_aff& a, const isl::pw_aff& b);
@@ -49,6 +32,9 @@ TileBox make_box(const isl::set& s, const isl::set& context);
 // C text of "pa" (resp. the condition "guard") assuming "context".
 std::string c_expr(const isl::pw_aff& pa, const isl::set& context);
 std::string c_cond(const isl::set& guard, const isl::set& context);
+
+// The basic sets of "s", in isl's order.
+std::vector<isl::basic_set> basic_sets(const isl::set& s);
 
 // "s" as a per-row enumeration (rank >= 2), or nullopt when some row is not one interval.
 std::optional<RowEnumeration> make_rows(const isl::set& s, const isl::set& context);

@@ -33,12 +33,6 @@ namespace {
 
 constexpr int kMaxWriteBoxes = 4;
 
-std::vector<isl::basic_set> basic_sets(const isl::set& s) {
-  std::vector<isl::basic_set> v;
-  s.foreach_basic_set([&](isl::basic_set b) { v.push_back(b); });
-  return v;
-}
-
 // "w" as a few disjoint boxes each equal to a piece of it, or nullopt.
 std::optional<std::vector<TileBox>> exact_boxes(const isl::set& w, const isl::set& ctx) {
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -331,53 +325,6 @@ ArrayBoxes array_boxes(int a, const std::vector<AccessImage>& imgs, const isl::s
   return ab;
 }
 
-void add_flow_out(ArrayBoxes& ab, const isl::set& f, const isl::set& ctx) {
-  if (f.is_null() || f.is_empty()) return;
-  ab.flow_out_set = f.coalesce();
-  for (const isl::basic_set& b0 : basic_sets(ab.flow_out_set)) {
-    // A piece with existentially quantified variables (a stride, a parity) would need
-    // floor divisions in every bound, and isl's work on those grows quickly (minutes for
-    // a diagonal write, found by the brute-force oracle's random nests). Such a piece is
-    // flowed out as its shadow without them: a superset, still cut to the write set below.
-    isl::basic_set b = b0;
-    if (isl_basic_set_dim(b.get(), isl_dim_div) > 0) {
-      b = isl::manage(isl_basic_set_remove_divs(b.copy()));
-      ab.flow_out_note = "pieces with strides are flowed out as their hull without the strides, cut to the write set";
-    }
-    TileBox box = make_box(isl::set(b), ctx);
-    if (box.set.is_subset(ab.write_set) || ab.write_strategy == WriteStrategy::kSingleDevice) {
-      ab.flow_out.push_back(std::move(box));
-    } else if (ab.write_strategy == WriteStrategy::kExactBoxes) {
-      for (const TileBox& wb : ab.write_boxes) {
-        isl::set x = wb.set.intersect(box.set);
-        if (!x.is_empty()) ab.flow_out.push_back(make_box(x, ctx));
-      }
-    } else if (auto rows = make_rows(ab.write_set.intersect(box.set), ctx)) {
-      ab.flow_out_rows.push_back(std::move(*rows));
-    } else {
-      ab.flow_out.push_back(std::move(box));
-    }
-  }
-  // Pieces with the same bounds (e.g. one row reached from either side) become one box
-  // whose guard is the union of theirs.
-  std::vector<TileBox> merged;
-  for (TileBox& b : ab.flow_out) {
-    auto same = std::find_if(merged.begin(), merged.end(), [&](const TileBox& m) {
-      if (m.dims.size() != b.dims.size()) return false;
-      for (size_t d = 0; d < m.dims.size(); ++d)
-        if (m.dims[d].lo != b.dims[d].lo || m.dims[d].hi != b.dims[d].hi) return false;
-      return true;
-    });
-    if (same == merged.end()) {
-      merged.push_back(std::move(b));
-      continue;
-    }
-    isl::set u = same->set.unite(b.set).coalesce();
-    *same = make_box(u, ctx);
-  }
-  ab.flow_out = std::move(merged);
-}
-
 }  // namespace
 
 ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
@@ -419,19 +366,7 @@ ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
   for (size_t q = 0; q < np; ++q)
     for (int st : scop.phases[q].statements) phase_of[st] = static_cast<int>(q);
   const std::vector<isl::map> raw = sorted_maps(scop.deps.raw);  // for reads_from_outside
-  TilePlan plan;
-  plan.partition_of_phase.assign(np, 0);
-  plan.partitioned.assign(np, false);
-  plan.frames.resize(np);
-  for (const Partition& part : out.partitions)
-    for (size_t k = 0; k < part.phases.size(); ++k) {
-      int p = part.phases[k];
-      plan.partition_of_phase[p] = part.id;
-      plan.partitioned[p] = !part.dims.empty();
-      std::vector<int> pl;
-      for (const PartitionDim& d : part.dims) pl.push_back(d.loops[k]);
-      plan.frames[p] = make_frame(scop, p, pl);
-    }
+  const TilePlan plan = make_tile_plan(scop, out.partitions);
   for (size_t p = 0; p < np; ++p) {
     const Partition& part = out.partitions[plan.partition_of_phase[p]];
     PhaseBoxes pb;
@@ -454,7 +389,7 @@ ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
     for (auto& [a, imgs] : by_array) {
       std::sort(imgs.begin(), imgs.end(), [](const AccessImage& x, const AccessImage& y) { return x.access < y.access; });
       ArrayBoxes ab = array_boxes(a, imgs, pb.tile_domain_context, samples, opts, part.dims.empty());
-      if (ab.written) add_flow_out(ab, flow_out_set(scop, plan, p, a), pb.tile_domain_context);
+      if (ab.written) compute_flow_out(scop, plan, p, pb.tile_domain_context, ab);
       if (ab.write_strategy == WriteStrategy::kSingleDevice && ab.written) pb.single_device = true;
       // Exactness at the middle serial iteration, per tile.
       isl::set all;

@@ -1,6 +1,7 @@
 #pragma once
-// Partition and boxes of a scop (ARCHITECTURE.md section 5, passes 4 and 5): what the code
-// generator needs to drive libbbmm for one tile of one phase.
+// Boxes of a scop (ARCHITECTURE.md section 5, pass 5): what the code generator needs to drive
+// libbbmm for one tile of one phase. compute_boxes runs the partition pass (partition.h),
+// computes the required and write boxes (boxes.cpp) and runs the flow-out pass (flow_out.h).
 //
 // Vocabulary (all C expressions below use these names):
 // - Tile parameters: a 1-D partition has "bbmm_lo" and "bbmm_hi": the tile holds the instances
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "poly/model.h"
+#include "poly/partition.h"
 
 namespace bbmm::compiler {
 
@@ -126,30 +128,6 @@ struct ArrayBoxes {
   std::vector<RowEnumeration> flow_out_rows;
   isl::set flow_out_set;  // isl: the exact flow-out elements
   std::string flow_out_note;  // where the boxes hold more than flow_out_set, why (else "")
-};
-
-// One dimension of a partition: one loop per phase of the partition, split into tiles.
-struct PartitionDim {
-  std::string lo_param;  // "bbmm_lo" (1-D), "bbmm_lo0"/"bbmm_lo1" (2-D)
-  std::string hi_param;  // "bbmm_hi", ...
-  std::vector<int> loops;  // per phase of the partition (same order): the loop split
-  // The range to split, [range_lo, range_hi): the hull of the loops' iterator ranges, in C
-  // over the serial iterators and the scop parameters. Tiles [lo, hi) must cover it; a tile
-  // outside a phase's own range is simply empty for that phase.
-  std::string range_lo;
-  std::string range_hi;
-  isl::pw_aff range_min;  // isl, inclusive
-  isl::pw_aff range_max;  // isl, inclusive
-};
-
-// A partition shared by phases (owner computes: the tile [lo, hi) of every phase in it runs
-// on the same device). dims is empty for a phase without a parallel loop: it runs as one
-// tile on one device.
-struct Partition {
-  int id = 0;
-  std::vector<int> phases;        // indices into Scop::phases, increasing
-  std::vector<PartitionDim> dims;  // 0, 1 or 2
-  std::string reason;             // why these phases share it / why 1-D although 2-D asked
 };
 
 // Everything for one tile of one phase.

@@ -1,8 +1,65 @@
 #include "poly/flow_out.h"
 
 #include <isl/map.h>
+#include <isl/set.h>
+
+#include <algorithm>
+
+#include "poly/box_util.h"
 
 namespace bbmm::compiler {
+
+namespace {
+
+// The flow-out boxes (or rows) of the exact flow-out set "f" of "ab", in context "ctx".
+void add_flow_out(ArrayBoxes& ab, const isl::set& f, const isl::set& ctx) {
+  if (f.is_null() || f.is_empty()) return;
+  ab.flow_out_set = f.coalesce();
+  for (const isl::basic_set& b0 : basic_sets(ab.flow_out_set)) {
+    // A piece with existentially quantified variables (a stride, a parity) would need
+    // floor divisions in every bound, and isl's work on those grows quickly (minutes for
+    // a diagonal write, found by the brute-force oracle's random nests). Such a piece is
+    // flowed out as its shadow without them: a superset, still cut to the write set below.
+    isl::basic_set b = b0;
+    if (isl_basic_set_dim(b.get(), isl_dim_div) > 0) {
+      b = isl::manage(isl_basic_set_remove_divs(b.copy()));
+      ab.flow_out_note = "pieces with strides are flowed out as their hull without the strides, cut to the write set";
+    }
+    TileBox box = make_box(isl::set(b), ctx);
+    if (box.set.is_subset(ab.write_set) || ab.write_strategy == WriteStrategy::kSingleDevice) {
+      ab.flow_out.push_back(std::move(box));
+    } else if (ab.write_strategy == WriteStrategy::kExactBoxes) {
+      for (const TileBox& wb : ab.write_boxes) {
+        isl::set x = wb.set.intersect(box.set);
+        if (!x.is_empty()) ab.flow_out.push_back(make_box(x, ctx));
+      }
+    } else if (auto rows = make_rows(ab.write_set.intersect(box.set), ctx)) {
+      ab.flow_out_rows.push_back(std::move(*rows));
+    } else {
+      ab.flow_out.push_back(std::move(box));
+    }
+  }
+  // Pieces with the same bounds (e.g. one row reached from either side) become one box
+  // whose guard is the union of theirs.
+  std::vector<TileBox> merged;
+  for (TileBox& b : ab.flow_out) {
+    auto same = std::find_if(merged.begin(), merged.end(), [&](const TileBox& m) {
+      if (m.dims.size() != b.dims.size()) return false;
+      for (size_t d = 0; d < m.dims.size(); ++d)
+        if (m.dims[d].lo != b.dims[d].lo || m.dims[d].hi != b.dims[d].hi) return false;
+      return true;
+    });
+    if (same == merged.end()) {
+      merged.push_back(std::move(b));
+      continue;
+    }
+    isl::set u = same->set.unite(b.set).coalesce();
+    *same = make_box(u, ctx);
+  }
+  ab.flow_out = std::move(merged);
+}
+
+}  // namespace
 
 isl::set flow_out_set(const Scop& scop, const TilePlan& plan, int p, int array) {
   std::vector<int> phase_of(scop.statements.size(), -1);
@@ -28,6 +85,11 @@ isl::set flow_out_set(const Scop& scop, const TilePlan& plan, int p, int array) 
     out = out.is_null() ? elems : out.unite(elems);
   }
   return out.is_null() ? isl::set() : out.coalesce();
+}
+
+void compute_flow_out(const Scop& scop, const TilePlan& plan, int p, const isl::set& tile_context,
+                      ArrayBoxes& ab) {
+  add_flow_out(ab, flow_out_set(scop, plan, p, ab.array), tile_context);
 }
 
 }  // namespace bbmm::compiler

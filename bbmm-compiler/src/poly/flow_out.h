@@ -1,21 +1,20 @@
 #pragma once
-// Flow-out (ARCHITECTURE.md section 5, pass 5): the elements a tile writes whose values an
-// instance outside the tile reads later (value-based RAW, with asserted-parallel loops'
-// iterations unordered).
+// Flow-out pass (ARCHITECTURE.md section 5, pass 5, after the required and write boxes of
+// boxes.cpp): the elements a tile writes whose values an instance outside the tile reads
+// later (value-based RAW, with asserted-parallel loops' iterations unordered), as boxes or
+// row enumerations inside the tile's write set (ArrayBoxes::flow_out in boxes.h).
 
-#include <vector>
-
-#include "poly/box_util.h"
 #include "poly/boxes.h"
+#include "poly/partition.h"
 
 namespace bbmm::compiler {
 
-// Per phase, the partition it belongs to and its tile frame.
-struct TilePlan {
-  std::vector<int> partition_of_phase;  // index into the partitions
-  std::vector<TileFrame> frames;        // one per phase
-  std::vector<bool> partitioned;        // the partition has dims
-};
+// The flow-out of array "ab.array" for a tile of phase "p" (tiles of "plan"; "tile_context"
+// is the parameter set a tile assumes): sets ab.flow_out_set, ab.flow_out, ab.flow_out_rows
+// and ab.flow_out_note. ab's write set and write strategy must be computed already.
+// Throws isl::exception on isl failure.
+void compute_flow_out(const Scop& scop, const TilePlan& plan, int p, const isl::set& tile_context,
+                      ArrayBoxes& ab);
 
 // The exact set of elements of array "array" that a tile of phase "p" writes and that an
 // instance outside the tile reads: a reader in the same partition whose partitioned

@@ -1,10 +1,78 @@
 #include "poly/partition.h"
 
 #include <isl/aff.h>
+#include <isl/constraint.h>
 
 #include <algorithm>
+#include <stdexcept>
+
+#include "poly/box_util.h"
 
 namespace bbmm::compiler {
+
+namespace {
+
+int param_pos(isl_space* sp, const std::string& name) {
+  return isl_space_find_dim_by_name(sp, isl_dim_param, name.c_str());
+}
+
+// "s" with the constraint sum(coef * x) + cst >= 0 over set dims / params.
+isl::set add_ineq(isl::set s, const std::vector<std::pair<int, int>>& set_coefs,
+                  const std::vector<std::pair<std::string, int>>& param_coefs, int cst) {
+  isl_space* sp = isl_set_get_space(s.get());
+  isl_constraint* c = isl_constraint_alloc_inequality(isl_local_space_from_space(isl_space_copy(sp)));
+  for (auto [d, k] : set_coefs) c = isl_constraint_set_coefficient_si(c, isl_dim_set, d, k);
+  for (auto& [n, k] : param_coefs) {
+    int p = param_pos(sp, n);
+    if (p < 0) {
+      isl_space_free(sp);
+      isl_constraint_free(c);
+      throw std::logic_error("boxes: missing parameter " + n);
+    }
+    c = isl_constraint_set_coefficient_si(c, isl_dim_param, p, k);
+  }
+  c = isl_constraint_set_constant_si(c, cst);
+  isl_space_free(sp);
+  return isl::manage(isl_set_add_constraint(s.release(), c));
+}
+
+}  // namespace
+
+isl::set tile_instances(const Statement& stmt, const TileFrame& frame, bool with_tile) {
+  isl::set d = stmt.domain;
+  for (const std::string& n : frame.serial_names) d = add_param(d, n);
+  if (with_tile)
+    for (size_t k = 0; k < frame.part_depths.size(); ++k) {
+      d = add_param(d, frame.lo_params[k]);
+      d = add_param(d, frame.hi_params[k]);
+    }
+  for (size_t i = 0; i < frame.serial_names.size(); ++i) {
+    int p = isl_set_find_dim_by_name(d.get(), isl_dim_param, frame.serial_names[i].c_str());
+    d = isl::manage(isl_set_equate(d.release(), isl_dim_param, p, isl_dim_set, i));
+  }
+  if (with_tile)
+    for (size_t k = 0; k < frame.part_depths.size(); ++k) {
+      int x = frame.part_depths[k];
+      d = add_ineq(d, {{x, 1}}, {{frame.lo_params[k], -1}}, 0);   // x - lo >= 0
+      d = add_ineq(d, {{x, -1}}, {{frame.hi_params[k], 1}}, -1);  // hi - x - 1 >= 0
+    }
+  return d;
+}
+
+isl::set outside_instances(const Statement& stmt, const TileFrame& frame) {
+  isl::set u = stmt.domain;
+  for (size_t k = 0; k < frame.part_depths.size(); ++k) {
+    u = add_param(u, frame.lo_params[k]);
+    u = add_param(u, frame.hi_params[k]);
+  }
+  isl::set out = isl::manage(isl_set_empty(isl_set_get_space(u.get())));
+  for (size_t k = 0; k < frame.part_depths.size(); ++k) {
+    int x = frame.part_depths[k];
+    out = out.unite(add_ineq(u, {{x, -1}}, {{frame.lo_params[k], 1}}, -1));  // lo - x - 1 >= 0
+    out = out.unite(add_ineq(u, {{x, 1}}, {{frame.hi_params[k], -1}}, 0));   // x - hi >= 0
+  }
+  return out.coalesce();
+}
 
 std::vector<std::string> serial_names(const Scop& scop, const Phase& phase) {
   std::vector<std::string> names;
@@ -148,6 +216,24 @@ std::vector<Partition> group_partitions(const Scop& scop, const std::vector<std:
     }
   }
   return parts;
+}
+
+TilePlan make_tile_plan(const Scop& scop, const std::vector<Partition>& partitions) {
+  const size_t np = scop.phases.size();
+  TilePlan plan;
+  plan.partition_of_phase.assign(np, 0);
+  plan.partitioned.assign(np, false);
+  plan.frames.resize(np);
+  for (const Partition& part : partitions)
+    for (size_t k = 0; k < part.phases.size(); ++k) {
+      int p = part.phases[k];
+      plan.partition_of_phase[p] = part.id;
+      plan.partitioned[p] = !part.dims.empty();
+      std::vector<int> pl;
+      for (const PartitionDim& d : part.dims) pl.push_back(d.loops[k]);
+      plan.frames[p] = make_frame(scop, p, pl);
+    }
+  return plan;
 }
 
 isl::set tile_context(const Scop& scop, const Partition& part) {
