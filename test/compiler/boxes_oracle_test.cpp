@@ -3,7 +3,8 @@
 // every execution of every phase (values of its serial loops) and every tile [lo, hi) the
 // generated code could use (all sub-ranges of the partitioned range, per dimension),
 // derives what the tile really touches. It then evaluates the C text that bbmmc emits
-// (c_eval.h: guards, bounds, row enumerations, partition ranges) and checks:
+// (codegen/box_printer.h, evaluated by c_eval.h: guards, bounds, row enumerations, partition
+// ranges) and checks:
 // - every element the tile reads is in a required box, every element it writes is in one
 //   with the WRITE bit, and every element whose value it reads from outside the tile (the
 //   last writer in the original order is not one of its instances) is in one with the
@@ -30,6 +31,7 @@
 
 #include "brute_force.h"
 #include "c_eval.h"
+#include "codegen/box_printer.h"
 #include "driver/pipeline.h"
 #include "poly/box_util.h"
 #include "poly/boxes.h"
@@ -54,10 +56,10 @@ struct Range {
 };
 
 // A box from bbmmc's C text at "v"; nullopt when its guard is false.
-std::optional<std::vector<Range>> text_box(const TileBox& b, const Values& v) {
+std::optional<std::vector<Range>> text_box(const BoxText& b, const Values& v) {
   if (!c_eval(b.guard, v)) return std::nullopt;
   std::vector<Range> r;
-  for (const TileBoxDim& d : b.dims) r.push_back({c_eval(d.lo, v), c_eval(d.hi, v)});
+  for (size_t d = 0; d < b.lo.size(); ++d) r.push_back({c_eval(b.lo[d], v), c_eval(b.hi[d], v)});
   return r;
 }
 
@@ -91,7 +93,7 @@ void add_elements(const std::vector<Range>& box, ElemSet& out, int64_t* count = 
 }
 
 // The elements of a row enumeration from its C text.
-void add_rows(const RowEnumeration& r, const Values& v, ElemSet& out, int64_t* count) {
+void add_rows(const RowsText& r, const Values& v, ElemSet& out, int64_t* count) {
   auto rows = text_box(r.rows, v);
   if (!rows) return;
   ElemSet row_points;
@@ -257,6 +259,8 @@ class BoxesOracle {
     const PhaseBoxes& pb = bx_.phases[p];
     const Partition& part = bx_.partitions[pb.partition];
     std::vector<std::string> names = serial_names(s_, s_.phases[p]);
+    std::vector<RangeText> ranges;
+    for (const PartitionDim& d : part.dims) ranges.push_back(partition_range_c_text(d));
     std::map<Elem, std::vector<int>> execs;
     for (size_t i = 0; i < placed_.size(); ++i)
       if (placed_[i].phase == p) execs[placed_[i].serial].push_back(static_cast<int>(i));
@@ -266,7 +270,7 @@ class BoxesOracle {
       // The tiles: every sub-range of the partitioned range per dimension.
       std::vector<std::vector<Range>> per_dim;
       for (size_t d = 0; d < part.dims.size(); ++d) {
-        Range r{c_eval(part.dims[d].range_lo, v), c_eval(part.dims[d].range_hi, v)};
+        Range r{c_eval(ranges[d].lo, v), c_eval(ranges[d].hi, v)};
         for (int i : insts)
           ASSERT_TRUE(placed_[i].coords[d] >= r.lo && placed_[i].coords[d] < r.hi)
               << what_ << ": phase " << p << " instance outside its partition range [" << r.lo << ", " << r.hi
@@ -333,7 +337,7 @@ class BoxesOracle {
       // Required boxes and their modes.
       std::vector<std::pair<std::vector<Range>, BoxAccess>> req;
       for (size_t k = 0; k < ab.required.size(); ++k)
-        if (auto b = text_box(ab.required[k], v)) req.push_back({*b, ab.required_mode[k]});
+        if (auto b = text_box(text(ab.required[k]), v)) req.push_back({*b, ab.required_mode[k]});
       auto covered = [&](const Elem& e, int bit) {
         for (auto& [b, mode] : req)
           if ((static_cast<int>(mode) & bit) && contains(b, e)) return true;
@@ -360,10 +364,10 @@ class BoxesOracle {
         switch (ab.write_strategy) {
           case WriteStrategy::kExactBoxes:
             for (const TileBox& b : ab.write_boxes)
-              if (auto x = text_box(b, v)) add_elements(*x, declared, &sum);
+              if (auto x = text_box(text(b), v)) add_elements(*x, declared, &sum);
             break;
           case WriteStrategy::kPerRow:
-            for (const RowEnumeration& r : ab.write_rows) add_rows(r, v, declared, &sum);
+            for (const RowEnumeration& r : ab.write_rows) add_rows(text(r), v, declared, &sum);
             break;
           case WriteStrategy::kSingleDevice:
             EXPECT_TRUE(pb.single_device) << arr;
@@ -379,8 +383,8 @@ class BoxesOracle {
       // Flow-out.
       ElemSet fbox;
       for (const TileBox& b : ab.flow_out)
-        if (auto x = text_box(b, v)) add_elements(*x, fbox);
-      for (const RowEnumeration& r : ab.flow_out_rows) add_rows(r, v, fbox, nullptr);
+        if (auto x = text_box(text(b), v)) add_elements(*x, fbox);
+      for (const RowEnumeration& r : ab.flow_out_rows) add_rows(text(r), v, fbox, nullptr);
       EXPECT_TRUE(std::includes(fbox.begin(), fbox.end(), F.begin(), F.end()))
           << arr << ": flow-out misses " << show_diff(F, fbox);
       if (ab.write_strategy != WriteStrategy::kSingleDevice) {  // see ArrayBoxes::flow_out
@@ -398,8 +402,22 @@ class BoxesOracle {
             << where << "array " << s_.arrays[a].c_name << " is accessed but has no boxes";
   }
 
+  // The C text of a box of bx_, printed once (the tiles evaluate it many times).
+  const BoxText& text(const TileBox& b) {
+    auto it = box_texts_.find(&b);
+    if (it == box_texts_.end()) it = box_texts_.emplace(&b, box_c_text(b)).first;
+    return it->second;
+  }
+  const RowsText& text(const RowEnumeration& r) {
+    auto it = rows_texts_.find(&r);
+    if (it == rows_texts_.end()) it = rows_texts_.emplace(&r, rows_c_text(r)).first;
+    return it->second;
+  }
+
   const Scop& s_;
   const ScopBoxes& bx_;
+  std::map<const TileBox*, BoxText> box_texts_;  // a cache: never iterated
+  std::map<const RowEnumeration*, RowsText> rows_texts_;
   Values params_;
   std::string what_;
   Execution run_;

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "codegen/box_printer.h"
 #include "codegen/c_printer.h"
 #include "codegen/cuda_codegen.h"
 #include "codegen/kernel_codegen.h"
@@ -34,15 +35,16 @@ std::string access_name(BoxAccess a) {
   return "BBMM_READ_WRITE";
 }
 
-// Prints, indented by "ind", the call "fn(tile, array, rank, lo, hi[, mode], ...)" for "box",
-// under its guard.
-void emit_box(std::ostream& os, const std::string& ind, const TileBox& box, const std::string& call,
-              const std::string& array, const std::string& tail) {
-  const size_t rank = box.dims.size();
+// Prints, indented by "ind", the call "fn(tile, array, rank, lo, hi[, mode], ...)" for
+// "tile_box", under its guard.
+void emit_box(std::ostream& os, const std::string& ind, const TileBox& tile_box,
+              const std::string& call, const std::string& array, const std::string& tail) {
+  const BoxText box = box_c_text(tile_box);
+  const size_t rank = box.lo.size();
   std::vector<std::string> lo, hi;
-  for (const TileBoxDim& d : box.dims) {
-    lo.push_back(cx(d.lo));
-    hi.push_back(cx(d.hi));
+  for (size_t d = 0; d < rank; ++d) {
+    lo.push_back(cx(box.lo[d]));
+    hi.push_back(cx(box.hi[d]));
   }
   const std::string& inner = ind;
   if (box.guard != "1") os << ind << "if (" << cx(box.guard) << ") {\n";
@@ -55,17 +57,18 @@ void emit_box(std::ostream& os, const std::string& ind, const TileBox& box, cons
   else os << ind << "}\n";
 }
 
-// The same for every row segment of "rows" (per-row enumeration).
-void emit_rows(std::ostream& os, const std::string& ind, const RowEnumeration& rows,
+// The same for every row segment of "row_enumeration".
+void emit_rows(std::ostream& os, const std::string& ind, const RowEnumeration& row_enumeration,
                const std::string& call, const std::string& array, const std::string& tail) {
-  const size_t outer = rows.rows.dims.size();
+  const RowsText rows = rows_c_text(row_enumeration);
+  const size_t outer = rows.rows.lo.size();
   const size_t rank = outer + 1;
   os << ind << "if (" << cx(rows.rows.guard) << ") {  /* row by row */\n";
   std::string in = ind + "  ";
   for (size_t d = 0; d < outer; ++d) {
     const std::string r = "bbmm_r" + std::to_string(d);
-    os << in << "for (int64_t " << r << " = " << cx(rows.rows.dims[d].lo) << "; " << r << " < "
-       << cx(rows.rows.dims[d].hi) << "; ++" << r << ")\n";
+    os << in << "for (int64_t " << r << " = " << cx(rows.rows.lo[d]) << "; " << r << " < "
+       << cx(rows.rows.hi[d]) << "; ++" << r << ")\n";
     in += "  ";
   }
   os << in << "if (" << cx(rows.seg_guard) << ") {\n";
@@ -406,8 +409,9 @@ class ScopGenerator {
       return os.str();
     }
     for (size_t d = 0; d < nd; ++d) {
-      os << "  const int64_t bbmm_from" << d << " = " << cx(part.dims[d].range_lo)
-         << ", bbmm_to" << d << " = " << cx(part.dims[d].range_hi) << ";\n";
+      const RangeText range = partition_range_c_text(part.dims[d]);
+      os << "  const int64_t bbmm_from" << d << " = " << cx(range.lo) << ", bbmm_to" << d << " = "
+         << cx(range.hi) << ";\n";
       os << "  if (bbmm_from" << d << " >= bbmm_to" << d << ") return;\n";
     }
     if (pb.single_device) {

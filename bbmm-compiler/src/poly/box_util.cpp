@@ -1,12 +1,9 @@
 #include "poly/box_util.h"
 
-#include <isl/ast.h>
-#include <isl/ast_build.h>
-#include <isl/constraint.h>
+#include <isl/aff.h>
 #include <isl/point.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <stdexcept>
 
 namespace bbmm::compiler {
@@ -41,37 +38,6 @@ isl::set pw_le_set(const isl::pw_aff& a, const isl::pw_aff& b) {
   return isl::manage(isl_pw_aff_le_set(a.copy(), b.copy()));
 }
 
-std::string c_expr(const isl::pw_aff& pa, const isl::set& context) {
-  isl::set ctx = align(context, pa.space());
-  isl::pw_aff p = align(pa, ctx.space());
-  ctx = ctx.intersect(p.domain());
-  isl_ast_build* b = isl_ast_build_from_context(ctx.release());
-  isl_ast_expr* e = isl_ast_build_expr_from_pw_aff(b, p.release());
-  isl_ast_build_free(b);
-  if (!e) throw std::logic_error("boxes: cannot build a C expression");
-  char* c = isl_ast_expr_to_C_str(e);
-  std::string r = c ? c : "";
-  free(c);
-  isl_ast_expr_free(e);
-  return r;
-}
-
-std::string c_cond(const isl::set& guard, const isl::set& context) {
-  isl::set ctx = align(context, guard.space());
-  isl::set g = align(guard, ctx.space());
-  if (ctx.is_subset(g)) return "1";
-  if (ctx.intersect(g).is_empty()) return "0";
-  isl_ast_build* b = isl_ast_build_from_context(ctx.release());
-  isl_ast_expr* e = isl_ast_build_expr_from_set(b, g.release());
-  isl_ast_build_free(b);
-  if (!e) throw std::logic_error("boxes: cannot build a C condition");
-  char* c = isl_ast_expr_to_C_str(e);
-  std::string r = c ? c : "";
-  free(c);
-  isl_ast_expr_free(e);
-  return r;
-}
-
 isl::set box_set_from_bounds(const isl::space& set_space, const std::vector<isl::pw_aff>& mins,
                              const std::vector<isl::pw_aff>& maxs) {
   isl::space sp = set_space;
@@ -89,23 +55,58 @@ isl::set box_set_from_bounds(const isl::space& set_space, const std::vector<isl:
 TileBox make_box(const isl::set& s, const isl::set& context) {
   TileBox b;
   int n = isl_set_dim(s.get(), isl_dim_set);
-  b.guard_set = s.params().coalesce();
-  isl::set ectx = align(context, b.guard_set.space()).intersect(align(b.guard_set, context.space()));
+  b.guard = s.params().coalesce();
+  b.context = context;
   std::vector<isl::pw_aff> mins, maxs;
   for (int d = 0; d < n; ++d) {
     TileBoxDim bd;
     bd.min = isl::manage(isl_set_dim_min(s.copy(), d)).coalesce();
     bd.max = isl::manage(isl_set_dim_max(s.copy(), d)).coalesce();
-    bd.lo = c_expr(bd.min, ectx);
-    isl::pw_aff hi = isl::manage(isl_pw_aff_add_constant_val(bd.max.copy(), isl_val_one(s.ctx().get())));
-    bd.hi = c_expr(hi, ectx);
     mins.push_back(bd.min);
     maxs.push_back(bd.max);
     b.dims.push_back(std::move(bd));
   }
-  b.guard = c_cond(b.guard_set, context);
   b.set = box_set_from_bounds(s.space(), mins, maxs);
   return b;
+}
+
+namespace {
+
+// The single affine piece of "pa", or a null aff when it has several.
+isl::aff single_piece(const isl::pw_aff& pa) {
+  isl::aff r;
+  if (isl_pw_aff_n_piece(pa.get()) != 1) return r;
+  isl_pw_aff_foreach_piece(
+      pa.get(),
+      [](isl_set* set, isl_aff* aff, void* user) -> isl_stat {
+        *static_cast<isl::aff*>(user) = isl::manage(aff);
+        isl_set_free(set);
+        return isl_stat_ok;
+      },
+      &r);
+  return r;
+}
+
+}  // namespace
+
+bool same_bounds(const TileBox& a, const TileBox& b) {
+  if (a.dims.size() != b.dims.size()) return false;
+  isl::set ca = align(a.context, a.guard.space()).intersect(align(a.guard, a.context.space()));
+  isl::set cb = align(b.context, b.guard.space()).intersect(align(b.guard, b.context.space()));
+  isl::space sp = align(ca.space(), cb.space());
+  ca = align(ca, sp);
+  cb = align(cb, sp);
+  for (size_t d = 0; d < a.dims.size(); ++d) {
+    for (int k = 0; k < 2; ++k) {
+      const isl::pw_aff& x = k == 0 ? a.dims[d].min : a.dims[d].max;
+      const isl::pw_aff& y = k == 0 ? b.dims[d].min : b.dims[d].max;
+      isl::aff ax = single_piece(align(x, sp).gist(ca));
+      isl::aff ay = single_piece(align(y, sp).gist(cb));
+      if (ax.is_null() || ay.is_null() || isl_aff_plain_is_equal(ax.get(), ay.get()) != isl_bool_true)
+        return false;
+    }
+  }
+  return true;
 }
 
 std::vector<isl::basic_set> basic_sets(const isl::set& s) {
@@ -136,11 +137,10 @@ std::optional<RowEnumeration> make_rows(const isl::set& s, const isl::set& conte
   isl_size rp = isl_set_dim(rows_named, isl_dim_param);
   isl::set rows_params = isl::manage(isl_set_params(isl_set_move_dims(rows_named, isl_dim_param, rp, isl_dim_set, 0, k)));
   isl::set ctx_r = align(context, rows_params.space()).intersect(align(rows_params, context.space()));
-  isl::set seg_guard = moved.params().coalesce();
-  r.seg_guard = c_cond(seg_guard, ctx_r);
-  isl::set ectx = align(ctx_r, seg_guard.space()).intersect(align(seg_guard, ctx_r.space()));
-  r.seg_lo = c_expr(mn, ectx);
-  r.seg_hi = c_expr(isl::manage(isl_pw_aff_add_constant_val(mx.copy(), isl_val_one(s.ctx().get()))), ectx);
+  r.seg_guard = moved.params().coalesce();
+  r.seg_context = ctx_r;
+  r.seg_min = mn;
+  r.seg_max = mx;
   return r;
 }
 
@@ -212,7 +212,7 @@ int64_t CBox::volume() const {
 }
 
 std::optional<CBox> eval_box(const TileBox& b, const Values& v) {
-  if (!eval_cond(b.guard_set, v)) return std::nullopt;
+  if (!eval_cond(b.guard, v)) return std::nullopt;
   CBox c;
   for (const TileBoxDim& d : b.dims) {
     auto mn = eval(d.min, v), mx = eval(d.max, v);

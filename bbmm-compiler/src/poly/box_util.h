@@ -1,7 +1,7 @@
 #pragma once
 // Helpers shared by the partition, boxes and flow-out passes: the parameter space of a tile
-// (scop parameters, serial iterators, tile parameters), boxes of parametric sets with their
-// C expressions, and evaluation at concrete values.
+// (scop parameters, serial iterators, tile parameters), boxes of parametric sets, and
+// evaluation at concrete values.
 
 #include <cstdint>
 #include <map>
@@ -25,18 +25,20 @@ isl::map add_param(isl::map m, const std::string& name);
 // A parameter set "lo <= x" style helpers over pw_affs on a parameter domain.
 isl::set pw_le_set(const isl::pw_aff& a, const isl::pw_aff& b);
 
-// The bounding box of "s" (a set of array elements over parameters), with the C
-// expressions valid in "context" (a parameter set). The box's set is the exact hull.
+// The bounding box of "s" (a set of array elements over parameters) for tiles in "context"
+// (a parameter set). The box's set is the exact hull.
 TileBox make_box(const isl::set& s, const isl::set& context);
 
-// C text of "pa" (resp. the condition "guard") assuming "context".
-std::string c_expr(const isl::pw_aff& pa, const isl::set& context);
-std::string c_cond(const isl::set& guard, const isl::set& context);
+// Whether "a" and "b" have the same bounds: per dimension, their minima (maxima) are one
+// affine expression once each is simplified under its box's context and guard (isl_gist).
+// Then the union of their sets is a box wherever either is nonempty (their hull is exact).
+bool same_bounds(const TileBox& a, const TileBox& b);
 
 // The basic sets of "s", in isl's order.
 std::vector<isl::basic_set> basic_sets(const isl::set& s);
 
-// "s" as a per-row enumeration (rank >= 2), or nullopt when some row is not one interval.
+// "s" as a per-row enumeration (rank >= 2) for tiles in "context", or nullopt when some row
+// is not one interval.
 std::optional<RowEnumeration> make_rows(const isl::set& s, const isl::set& context);
 
 // The set { x : min_d <= x_d <= max_d } in the space of "like" (a set space).

@@ -3,7 +3,8 @@
 // libbbmm for one tile of one phase. compute_boxes runs the partition pass (partition.h),
 // computes the required and write boxes (boxes.cpp) and runs the flow-out pass (flow_out.h).
 //
-// Vocabulary (all C expressions below use these names):
+// Vocabulary: the parameters of every isl object below, and the names the code generator
+// prints them with (codegen/box_printer.h):
 // - Tile parameters: a 1-D partition has "bbmm_lo" and "bbmm_hi": the tile holds the instances
 //   of the phase whose partitioned iterator i satisfies bbmm_lo <= i < bbmm_hi (half-open, in
 //   the iterator's value space). This holds for decreasing loops too (step < 0): the tile is
@@ -13,11 +14,9 @@
 // - Serial iterators: the phase's enclosing serial loops, by their C names (Loop::c_name);
 //   the host code has them in scope when it runs the phase.
 // - Scop parameters: by their C names (Scop::params).
-// Every C expression is over exactly these names; it is valid where its guard holds.
-//
-// The isl objects behind each expression are kept for reports and tests: their parameters
-// are the scop parameters, then the serial iterators (isl names = the C names), then the
-// tile parameters.
+// The isl parameters are the scop parameters, then the serial iterators (isl names = the C
+// names), then the tile parameters. This pass produces isl objects only; their C text is the
+// code generator's (codegen/box_printer.h), which also prints them for --emit=boxes.
 //
 // Thread-safety: plain data; the isl objects belong to the Program's isl context and are
 // never null (an empty set where there is nothing).
@@ -40,34 +39,34 @@ namespace bbmm::compiler {
 enum class BoxAccess { kRead = 1, kWrite = 2, kReadWrite = 3 };
 const char* box_access_name(BoxAccess a);  // "READ", "WRITE", "READ_WRITE"
 
-// One dimension of a box: elements lo <= x < hi.
+// One dimension of a box: elements min <= x <= max (half-open in C: [min, max + 1)).
 struct TileBoxDim {
-  std::string lo;    // C expression (inclusive lower bound)
-  std::string hi;    // C expression (exclusive upper bound: the isl maximum + 1)
-  isl::pw_aff min;   // isl: the inclusive minimum (isl_set_dim_min), defined where nonempty
-  isl::pw_aff max;   // isl: the inclusive maximum (isl_set_dim_max)
+  isl::pw_aff min;  // the inclusive minimum (isl_set_dim_min), defined where nonempty
+  isl::pw_aff max;  // the inclusive maximum (isl_set_dim_max)
 };
 
 // A rectangular box of one array for one tile, valid (nonempty) where "guard" holds: its
 // bounds are functions of the tile (not the runtime's concrete bbmm::Box, include/bbmm/box.h).
 struct TileBox {
   std::vector<TileBoxDim> dims;  // one per array dimension, outermost first
-  std::string guard;             // C condition under which the box is nonempty; "1" if always
-  isl::set guard_set;            // isl: the parameter set of "guard"
-  isl::set set;                  // isl: the box itself as a set of array elements (exact hull)
+  isl::set guard;                // the parameter set where the box is nonempty
+  isl::set context;              // the parameters assumed (the tile context): its C may use them
+  isl::set set;                  // the box itself as a set of array elements (exact hull)
 };
 
 // A union of row segments, for a write set (or flow-out set) that is not a union of a few
 // boxes but is, per row, one interval: for each point (bbmm_r0, ..., bbmm_r<rank-2>) of
 // "rows" (a box over the first rank-1 dimensions), the elements of the last dimension in
-// [seg_lo, seg_hi) where seg_guard holds. seg_lo/seg_hi/seg_guard are C expressions that may
-// also use bbmm_r0.. . Rank-1 arrays never need this (their sets are intervals or rejected).
+// [seg_min, seg_max] where seg_guard holds. The seg_ objects have the row iterators
+// bbmm_r0.. as parameters too. Rank-1 arrays never need this (their sets are intervals or
+// rejected).
 struct RowEnumeration {
-  TileBox rows;           // over the first rank-1 dimensions
-  std::string seg_lo;     // C, inclusive
-  std::string seg_hi;     // C, exclusive
-  std::string seg_guard;  // C condition for a nonempty segment in this row; "1" if always
-  isl::set exact;         // isl: the exact set enumerated (array elements)
+  TileBox rows;          // over the first rank-1 dimensions
+  isl::pw_aff seg_min;   // inclusive, defined where the segment is nonempty
+  isl::pw_aff seg_max;   // inclusive
+  isl::set seg_guard;    // the parameter set where the row's segment is nonempty
+  isl::set seg_context;  // the parameters assumed: rows' context, the row inside "rows"
+  isl::set exact;        // the exact set enumerated (array elements)
 };
 
 // How the elements a tile writes are declared to the runtime (write-back and flow-out).

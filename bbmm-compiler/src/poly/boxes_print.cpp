@@ -1,31 +1,36 @@
 // --emit=boxes: the partitions, per phase and array the boxes (C and isl), the choice and
-// its numbers, the write strategy, the flow-out boxes and the exactness report.
+// its numbers, the write strategy, the flow-out boxes and the exactness report. The C text
+// is the generated code's (codegen/box_printer.h), with isl's names for min, max and floord.
 
 #include <iomanip>
 #include <sstream>
 
+#include "codegen/box_printer.h"
 #include "poly/boxes.h"
 
 namespace bbmm::compiler {
 
 namespace {
 
-std::string box_text(const TileBox& b) {
+std::string box_text(const BoxText& b) {
   std::string s;
-  for (size_t d = 0; d < b.dims.size(); ++d) {
+  for (size_t d = 0; d < b.lo.size(); ++d) {
     if (d) s += " x ";
-    s += "[" + b.dims[d].lo + ", " + b.dims[d].hi + ")";
+    s += "[" + b.lo[d] + ", " + b.hi[d] + ")";
   }
-  if (b.dims.empty()) s = "[]";
+  if (b.lo.empty()) s = "[]";
   if (b.guard != "1") s += "  if " + b.guard;
   return s;
 }
 
-void print_rows(std::ostream& out, const RowEnumeration& r, const std::string& indent) {
+std::string box_text(const TileBox& b) { return box_text(box_c_text(b)); }
+
+void print_rows(std::ostream& out, const RowEnumeration& rows, const std::string& indent) {
+  const RowsText r = rows_c_text(rows);
   out << indent << "rows (bbmm_r0..) in " << box_text(r.rows) << ": columns [" << r.seg_lo << ", " << r.seg_hi
       << ")";
   if (r.seg_guard != "1") out << "  if " << r.seg_guard;
-  out << "\n" << indent << "  isl: " << str(r.exact) << "\n";
+  out << "\n" << indent << "  isl: " << str(rows.exact) << "\n";
 }
 
 std::string loop_name(const Scop& scop, int l) {
@@ -50,8 +55,8 @@ void print_boxes(std::ostream& out, const Scop& scop, const ScopBoxes& bx) {
     for (size_t k = 0; k < p.phases.size(); ++k) out << (k ? ", " : "") << p.phases[k];
     if (p.dims.empty()) out << "; not split";
     for (const PartitionDim& d : p.dims) {
-      out << "; [" << d.lo_param << ", " << d.hi_param << ") over [" << d.range_lo << ", " << d.range_hi
-          << ") on";
+      const RangeText range = partition_range_c_text(d);
+      out << "; [" << d.lo_param << ", " << d.hi_param << ") over [" << range.lo << ", " << range.hi << ") on";
       for (size_t k = 0; k < d.loops.size(); ++k) out << (k ? ", " : " ") << loop_name(scop, d.loops[k]);
     }
     out << "\n      (" << p.reason << ")\n";

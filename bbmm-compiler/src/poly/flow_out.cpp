@@ -40,15 +40,11 @@ void add_flow_out(ArrayBoxes& ab, const isl::set& f, const isl::set& ctx) {
     }
   }
   // Pieces with the same bounds (e.g. one row reached from either side) become one box
-  // whose guard is the union of theirs.
+  // whose guard is the union of theirs (exact: see same_bounds).
   std::vector<TileBox> merged;
   for (TileBox& b : ab.flow_out) {
-    auto same = std::find_if(merged.begin(), merged.end(), [&](const TileBox& m) {
-      if (m.dims.size() != b.dims.size()) return false;
-      for (size_t d = 0; d < m.dims.size(); ++d)
-        if (m.dims[d].lo != b.dims[d].lo || m.dims[d].hi != b.dims[d].hi) return false;
-      return true;
-    });
+    auto same = std::find_if(merged.begin(), merged.end(),
+                             [&](const TileBox& m) { return same_bounds(m, b); });
     if (same == merged.end()) {
       merged.push_back(std::move(b));
       continue;

@@ -208,13 +208,6 @@ std::vector<Partition> group_partitions(const Scop& scop, const std::vector<std:
       part.reason = notes[p].empty() ? "one phase" : notes[p];
     parts.push_back(std::move(part));
   }
-  for (Partition& part : parts) {
-    for (PartitionDim& d : part.dims) {
-      isl::set nonempty = d.range_min.domain();
-      d.range_lo = c_expr(d.range_min, nonempty);
-      d.range_hi = c_expr(isl::manage(isl_pw_aff_add_constant_val(d.range_max.copy(), isl_val_one(scop.context.ctx().get()))), nonempty);
-    }
-  }
   return parts;
 }
 
@@ -259,7 +252,9 @@ isl::set tile_context(const Scop& scop, const Partition& part) {
                      .intersect(pw_le_set(hi, mx1));
     ctx = ctx.is_null() ? c : ctx.intersect(c);
   }
-  return ctx.coalesce();
+  // Without redundant constraints, so that its printed form (--emit=boxes) does not depend on
+  // what isl simplifies in place in shared sets while the boxes are computed and printed.
+  return isl::manage(isl_set_remove_redundancies(ctx.coalesce().release()));
 }
 
 }  // namespace bbmm::compiler

@@ -24,13 +24,12 @@ struct PartitionDim {
   std::string lo_param;  // "bbmm_lo" (1-D), "bbmm_lo0"/"bbmm_lo1" (2-D)
   std::string hi_param;  // "bbmm_hi", ...
   std::vector<int> loops;  // per phase of the partition (same order): the loop split
-  // The range to split, [range_lo, range_hi): the hull of the loops' iterator ranges, in C
-  // over the serial iterators and the scop parameters. Tiles [lo, hi) must cover it; a tile
-  // outside a phase's own range is simply empty for that phase.
-  std::string range_lo;
-  std::string range_hi;
-  isl::pw_aff range_min;  // isl, inclusive
-  isl::pw_aff range_max;  // isl, inclusive
+  // The range to split, [range_min, range_max]: the hull of the loops' iterator ranges, over
+  // the serial iterators and the scop parameters, defined where it is nonempty. Tiles
+  // [lo, hi) must cover it; a tile outside a phase's own range is simply empty for that
+  // phase.
+  isl::pw_aff range_min;  // inclusive
+  isl::pw_aff range_max;  // inclusive
 };
 
 // A partition shared by phases (owner computes: the tile [lo, hi) of every phase in it runs
@@ -79,7 +78,7 @@ isl::set outside_instances(const Statement& stmt, const TileFrame& frame);
 TilePlan make_tile_plan(const Scop& scop, const std::vector<Partition>& partitions);
 
 // The parameter set a tile of "part" assumes: the partition range is nonempty and
-// range_lo <= lo < hi <= range_hi per dimension (universe for a partition without dims).
+// range_min <= lo < hi <= range_max + 1 per dimension (universe for a partition without dims).
 isl::set tile_context(const Scop& scop, const Partition& part);
 
 // The range of loop "loop" over the instances of phase "p" (parameters: scop + serial).
