@@ -16,8 +16,9 @@
 
 namespace bbmm::compiler {
 
-// The beginning of STEM.cu: includes and the helpers the kernels and launchers share
-// (block shape from --block and BBMM_CUDA_BLOCK, grid, piece lookup, error checks).
+// The beginning of STEM.cu: the generation-time defaults (--block, --march) and the
+// include of bbmm/generated_support_cuda.h (block, march and grid of a launch with their
+// BBMM_CUDA_* overrides, piece lookup, error checks).
 std::string cuda_prelude(const CodegenOptions& opts);
 
 // Kernels and launch functions "<name>_launch" / "<name>_launch_pieces" of "phase" (the

@@ -104,11 +104,15 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
           return 1;
         }
       } else if (a.rfind("--block=", 0) == 0) {
-        int x = 0, y = 0, z = 0;
-        char extra = 0;
-        const int n = std::sscanf(a.c_str() + 8, "%d,%d,%d%c", &x, &y, &z, &extra);
-        if (n == 2) z = 1;
-        if ((n != 2 && n != 3) || x < 1 || y < 1 || z < 1 || static_cast<long>(x) * y * z > 1024) {
+        int x = 0, y = 0, z = 1, used = -1, used_z = -1;
+        const char* v = a.c_str() + 8;
+        bool ok = std::sscanf(v, "%d,%d%n", &x, &y, &used) == 2 && used >= 0;
+        if (ok && v[used] == ',') {
+          ok = std::sscanf(v + used + 1, "%d%n", &z, &used_z) == 1 && used_z >= 0;
+          used += 1 + used_z;
+        }
+        if (!ok || v[used] != '\0' || x < 1 || y < 1 || z < 1 ||
+            static_cast<long>(x) * y * z > 1024) {
           err << "bbmmc: error: --block expects X,Y[,Z] with X*Y*Z in [1, 1024] (got '"
               << a.substr(8) << "')\n";
           return 1;

@@ -1,0 +1,216 @@
+/* Helpers of the CUDA files bbmmc generates (--target=cuda, docs/codegen.md): integer
+ * arithmetic of the bounds isl prints (host and device), CUDA error checks, the thread
+ * block, march and grid of a launch (with their run-time overrides), and the piece lookup
+ * of the multi-piece kernels. Uses libbbmm's public C API only.
+ *
+ * A generated CUDA file sets the generation-time defaults, then includes this header:
+ *
+ *   #define BBMM_GEN_CUDA_BLOCK_X 32    (--block=X,Y,Z; defaults 32, 8, 1)
+ *   #define BBMM_GEN_CUDA_BLOCK_Y 8
+ *   #define BBMM_GEN_CUDA_BLOCK_Z 1
+ *   #define BBMM_GEN_CUDA_MARCH 32      (--march=R; default 32)
+ *   #include "bbmm/generated_support_cuda.h"
+ *
+ * CUDA C++ (nvcc). Every function is static: each generated file has its own copy.
+ * Thread-safety: all functions may be called from any thread (libbbmm's CUDA backend
+ * runs launch functions on one issue thread per device); the environment is read once. */
+#ifndef BBMM_GENERATED_SUPPORT_CUDA_H_
+#define BBMM_GENERATED_SUPPORT_CUDA_H_
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mutex>
+
+#include "bbmm/bbmm.h"
+#include "bbmm/view.h"
+
+#ifndef BBMM_GEN_CUDA_BLOCK_X
+#define BBMM_GEN_CUDA_BLOCK_X 32
+#endif
+#ifndef BBMM_GEN_CUDA_BLOCK_Y
+#define BBMM_GEN_CUDA_BLOCK_Y 8
+#endif
+#ifndef BBMM_GEN_CUDA_BLOCK_Z
+#define BBMM_GEN_CUDA_BLOCK_Z 1
+#endif
+#ifndef BBMM_GEN_CUDA_MARCH
+#define BBMM_GEN_CUDA_MARCH 32
+#endif
+
+#define BBMM_GEN_UNUSED __attribute__((unused))
+
+/* --- Arithmetic of isl's bounds (isl's min, max and floord, renamed) ------------------- */
+
+static __host__ __device__ inline BBMM_GEN_UNUSED int64_t bbmm_min(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+static __host__ __device__ inline BBMM_GEN_UNUSED int64_t bbmm_max(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
+/* floor(n / d) for d != 0, for every sign of n and d. */
+static __host__ __device__ inline BBMM_GEN_UNUSED int64_t bbmm_floord(int64_t n, int64_t d) {
+  int64_t q = n / d;
+  return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q;
+}
+
+/* --- Errors ---------------------------------------------------------------------------- */
+
+/* A failed CUDA call ends the program (a launch function cannot return an error). */
+static inline BBMM_GEN_UNUSED void bbmm_cu_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    fprintf(stderr, "bbmm: %s failed: %s (%s)\n", what, cudaGetErrorString(e),
+            cudaGetErrorName(e));
+    exit(1);
+  }
+}
+
+/* --- Settings read from the environment once ------------------------------------------ */
+
+/* "X,Y[,Z]" with X*Y*Z in [1, 1024] into shape; 0 when malformed. */
+static inline BBMM_GEN_UNUSED int bbmm_cu_parse_block(const char* v, int shape[3]) {
+  int x = 0, y = 0, z = 1, used = -1, used_z = -1;
+  if (sscanf(v, "%d,%d%n", &x, &y, &used) != 2 || used < 0) return 0;
+  if (v[used] == ',') {
+    if (sscanf(v + used + 1, "%d%n", &z, &used_z) != 1 || used_z < 0) return 0;
+    used += 1 + used_z;
+  }
+  if (v[used] != '\0' || x < 1 || y < 1 || z < 1 || (long)x * y * z > 1024) return 0;
+  shape[0] = x;
+  shape[1] = y;
+  shape[2] = z;
+  return 1;
+}
+
+/* A decimal integer in [lo, hi] into *out; 0 when malformed or out of range. */
+static inline BBMM_GEN_UNUSED int bbmm_cu_parse_int(const char* v, long long lo, long long hi,
+                                                    long long* out) {
+  char* end;
+  if (!v || !*v) return 0;
+  const long long r = strtoll(v, &end, 10);
+  if (*end || r < lo || r > hi) return 0;
+  *out = r;
+  return 1;
+}
+
+/* The thread block shape: the generation-time default, or BBMM_CUDA_BLOCK=X,Y[,Z]. A
+   kernel over k grid dimensions uses the first k components and folds the others into
+   its last one (1-D: X*Y*Z threads along x; 2-D: X by Y*Z). */
+static inline BBMM_GEN_UNUSED void bbmm_cu_block_shape(int shape[3]) {
+  static int s[3] = {BBMM_GEN_CUDA_BLOCK_X, BBMM_GEN_CUDA_BLOCK_Y, BBMM_GEN_CUDA_BLOCK_Z};
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* v = getenv("BBMM_CUDA_BLOCK");
+    if (v && *v && !bbmm_cu_parse_block(v, s)) {
+      fprintf(stderr, "bbmm: BBMM_CUDA_BLOCK='%s' is not X,Y[,Z] with X*Y*Z in [1, 1024]\n", v);
+      exit(1);
+    }
+  });
+  shape[0] = s[0];
+  shape[1] = s[1];
+  shape[2] = s[2];
+}
+
+/* Values of the outermost grid coordinate each thread of a 2-D or 3-D kernel marches
+   through: the generation-time default, or BBMM_CUDA_MARCH=R (1: one value per thread). */
+static inline BBMM_GEN_UNUSED int64_t bbmm_cu_march(void) {
+  static long long m = BBMM_GEN_CUDA_MARCH;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* v = getenv("BBMM_CUDA_MARCH");
+    if (v && *v && !bbmm_cu_parse_int(v, 1, 65536, &m)) {
+      fprintf(stderr, "bbmm: BBMM_CUDA_MARCH='%s' is not an integer in [1, 65536]\n", v);
+      exit(1);
+    }
+  });
+  return m;
+}
+
+/* At most this many blocks per grid dimension: BBMM_CUDA_GRID_CAP=B (tests the kernels'
+   grid-stride loops with small grids), else 0 (the hardware limits only). */
+static inline BBMM_GEN_UNUSED int64_t bbmm_cu_grid_cap(void) {
+  static long long cap = 0;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* v = getenv("BBMM_CUDA_GRID_CAP");
+    if (v && *v && !bbmm_cu_parse_int(v, 1, 2147483647, &cap)) {
+      fprintf(stderr, "bbmm: BBMM_CUDA_GRID_CAP='%s' is not a positive integer\n", v);
+      exit(1);
+    }
+  });
+  return cap;
+}
+
+/* --- Launch shape ---------------------------------------------------------------------- */
+
+/* The block and grid of a kernel over "dims" (0..3) grid coordinates with ranges
+   [lo[d], hi[d]), block shape "shape" (bbmm_cu_block_shape), "march" values of the
+   outermost coordinate per thread when dims >= 2, and at most "cap" blocks per dimension
+   (0: none); false when a range is empty. Grids are capped at the hardware limits too
+   (2^31 - 1 blocks in x, 65,535 in y and z): the kernels' grid-stride loops cover the
+   rest. */
+static inline BBMM_GEN_UNUSED bool bbmm_cu_shape_of(int dims, const int64_t* lo, const int64_t* hi,
+                                                    const int shape[3], int64_t march, int64_t cap,
+                                                    dim3* grid, dim3* block) {
+  unsigned b[3] = {1, 1, 1};
+  if (dims == 1) {
+    b[0] = (unsigned)(shape[0] * shape[1] * shape[2]);
+  } else if (dims == 2) {
+    b[0] = (unsigned)shape[0];
+    b[1] = (unsigned)(shape[1] * shape[2]);
+  } else if (dims == 3) {
+    b[0] = (unsigned)shape[0];
+    b[1] = (unsigned)shape[1];
+    b[2] = (unsigned)shape[2];
+  }
+  int64_t limit[3] = {2147483647, 65535, 65535};
+  unsigned g[3] = {1, 1, 1};
+  for (int d = 0; d < dims; ++d) {
+    if (hi[d] <= lo[d]) return false;
+    if (cap > 0 && cap < limit[d]) limit[d] = cap;
+    const int64_t per_block = (int64_t)b[d] * (d >= 1 && d == dims - 1 ? march : 1);
+    const int64_t n = (hi[d] - lo[d] + per_block - 1) / per_block;
+    g[d] = (unsigned)(n < limit[d] ? n : limit[d]);
+  }
+  *grid = dim3(g[0], g[1], g[2]);
+  *block = dim3(b[0], b[1], b[2]);
+  return true;
+}
+
+/* bbmm_cu_shape_of with the settings of this file and the environment. */
+static inline BBMM_GEN_UNUSED bool bbmm_cu_shape(int dims, const int64_t* lo, const int64_t* hi,
+                                                 int64_t march, dim3* grid, dim3* block) {
+  int s[3];
+  bbmm_cu_block_shape(s);
+  return bbmm_cu_shape_of(dims, lo, hi, s, march, bbmm_cu_grid_cap(), grid, block);
+}
+
+/* --- Pieces ---------------------------------------------------------------------------- */
+
+/* The element "idx" of an array with "n" pieces (access-function split). */
+template <typename T, int R>
+static __device__ inline T* bbmm_cu_at(const bbmm_piece* p, int n, const int64_t (&idx)[R]) {
+  for (int k = 0; k < n; ++k) {
+    if (bbmm_piece_contains(&p[k], R, idx)) return (T*)bbmm_piece_at(&p[k], sizeof(T), R, idx);
+  }
+  printf("bbmm: internal error: an element is in none of the tile's %d pieces\n", n);
+  __trap();
+  return nullptr;
+}
+
+/* The multi-piece kernels read the tile's pieces from device memory: the launch's
+   argument block is copied there on the stream, and freed after the kernel. */
+static inline BBMM_GEN_UNUSED char* bbmm_cu_block_copy(const void* args, size_t size,
+                                                       cudaStream_t stream) {
+  void* d = nullptr;
+  bbmm_cu_check(cudaMallocAsync(&d, size, stream), "cudaMallocAsync (the tile's pieces)");
+  bbmm_cu_check(cudaMemcpyAsync(d, args, size, cudaMemcpyHostToDevice, stream),
+                "cudaMemcpyAsync (the tile's pieces)");
+  return (char*)d;
+}
+
+#endif /* BBMM_GENERATED_SUPPORT_CUDA_H_ */

@@ -1,0 +1,213 @@
+/* Tests of include/bbmm/generated_support_cuda.h, the helpers every CUDA file bbmmc
+ * generates includes, on the host side (no GPU needed; built when CUDA is enabled):
+ * - bbmm_floord against a brute-force floor division over all signs (host code);
+ * - bbmm_cu_parse_block / bbmm_cu_parse_int on tables of values;
+ * - bbmm_cu_shape_of: block folding per grid dimension, the march of the outermost
+ *   coordinate, the hardware limits and the user cap, empty ranges; and that the grid
+ *   always covers each range (grid-stride loops do the rest) with no block fully idle
+ *   unless capped, against an independent computation;
+ * - the environment settings in child processes: a malformed BBMM_CUDA_BLOCK,
+ *   BBMM_CUDA_MARCH or BBMM_CUDA_GRID_CAP exits 1 naming the variable; valid ones apply.
+ * Prints each failed check and exits nonzero when one failed. */
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define BBMM_GEN_CUDA_BLOCK_X 16
+#define BBMM_GEN_CUDA_BLOCK_Y 4
+#define BBMM_GEN_CUDA_BLOCK_Z 2
+#define BBMM_GEN_CUDA_MARCH 7
+#include "bbmm/generated_support_cuda.h"
+
+#include <string>
+
+static int failures = 0;
+static int checks = 0;
+
+#define CHECK_EQ(a, b, what)                                                                \
+  do {                                                                                      \
+    const long long va_ = (long long)(a), vb_ = (long long)(b);                             \
+    ++checks;                                                                               \
+    if (va_ != vb_) {                                                                       \
+      fprintf(stderr, "%s:%d: %s: %s is %lld, expected %lld\n", __FILE__, __LINE__, what, #a, \
+              va_, vb_);                                                                    \
+      ++failures;                                                                           \
+    }                                                                                       \
+  } while (0)
+
+// The largest q with q <= n / d, by search (q * d <= n for d > 0, q * d >= n for d < 0).
+static long long brute_floor_div(long long n, long long d) {
+  long long best = -1000;
+  for (long long q = -1000; q <= 1000; ++q) {
+    if (d > 0 ? q * d <= n : q * d >= n) best = q;
+  }
+  return best;
+}
+
+static void test_floord(void) {
+  for (long long n = -40; n <= 40; ++n) {
+    for (long long d = -7; d <= 7; ++d) {
+      if (d == 0) continue;
+      CHECK_EQ(bbmm_floord(n, d), brute_floor_div(n, d), "bbmm_floord");
+    }
+  }
+  CHECK_EQ(bbmm_min(-3, 2), -3, "bbmm_min");
+  CHECK_EQ(bbmm_max(-3, 2), 2, "bbmm_max");
+}
+
+static void test_parse(void) {
+  struct {
+    const char* text;
+    int ok, x, y, z;
+  } blocks[] = {{"32,8", 1, 32, 8, 1},     {"32,8,1", 1, 32, 8, 1}, {"1,1,1", 1, 1, 1, 1},
+                {"1024,1", 1, 1024, 1, 1}, {"32,32,1", 1, 32, 32, 1}, {"32,32,2", 0, 0, 0, 0},
+                {"0,8", 0, 0, 0, 0},       {"32", 0, 0, 0, 0},        {"32,8,1,1", 0, 0, 0, 0},
+                {"32,8x", 0, 0, 0, 0},     {"-1,8", 0, 0, 0, 0},      {"", 0, 0, 0, 0},
+                {"32,8,", 0, 0, 0, 0},     {"32,8,2x", 0, 0, 0, 0},   {"64,4,4", 1, 64, 4, 4}};
+  for (const auto& b : blocks) {
+    int s[3] = {0, 0, 0};
+    const int ok = bbmm_cu_parse_block(b.text, s);
+    CHECK_EQ(ok, b.ok, b.text);
+    if (ok && b.ok) {
+      CHECK_EQ(s[0], b.x, b.text);
+      CHECK_EQ(s[1], b.y, b.text);
+      CHECK_EQ(s[2], b.z, b.text);
+    }
+  }
+  struct {
+    const char* text;
+    int ok;
+    long long v;
+  } ints[] = {{"1", 1, 1}, {"65536", 1, 65536}, {"65537", 0, 0}, {"0", 0, 0},
+              {"7x", 0, 0}, {"", 0, 0},          {"-3", 0, 0},    {"32", 1, 32}};
+  for (const auto& i : ints) {
+    long long v = -1;
+    const int ok = bbmm_cu_parse_int(i.text, 1, 65536, &v);
+    CHECK_EQ(ok, i.ok, i.text);
+    if (ok && i.ok) CHECK_EQ(v, i.v, i.text);
+  }
+}
+
+// Independent: threads per block along d, values per thread along d, and the blocks a
+// dimension needs without limits.
+static void test_shape(void) {
+  const int shape[3] = {16, 4, 2};
+  const int64_t limits[3] = {2147483647, 65535, 65535};
+  const int64_t extents[] = {1, 2, 15, 16, 17, 100, 1000, 70000, 5000000};
+  for (int dims = 0; dims <= 3; ++dims) {
+    for (int64_t march : {1, 3, 32}) {
+      for (int64_t cap : {0, 1, 3}) {
+        for (int64_t e : extents) {
+          int64_t lo[3] = {-5, 7, 0}, hi[3];
+          for (int d = 0; d < 3; ++d) hi[d] = lo[d] + e;
+          dim3 grid, block;
+          const bool ok = bbmm_cu_shape_of(dims, lo, hi, shape, march, cap, &grid, &block);
+          CHECK_EQ(ok, 1, "nonempty ranges launch");
+          const unsigned threads[3] = {block.x, block.y, block.z};
+          const unsigned blocks[3] = {grid.x, grid.y, grid.z};
+          // Threads per block: 256 whatever the dimension count (folded), 1 for dims 0.
+          CHECK_EQ((long long)block.x * block.y * block.z, dims == 0 ? 1 : 128, "block size");
+          for (int d = 0; d < 3; ++d) {
+            if (d >= dims) {
+              CHECK_EQ(threads[d], 1, "unused block dimension");
+              CHECK_EQ(blocks[d], 1, "unused grid dimension");
+              continue;
+            }
+            const int64_t per_thread = (d >= 1 && d == dims - 1) ? march : 1;
+            const int64_t per_block = (int64_t)threads[d] * per_thread;
+            int64_t need = 0;
+            while (need * per_block < e) ++need;  // blocks to cover e without limits
+            int64_t limit = limits[d];
+            if (cap > 0 && cap < limit) limit = cap;
+            CHECK_EQ(blocks[d], need < limit ? need : limit, "grid blocks");
+          }
+          if (dims == 1) CHECK_EQ(threads[0], 128, "1-D folds X*Y*Z");
+          if (dims == 2) {
+            CHECK_EQ(threads[0], 16, "2-D x");
+            CHECK_EQ(threads[1], 8, "2-D folds Y*Z");
+          }
+          if (dims == 3) {
+            CHECK_EQ(threads[0], 16, "3-D x");
+            CHECK_EQ(threads[1], 4, "3-D y");
+            CHECK_EQ(threads[2], 2, "3-D z");
+          }
+        }
+        // An empty range launches nothing.
+        int64_t lo[3] = {4, 4, 4}, hi[3] = {9, 9, 9};
+        if (dims > 0) {
+          hi[dims - 1] = 4;
+          dim3 grid, block;
+          CHECK_EQ(bbmm_cu_shape_of(dims, lo, hi, shape, march, cap, &grid, &block), 0,
+                   "an empty range");
+        }
+      }
+    }
+  }
+}
+
+// Runs "fn" in a child with VAR=VALUE; returns its exit status and stderr.
+template <typename F>
+static int in_child(const char* var, const char* value, F fn, std::string* err) {
+  int pipefd[2];
+  if (pipe(pipefd) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipefd[1], 2);
+    close(pipefd[0]);
+    setenv(var, value, 1);
+    fn();
+    _exit(0);
+  }
+  close(pipefd[1]);
+  char buf[512];
+  ssize_t n;
+  while ((n = read(pipefd[0], buf, sizeof buf)) > 0) err->append(buf, (size_t)n);
+  close(pipefd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void test_environment(void) {
+  struct {
+    const char* var;
+    const char* value;
+    int status;
+  } cases[] = {{"BBMM_CUDA_BLOCK", "64,2", 0},     {"BBMM_CUDA_BLOCK", "64", 1},
+               {"BBMM_CUDA_BLOCK", "64,64,64", 1}, {"BBMM_CUDA_MARCH", "5", 0},
+               {"BBMM_CUDA_MARCH", "0", 1},        {"BBMM_CUDA_MARCH", "many", 1},
+               {"BBMM_CUDA_GRID_CAP", "3", 0},     {"BBMM_CUDA_GRID_CAP", "-3", 1}};
+  for (const auto& c : cases) {
+    std::string err;
+    const std::string var = c.var;
+    const int status = in_child(c.var, c.value, [&] {
+      int s[3];
+      bbmm_cu_block_shape(s);
+      const int64_t m = bbmm_cu_march();
+      const int64_t cap = bbmm_cu_grid_cap();
+      // Valid settings apply (exit 2 when they do not).
+      if (var == "BBMM_CUDA_BLOCK" && !(s[0] == 64 && s[1] == 2 && s[2] == 1)) _exit(2);
+      if (var == "BBMM_CUDA_MARCH" && m != 5) _exit(2);
+      if (var == "BBMM_CUDA_GRID_CAP" && cap != 3) _exit(2);
+      // The others keep this file's defaults.
+      if (var != "BBMM_CUDA_BLOCK" && !(s[0] == 16 && s[1] == 4 && s[2] == 2)) _exit(3);
+      if (var != "BBMM_CUDA_MARCH" && m != 7) _exit(3);
+      if (var != "BBMM_CUDA_GRID_CAP" && cap != 0) _exit(3);
+    }, &err);
+    CHECK_EQ(status, c.status, (std::string(c.var) + "=" + c.value).c_str());
+    if (c.status == 1) {
+      CHECK_EQ(err.find(c.var) != std::string::npos, 1, "the message names the variable");
+    }
+  }
+}
+
+int main() {
+  unsetenv("BBMM_CUDA_BLOCK");
+  unsetenv("BBMM_CUDA_MARCH");
+  unsetenv("BBMM_CUDA_GRID_CAP");
+  test_floord();
+  test_parse();
+  test_shape();
+  test_environment();
+  printf("generated_support_cuda_test: %d checks, %d failed\n", checks, failures);
+  return failures == 0 ? 0 : 1;
+}
