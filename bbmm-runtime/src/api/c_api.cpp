@@ -45,10 +45,19 @@ absl::StatusOr<TileState*> open_handle(bbmm_tile* h, const char* what) {
   return t;
 }
 
-thread_local std::string g_last_error;
+// The calling thread's last error message. A plain buffer, not a std::string: exit()
+// destroys thread_local objects before it runs the atexit handlers, and a program's
+// handler may still call the API (a generated program destroys its runtime there), so
+// the storage must outlive every destructor. Longer messages are cut, ending in "...".
+constexpr size_t kLastErrorSize = 4096;
+thread_local char g_last_error[kLastErrorSize];
 
 bbmm_status fail(bbmm_status code, std::string message) {
-  g_last_error = std::move(message);
+  if (message.size() >= kLastErrorSize) {
+    message.resize(kLastErrorSize - 4);
+    message += "...";
+  }
+  std::memcpy(g_last_error, message.c_str(), message.size() + 1);
   return code;
 }
 
@@ -112,7 +121,7 @@ int enum_bits(const E& e) {
 
 extern "C" {
 
-const char* bbmm_last_error_message(void) { return g_last_error.c_str(); }
+const char* bbmm_last_error_message(void) { return g_last_error; }
 
 bbmm_status bbmm_options_init(bbmm_options* opts) {
   return guarded([&] {
