@@ -631,7 +631,9 @@ TEST_F(CApi, DestroyWithATileOpenAndArraysRegisteredIsAnError) {
     ASSERT_EQ(bbmm_tile_begin(rt, acquired, &t), BBMM_OK);
     const int64_t lo = 8 * acquired, hi = lo + 8;
     ASSERT_EQ(bbmm_tile_require(t, a, &lo, &hi, BBMM_READ_WRITE), BBMM_OK);
-    if (acquired) ASSERT_EQ(bbmm_tile_acquire(t), BBMM_OK) << last();
+    if (acquired) {
+      ASSERT_EQ(bbmm_tile_acquire(t), BBMM_OK) << last();
+    }
   }
   EXPECT_NE(bbmm_runtime_destroy(rt), BBMM_OK);
   EXPECT_TRUE(mentions(last(), "open")) << last();
