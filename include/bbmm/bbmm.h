@@ -90,6 +90,9 @@ bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out);
  * valid until now. */
 bbmm_status bbmm_runtime_destroy(bbmm_runtime* rt);
 int bbmm_device_count(const bbmm_runtime* rt);
+/* The bytes `device` may hold: its memory, or bbmm_options.device_memory when smaller
+ * (0 for a null runtime or a device that does not exist). */
+uint64_t bbmm_device_memory(const bbmm_runtime* rt, int device);
 
 /* Registers `rank`-dimensional host array `host` of `extents` elements of
  * `elem_size` bytes (1..16 .. any size) with element strides `strides`

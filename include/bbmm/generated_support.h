@@ -155,6 +155,48 @@ static inline void bbmm_gen_require(bbmm_tile* t, bbmm_array* a, int rank, const
   ++*count;
 }
 
+/* --- Capacity-driven tile counts ---------------------------------------------------- */
+
+static inline uint64_t bbmm_max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* Adds the bytes of box [lo, hi) of elements of "elem_size" bytes to *acc (nothing when
+ * the box is empty). */
+static inline void bbmm_gen_box_bytes(uint64_t* acc, size_t elem_size, int rank, const int64_t* lo,
+                                      const int64_t* hi) {
+  uint64_t bytes = (uint64_t)elem_size;
+  for (int d = 0; d < rank; ++d) {
+    if (lo[d] >= hi[d]) return;
+    bytes *= (uint64_t)(hi[d] - lo[d]);
+  }
+  *acc += bytes;
+}
+
+/* Says once per phase (named "phase") that its tiles, one iteration of the partitioned
+ * loop wide, still require "bytes" (an upper bound: boxes may overlap) against devices of
+ * "capacity" bytes: the runtime fails if they do not fit at all. */
+static inline void bbmm_gen_tile_too_large(const char* phase, uint64_t bytes, uint64_t capacity) {
+  static const char* said = NULL;
+  if (said == phase) return;
+  said = phase;
+  if (bytes > capacity) {
+    fprintf(stderr,
+            "bbmm: note: a tile of %s, one iteration of its partitioned loop wide, requires "
+            "boxes of up to %llu bytes; a device holds %llu bytes (a 2-D partition, "
+            "bbmmc --partition=2d, splits a second loop)\n",
+            phase, (unsigned long long)bytes, (unsigned long long)capacity);
+  }
+}
+
+/* The smallest memory of the runtime's devices (bbmm_device_memory), 0 when it has none. */
+static inline uint64_t bbmm_gen_min_device_memory(const bbmm_runtime* rt) {
+  uint64_t m = 0;
+  for (int d = 0; d < bbmm_device_count(rt); ++d) {
+    const uint64_t b = bbmm_device_memory(rt, d);
+    if (d == 0 || b < m) m = b;
+  }
+  return m;
+}
+
 /* Flows out box [lo, hi) of "a" for tile "t" unless it is empty. Ends the program when the
  * runtime fails. */
 static inline void bbmm_gen_flow_out(bbmm_tile* t, bbmm_array* a, int rank, const int64_t* lo,

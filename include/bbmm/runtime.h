@@ -101,6 +101,9 @@ class Runtime {
   absl::Status shutdown();
 
   int device_count() const;
+  // The bytes `device` may hold: its memory, or RuntimeOptions::device_memory when
+  // smaller (0 for a device that does not exist).
+  size_t device_memory(int device) const;
   std::string backend_name() const;
 
   // Registers a host array of `extents` elements of `elem_size` bytes with

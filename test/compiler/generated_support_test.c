@@ -5,6 +5,7 @@
  * - bbmm_gen_at on pieces with padding against direct indexing of the array;
  * - BBMM_TILES_PER_DEVICE: the parser on a table of values, and bbmm_gen_runtime in a
  *   child process (exit status and message for a malformed value and for another backend);
+ * - bbmm_gen_box_bytes and bbmm_gen_min_device_memory (capacity-driven tile counts);
  * - bbmm_gen_require and bbmm_gen_flow_out on the host backend (2 devices): empty boxes
  *   are skipped (not counted, not required, nothing flowed out), nonempty ones reach the
  *   runtime (the flowed-out row is on the other device before its tile asks for it).
@@ -375,6 +376,32 @@ static void test_require_and_flow_out(void) {
   /* The runtime is destroyed at exit (bbmm_gen_exit). */
 }
 
+/* bbmm_gen_box_bytes against the product of the extents (nothing for empty or inverted
+ * boxes), and bbmm_gen_min_device_memory on runtimes of a given device memory. */
+static void test_capacity_helpers(void) {
+  for (int64_t a = -2; a <= 3; ++a) {
+    for (int64_t b = -2; b <= 4; ++b) {
+      const int64_t lo[2] = {1, 2}, hi[2] = {1 + a, 2 + b};
+      uint64_t acc = 5;
+      bbmm_gen_box_bytes(&acc, 8, 2, lo, hi);
+      const uint64_t want = (a > 0 && b > 0) ? (uint64_t)(8 * a * b) : 0;
+      CHECK_EQ(acc, 5 + want, "bbmm_gen_box_bytes");
+    }
+  }
+  bbmm_options o;
+  CHECK_EQ(bbmm_options_init(&o), BBMM_OK, "bbmm_options_init");
+  o.backend = BBMM_BACKEND_HOST;
+  o.devices = 3;
+  o.device_memory = 5000;
+  bbmm_runtime* rt = NULL;
+  CHECK_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK, "bbmm_runtime_create");
+  if (rt != NULL) {
+    CHECK_EQ(bbmm_gen_min_device_memory(rt), 5000, "bbmm_gen_min_device_memory");
+    CHECK_EQ(bbmm_runtime_destroy(rt), BBMM_OK, "bbmm_runtime_destroy");
+  }
+  CHECK_EQ(bbmm_gen_min_device_memory(NULL), 0, "bbmm_gen_min_device_memory(NULL)");
+}
+
 int main(void) {
   /* The environment of the tests: the host backend on 2 devices, nothing printed at exit. */
   setenv("BBMM_BACKEND", "host", 1);
@@ -386,6 +413,7 @@ int main(void) {
   test_parse_tiles_per_device();
   test_runtime_environment(); /* forks: before this process starts runtime threads */
   test_require_and_flow_out();
+  test_capacity_helpers();
   printf("generated_support_test (%s): %d checks, %d failed\n",
 #ifdef __cplusplus
          "C++",

@@ -614,6 +614,14 @@ TEST_F(CApi, StaleTileHandlesAreReportedNotCrashes) {
 // What a generated program does when a runtime call fails inside a tile: it exits, and
 // its atexit handler destroys the runtime with the tile still open and the arrays still
 // registered. That is an error with a message, never a crash or a double free.
+TEST_F(CApi, DeviceMemoryIsTheCapacityOption) {
+  make(3, 123456);
+  for (int d = 0; d < 3; ++d) EXPECT_EQ(bbmm_device_memory(rt_, d), 123456u);
+  EXPECT_EQ(bbmm_device_memory(rt_, 3), 0u);
+  EXPECT_EQ(bbmm_device_memory(rt_, -1), 0u);
+  EXPECT_EQ(bbmm_device_memory(nullptr, 0), 0u);
+}
+
 TEST_F(CApi, DestroyWithATileOpenAndArraysRegisteredIsAnError) {
   bbmm_options o;
   ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);

@@ -165,6 +165,7 @@ class ScopGenerator {
           "   scalars and the registered arrays. */\n";
     os << "struct " << pre_ << "_ctx {\n";
     os << "  bbmm_runtime* rt;\n  int devices, tiles_per_device;\n";
+    os << "  uint64_t capacity;  /* the smallest device memory (bbmm_device_memory) */\n";
     if (!s_.params.empty()) os << "  int64_t " << join(s_.params, ", ") << ";\n";
     for (int a : scalars()) os << "  " << s_.arrays[a].elem_type << " " << s_.arrays[a].c_name << ";\n";
     std::vector<std::string> arr;
@@ -215,6 +216,7 @@ class ScopGenerator {
       device_ << host_kernel_args_struct(s_, sig, name) << "\n";
       device_ << cuda_kernel_launcher(s_, b_, p, sig, name);
     }
+    os << bytes_function(p, sig, name);
     os << tile_function(p, sig, name);
     os << phase_function(p, sig, name);
     return os.str();
@@ -224,6 +226,32 @@ class ScopGenerator {
     std::string r;
     for (const std::string& v : sig.serial) r += ", int64_t " + v;
     return r;
+  }
+
+  // "<name>_bytes": the bytes of the boxes a tile of phase "p" requires (an upper bound of
+  // its footprint: boxes may overlap), for the capacity-driven tile count.
+  std::string bytes_function(int p, const KernelSignature& sig, const std::string& name) {
+    const PhaseBoxes& pb = b_.phases[p];
+    std::ostringstream os;
+    os << "/* The bytes of the boxes one tile of phase " << p << " requires. */\n";
+    os << "static uint64_t " << name << "_bytes(const struct " << pre_ << "_ctx* bbmm_x"
+       << serial_params_decl(sig);
+    for (const std::string& t : sig.tile) os << ", int64_t " << t;
+    os << ") {\n";
+    os << param_locals("  ");
+    for (const std::string& v : sig.serial) os << "  (void)" << v << ";\n";
+    for (const std::string& v : sig.tile) os << "  (void)" << v << ";\n";
+    os << "  uint64_t bbmm_bytes = 0;\n";
+    os << "  uint64_t* const bbmm_t = &bbmm_bytes;\n";
+    for (int a : sig.arrays) {
+      const ArrayBoxes* ab = array_boxes(pb, a);
+      if (!ab) continue;
+      const std::string elem = "sizeof(" + s_.arrays[a].elem_type + ")";
+      for (const TileBox& box : ab->required) emit_box(os, "  ", box, "bbmm_gen_box_bytes", elem, "");
+    }
+    os << "  return bbmm_bytes;\n";
+    os << "}\n\n";
+    return os.str();
   }
 
   std::string tile_function(int p, const KernelSignature& sig, const std::string& name) {
@@ -389,7 +417,53 @@ class ScopGenerator {
     return nullptr;
   }
 
+  // The tile count of a 1-D split of [from, to) (clamped to [bbmm_from0, bbmm_to0) when
+  // "clamp") and the opening of the loop over its tiles (bbmm_k, lo/hi parameters). The
+  // count starts at devices x tiles per device and doubles (keeping tile k's device
+  // k * devices / n) until every tile's boxes fit twice in the smallest device (a tile
+  // and the next one's read-ins) or every tile is one iteration wide: a program whose
+  // data exceeds the devices' memory runs without any setting.
+  void split_1d(std::ostream& os, const Partition& part, const std::string& name,
+                const std::string& serial_args, const std::string& from, const std::string& to,
+                bool clamp) {
+    const std::string lo = part.dims[0].lo_param, hi = part.dims[0].hi_param;
+    auto bounds = [&](const std::string& ind) {
+      const std::string span = "(" + to + " - " + from + ")";
+      if (clamp) {
+        os << ind << "const int64_t " << lo << " = bbmm_max(bbmm_from0, " << from << " + " << span
+           << " * bbmm_k / bbmm_n);\n";
+        os << ind << "const int64_t " << hi << " = bbmm_min(bbmm_to0, " << from << " + " << span
+           << " * (bbmm_k + 1) / bbmm_n);\n";
+      } else {
+        os << ind << "const int64_t " << lo << " = " << from << " + " << span << " * bbmm_k / bbmm_n;\n";
+        os << ind << "const int64_t " << hi << " = " << from << " + " << span
+           << " * (bbmm_k + 1) / bbmm_n;\n";
+      }
+    };
+    os << "  int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;\n";
+    os << "  if (bbmm_n > " << to << " - " << from << ") bbmm_n = " << to << " - " << from << ";\n";
+    os << "  while (bbmm_x->capacity > 0) {\n";
+    os << "    uint64_t bbmm_worst = 0;\n";
+    os << "    for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {\n";
+    bounds("      ");
+    os << "      if (" << lo << " < " << hi << ") bbmm_worst = bbmm_max_u64(bbmm_worst, " << name
+       << "_bytes(bbmm_x" << serial_args << ", " << lo << ", " << hi << "));\n";
+    os << "    }\n";
+    os << "    if (bbmm_worst <= bbmm_x->capacity / 2) break;\n";
+    os << "    if (bbmm_n >= " << to << " - " << from << ") {\n";
+    os << "      bbmm_gen_tile_too_large(\"" << phase_label_ << "\", bbmm_worst, bbmm_x->capacity);\n";
+    os << "      break;\n";
+    os << "    }\n";
+    os << "    bbmm_n = bbmm_min(2 * bbmm_n, " << to << " - " << from << ");\n";
+    os << "  }\n";
+    os << "  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {\n";
+    bounds("    ");
+    if (clamp) os << "    if (" << lo << " >= " << hi << ") continue;\n";
+  }
+
   std::string phase_function(int p, const KernelSignature& sig, const std::string& name) {
+    phase_label_ = "phase " + std::to_string(p) + " of scop " + std::to_string(s_.index) + " in " +
+                   s_.function;
     const PhaseBoxes& pb = b_.phases[p];
     const Partition& part = b_.partitions[pb.partition];
     std::ostringstream os;
@@ -430,22 +504,9 @@ class ScopGenerator {
         // each tile to this iteration's range.
         os << "  /* tiles of the whole range over all serial iterations, clamped */\n";
         os << "  const int64_t bbmm_all_from = " << glo << ", bbmm_all_to = " << ghi << ";\n";
-        os << "  int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;\n";
-        os << "  if (bbmm_n > bbmm_all_to - bbmm_all_from) bbmm_n = bbmm_all_to - bbmm_all_from;\n";
-        os << "  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {\n";
-        os << "    const int64_t " << part.dims[0].lo_param
-           << " = bbmm_max(bbmm_from0, bbmm_all_from + (bbmm_all_to - bbmm_all_from) * bbmm_k / bbmm_n);\n";
-        os << "    const int64_t " << part.dims[0].hi_param
-           << " = bbmm_min(bbmm_to0, bbmm_all_from + (bbmm_all_to - bbmm_all_from) * (bbmm_k + 1) / bbmm_n);\n";
-        os << "    if (" << part.dims[0].lo_param << " >= " << part.dims[0].hi_param << ") continue;\n";
+        split_1d(os, part, name, serial_args, "bbmm_all_from", "bbmm_all_to", true);
       } else {
-        os << "  int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;\n";
-        os << "  if (bbmm_n > bbmm_to0 - bbmm_from0) bbmm_n = bbmm_to0 - bbmm_from0;\n";
-        os << "  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {\n";
-        os << "    const int64_t " << part.dims[0].lo_param
-           << " = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;\n";
-        os << "    const int64_t " << part.dims[0].hi_param
-           << " = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;\n";
+        split_1d(os, part, name, serial_args, "bbmm_from0", "bbmm_to0", false);
       }
       os << "    " << name << "_tile(bbmm_x" << serial_args << ", " << part.dims[0].lo_param << ", "
          << part.dims[0].hi_param << ", (int)(bbmm_k * bbmm_x->devices / bbmm_n));\n";
@@ -490,6 +551,7 @@ class ScopGenerator {
     os << "    bbmm_ctx.rt = bbmm_gen_runtime();\n";
     os << "    bbmm_ctx.devices = bbmm_device_count(bbmm_ctx.rt);\n";
     os << "    bbmm_ctx.tiles_per_device = bbmm_gen_tiles_per_device;\n";
+    os << "    bbmm_ctx.capacity = bbmm_gen_min_device_memory(bbmm_ctx.rt);\n";
     for (const std::string& p : s_.params) os << "    bbmm_ctx." << p << " = " << p << ";\n";
     for (int a : scalars()) os << "    bbmm_ctx." << s_.arrays[a].c_name << " = " << s_.arrays[a].c_name << ";\n";
     for (int a : arrays()) {
@@ -570,6 +632,7 @@ class ScopGenerator {
   Diagnostics& diag_;
   std::string pre_;
   std::ostringstream device_;  // CUDA: the scop's part of STEM.cu
+  std::string phase_label_;    // "phase 0 of scop 0 in kernel_gemm", for run-time notes
 };
 
 // Byte offset in "text" of the start of the line holding byte "pos".

@@ -197,6 +197,10 @@ bbmm_status bbmm_runtime_destroy(bbmm_runtime* rt) {
 
 int bbmm_device_count(const bbmm_runtime* rt) { return rt == nullptr ? 0 : rt->rt->device_count(); }
 
+uint64_t bbmm_device_memory(const bbmm_runtime* rt, int device) {
+  return rt == nullptr ? 0 : static_cast<uint64_t>(rt->rt->device_memory(device));
+}
+
 bbmm_status bbmm_array_register(bbmm_runtime* rt, const char* name, void* host,
                                 size_t elem_size, int rank, const int64_t* extents,
                                 const int64_t* strides, int flags, bbmm_array** out) {

@@ -100,6 +100,11 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::create_with_backend(
 
 int Runtime::device_count() const { return core_->device_count(); }
 
+size_t Runtime::device_memory(int device) const {
+  if (device < 0 || device >= core_->device_count()) return 0;
+  return core_->device_memory(device);
+}
+
 std::string Runtime::backend_name() const { return core_->backend().name(); }
 
 absl::StatusOr<Array*> Runtime::register_array(std::string name, void* host, size_t elem_size,

@@ -26,6 +26,7 @@ constexpr size_t kCheckQuarantine = 256;
 RuntimeCore::RuntimeCore(std::unique_ptr<Backend> backend, const RuntimeOptions& options,
                          std::unique_ptr<Tracer> tracer, const std::vector<size_t>& capacity)
     : backend_(std::make_unique<InstrumentedBackend>(std::move(backend))),
+      capacity_(capacity),
       options_(options),
       tracer_(std::move(tracer)),
       policy_(make_eviction_policy(options.eviction_policy)),

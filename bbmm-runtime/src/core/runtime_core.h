@@ -50,6 +50,8 @@ class RuntimeCore {
   ~RuntimeCore();
 
   int device_count() const { return static_cast<int>(stats_.size()); }
+  // The bytes device `device` may hold (its memory, or the device_memory option).
+  size_t device_memory(int device) const { return capacity_[static_cast<size_t>(device)]; }
   Backend& backend() { return *backend_; }
   const RuntimeOptions& options() const { return options_; }
 
@@ -98,6 +100,7 @@ class RuntimeCore {
   void retire(TileState& tile);
 
   std::unique_ptr<InstrumentedBackend> backend_;
+  std::vector<size_t> capacity_;  // per device
   RuntimeOptions options_;
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<EvictionPolicy> policy_;

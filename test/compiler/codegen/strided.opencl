@@ -13,6 +13,7 @@
 struct bbmm_s0_ctx {
   bbmm_runtime* rt;
   int devices, tiles_per_device;
+  uint64_t capacity;  /* the smallest device memory (bbmm_device_memory) */
   int64_t N;
   bbmm_array *X, *Y;
 };
@@ -121,6 +122,25 @@ static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
     bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
 }
 
+/* The bytes of the boxes one tile of phase 0 requires. */
+static uint64_t bbmm_s0_p0_bytes(const struct bbmm_s0_ctx* bbmm_x) {
+  const int64_t N = bbmm_x->N;
+  (void)N;
+  uint64_t bbmm_bytes = 0;
+  uint64_t* const bbmm_t = &bbmm_bytes;
+  if (N >= 1) {
+    const int64_t bbmm_blo[1] = {0};
+    const int64_t bbmm_bhi[1] = {2 * N - 1};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 1, bbmm_blo, bbmm_bhi);
+  }
+  if (N >= 1) {
+    const int64_t bbmm_blo[1] = {0};
+    const int64_t bbmm_bhi[1] = {N};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 1, bbmm_blo, bbmm_bhi);
+  }
+  return bbmm_bytes;
+}
+
 /* One tile of phase 0 on device "bbmm_dev": require, acquire, launch, flow out, release. */
 static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int bbmm_dev) {
   const int64_t N = bbmm_x->N;
@@ -184,6 +204,7 @@ void kernel_strided(int N, double X[2 * N], double Y[N]) {
     bbmm_ctx.rt = bbmm_gen_runtime();
     bbmm_ctx.devices = bbmm_device_count(bbmm_ctx.rt);
     bbmm_ctx.tiles_per_device = bbmm_gen_tiles_per_device;
+    bbmm_ctx.capacity = bbmm_gen_min_device_memory(bbmm_ctx.rt);
     bbmm_ctx.N = N;
     {
       const int64_t bbmm_ext[1] = {2 * N};

@@ -13,6 +13,7 @@
 struct bbmm_s0_ctx {
   bbmm_runtime* rt;
   int devices, tiles_per_device;
+  uint64_t capacity;  /* the smallest device memory (bbmm_device_memory) */
   int64_t N;
   bbmm_array *X, *A;
 };
@@ -143,6 +144,37 @@ static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
     bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
 }
 
+/* The bytes of the boxes one tile of phase 0 requires. */
+static uint64_t bbmm_s0_p0_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, int64_t bbmm_hi) {
+  const int64_t N = bbmm_x->N;
+  (void)N;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
+  uint64_t bbmm_bytes = 0;
+  uint64_t* const bbmm_t = &bbmm_bytes;
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, N};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {N, bbmm_hi};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, N};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {N, bbmm_hi};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  return bbmm_bytes;
+}
+
 /* One tile of phase 0 on device "bbmm_dev": require, acquire, launch, flow out, release. */
 static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, int64_t bbmm_hi, int bbmm_dev) {
   const int64_t N = bbmm_x->N;
@@ -220,6 +252,20 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
   if (bbmm_from0 >= bbmm_to0) return;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
   if (bbmm_n > bbmm_to0 - bbmm_from0) bbmm_n = bbmm_to0 - bbmm_from0;
+  while (bbmm_x->capacity > 0) {
+    uint64_t bbmm_worst = 0;
+    for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
+      const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
+      const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+      if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p0_bytes(bbmm_x, bbmm_lo, bbmm_hi));
+    }
+    if (bbmm_worst <= bbmm_x->capacity / 2) break;
+    if (bbmm_n >= bbmm_to0 - bbmm_from0) {
+      bbmm_gen_tile_too_large("phase 0 of scop 0 in kernel_sym", bbmm_worst, bbmm_x->capacity);
+      break;
+    }
+    bbmm_n = bbmm_min(2 * bbmm_n, bbmm_to0 - bbmm_from0);
+  }
   for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
     const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
     const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
@@ -236,6 +282,7 @@ void kernel_sym(int N, double X[N][N], double A[N][N]) {
     bbmm_ctx.rt = bbmm_gen_runtime();
     bbmm_ctx.devices = bbmm_device_count(bbmm_ctx.rt);
     bbmm_ctx.tiles_per_device = bbmm_gen_tiles_per_device;
+    bbmm_ctx.capacity = bbmm_gen_min_device_memory(bbmm_ctx.rt);
     bbmm_ctx.N = N;
     {
       const int64_t bbmm_ext[2] = {N, N};
