@@ -187,6 +187,23 @@ static inline void bbmm_gen_tile_too_large(const char* phase, uint64_t bytes, ui
   }
 }
 
+/* Whether the generated code reserves each device's allocation hull before its tiles
+ * (BBMM_RESERVE, default 1; 0 turns the hints off, e.g. to measure what they save). */
+static inline int bbmm_gen_reserve_enabled(void) {
+  const char* v = getenv("BBMM_RESERVE");
+  return !(v && strcmp(v, "0") == 0);
+}
+
+/* Reserves box [lo, hi) of "a" on "device" (bbmm_reserve) unless it is empty. Ends the
+ * program when the runtime fails. */
+static inline void bbmm_gen_reserve(bbmm_runtime* rt, int device, bbmm_array* a, int rank,
+                                    const int64_t* lo, const int64_t* hi) {
+  for (int d = 0; d < rank; ++d) {
+    if (lo[d] >= hi[d]) return;
+  }
+  bbmm_gen_check(bbmm_reserve(rt, device, a, lo, hi), "bbmm_reserve");
+}
+
 /* The smallest memory of the runtime's devices (bbmm_device_memory), 0 when it has none. */
 static inline uint64_t bbmm_gen_min_device_memory(const bbmm_runtime* rt) {
   uint64_t m = 0;

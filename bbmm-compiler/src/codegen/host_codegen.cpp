@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "codegen/box_printer.h"
@@ -355,6 +356,166 @@ class ScopGenerator {
   // The values of partition dimension "d"'s loops over every instance of the partition's
   // phases (all serial iterations), as C expressions [lo, hi) over the scop parameters.
   // False when the range does not depend on the serial iterators' values.
+  // The values of partition dimension "d"'s loops over every instance of the partition's
+  // phases (all serial iterations): a 1-D set over the scop parameters (null if none).
+  isl::set all_iterations(const Partition& part, size_t d) const {
+    isl::set vals;
+    for (size_t slot = 0; slot < part.phases.size(); ++slot) {
+      if (slot >= part.dims[d].loops.size()) continue;
+      const int loop = part.dims[d].loops[slot];
+      for (int st_i : s_.phases[part.phases[slot]].statements) {
+        const Statement& st = s_.statements[st_i];
+        for (size_t dd = 0; dd < st.loops.size(); ++dd) {
+          if (st.loops[dd] != loop) continue;
+          const int depth = static_cast<int>(st.iterators.size());
+          isl_set* x = isl_set_project_out(st.domain.copy(), isl_dim_set, dd + 1, depth - dd - 1);
+          x = isl_set_project_out(x, isl_dim_set, 0, dd);
+          x = isl_set_reset_tuple_id(x);
+          isl::set v = isl::manage(x);
+          vals = vals.is_null() ? v : vals.unite(v);
+        }
+      }
+    }
+    return vals.is_null() ? vals : vals.coalesce();
+  }
+
+  // Allocation hints (bbmm_reserve), before the serial loops: for every 1-D partition and
+  // every device, the hull of the boxes its tiles require over all phases of the partition
+  // and all serial iterations, for each array. A device's tiles are the consecutive tiles
+  // [d*t, (d+1)*t) of the n = devices*t of every phase call (t: tiles per device, doubled
+  // by the capacity rule), so their union is the block [from + span*d/devices,
+  // from + span*(d+1)/devices) of the range over all iterations, and the boxes of a tile
+  // are the hull of its instances' accesses: the block's boxes hold every tile's. A device
+  // reserves only when its hulls take at most half its memory (else its tiles box in and
+  // out as usual). Hints are hints: a tile whose boxes leave the reserved instance grows
+  // or adds an instance as before (BBMM_RESERVE=0 turns them off).
+  std::string reservations() {
+    std::ostringstream os;
+    // An array required by the phases of several partitions (read by rows in one and by
+    // columns in another: mvt, adi) has no single hull per device; it gets no hint.
+    std::map<int, std::set<int>> partitions_of;
+    for (size_t p = 0; p < b_.phases.size(); ++p) {
+      for (const ArrayBoxes& ab : b_.phases[p].arrays) {
+        if (!ab.required.empty()) partitions_of[ab.array].insert(b_.phases[p].partition);
+      }
+    }
+    for (const Partition& part : b_.partitions) {
+      if (part.dims.size() != 1) continue;
+      bool single = false;
+      for (int p : part.phases) single = single || b_.phases[p].single_device;
+      if (single) continue;
+      const isl::set range = all_iterations(part, 0);
+      if (range.is_null()) continue;
+      const std::string lo_p = part.dims[0].lo_param, hi_p = part.dims[0].hi_param;
+      // Per array: the union over phases and required boxes, serial iterators projected.
+      std::map<int, isl::set> hull;
+      std::set<int> moving;  // arrays whose boxes change with the serial iterators
+      for (int p : part.phases) {
+        for (const ArrayBoxes& ab : b_.phases[p].arrays) {
+          if (s_.arrays[ab.array].is_scalar || partitions_of[ab.array].size() > 1) continue;
+          for (const TileBox& box : ab.required) {
+            isl_set* x = box.set.copy();
+            for (int l : s_.phases[p].serial_loops) {
+              const int pos =
+                  isl_set_find_dim_by_name(x, isl_dim_param, s_.loops[l].c_name.c_str());
+              if (pos >= 0) x = isl_set_project_out(x, isl_dim_param, pos, 1);
+            }
+            // Moving: for some serial iteration where the box is nonempty, it is smaller
+            // than its union over all iterations.
+            isl_set* u = isl_set_align_params(isl_set_copy(x), box.set.get_space().release());
+            u = isl_set_intersect_params(u, isl_set_params(box.set.copy()));
+            if (isl_set_is_subset(u, box.set.get()) != isl_bool_true) moving.insert(ab.array);
+            isl_set_free(u);
+            isl::set v = isl::manage(x);
+            auto it = hull.find(ab.array);
+            if (it == hull.end()) hull.emplace(ab.array, v);
+            else it->second = it->second.unite(v);
+          }
+        }
+      }
+      // Only arrays whose boxes over all phases and iterations form one convex set (a row
+      // band with its halo): for rows in one phase and columns in another (mvt's A, adi's
+      // arrays) the hull would be most of the array on every device.
+      // Nor arrays whose boxes move with the serial iterators (floyd's row k, lu's pivot
+      // row): their hull over all iterations is more than any iteration needs, and a
+      // flow-out reaches every device holding an instance of the box.
+      for (auto it = hull.begin(); it != hull.end();) {
+        if (moving.count(it->first)) {
+          it = hull.erase(it);
+          continue;
+        }
+        isl::set u = it->second.coalesce();
+        isl::set conv = isl::manage(isl_set_from_basic_set(isl_set_convex_hull(u.copy())));
+        if (conv.is_subset(u)) {
+          it->second = u;
+          ++it;
+        } else {
+          it = hull.erase(it);
+        }
+      }
+      if (hull.empty()) continue;
+      std::vector<std::string> names = s_.params;
+      names.push_back(lo_p);
+      names.push_back(hi_p);
+      const isl::set context(s_.context.ctx(),
+                             "[" + join(names, ", ") + "] -> { : " + lo_p + " < " + hi_p + " }");
+      isl::pw_aff mn = isl::manage(isl_set_dim_min(range.copy(), 0));
+      isl_pw_aff* mx = isl_set_dim_max(range.copy(), 0);
+      mx = isl_pw_aff_add_constant_val(mx, isl_val_one(isl_pw_aff_get_ctx(mx)));
+      os << "    /* Allocation hints of partition " << part.id
+         << ": each device's hull of the boxes its tiles require, over all iterations. */\n";
+      os << "    if (bbmm_gen_reserve_enabled()) {\n";
+      os << "      const int64_t bbmm_from = " << cx(c_expr_from_pw_aff(mn, s_.context))
+         << ", bbmm_to = " << cx(c_expr_from_pw_aff(isl::manage(mx), s_.context)) << ";\n";
+      os << "      for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {\n";
+      os << "        const int64_t " << lo_p
+         << " = bbmm_from + (bbmm_to - bbmm_from) * bbmm_d / bbmm_ctx.devices;\n";
+      os << "        const int64_t " << hi_p
+         << " = bbmm_from + (bbmm_to - bbmm_from) * (bbmm_d + 1) / bbmm_ctx.devices;\n";
+      os << "        if (" << lo_p << " >= " << hi_p << ") continue;\n";
+      std::vector<std::string> boxes;
+      int k = 0;
+      for (auto& [a, set] : hull) {
+        isl::set h = set.coalesce();
+        const int rank = static_cast<int>(isl_set_dim(h.get(), isl_dim_set));
+        isl::set nonempty = isl::manage(isl_set_params(h.copy()));
+        std::vector<std::string> lo, hi;
+        for (int d = 0; d < rank; ++d) {
+          lo.push_back(cx(c_expr_from_pw_aff(isl::manage(isl_set_dim_min(h.copy(), d)), context)));
+          isl_pw_aff* m = isl_set_dim_max(h.copy(), d);
+          m = isl_pw_aff_add_constant_val(m, isl_val_one(isl_pw_aff_get_ctx(m)));
+          hi.push_back(cx(c_expr_from_pw_aff(isl::manage(m), context)));
+        }
+        const std::string guard = cx(c_condition_from_set(nonempty, context));
+        const std::string v = "bbmm_h" + std::to_string(k++);
+        os << "        const int " << v << "_ok = " << guard << ";\n";
+        os << "        const int64_t " << v << "_lo[" << rank << "] = {" << join(lo, ", ") << "};\n";
+        os << "        const int64_t " << v << "_hi[" << rank << "] = {" << join(hi, ", ") << "};\n";
+        boxes.push_back(v);
+        (void)a;
+      }
+      os << "        uint64_t bbmm_bytes = 0;\n";
+      k = 0;
+      for (auto& [a, set] : hull) {
+        const std::string v = boxes[static_cast<size_t>(k++)];
+        const int rank = static_cast<int>(isl_set_dim(set.get(), isl_dim_set));
+        os << "        if (" << v << "_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof("
+           << s_.arrays[a].elem_type << "), " << rank << ", " << v << "_lo, " << v << "_hi);\n";
+      }
+      os << "        if (bbmm_bytes > bbmm_device_memory(bbmm_ctx.rt, bbmm_d) / 2) continue;\n";
+      k = 0;
+      for (auto& [a, set] : hull) {
+        const std::string v = boxes[static_cast<size_t>(k++)];
+        const int rank = static_cast<int>(isl_set_dim(set.get(), isl_dim_set));
+        os << "        if (" << v << "_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx."
+           << s_.arrays[a].c_name << ", " << rank << ", " << v << "_lo, " << v << "_hi);\n";
+      }
+      os << "      }\n";
+      os << "    }\n";
+    }
+    return os.str();
+  }
+
   bool whole_range(const Partition& part, size_t d, std::string& lo, std::string& hi) {
     isl::set vals;
     for (size_t slot = 0; slot < part.phases.size(); ++slot) {
@@ -566,6 +727,7 @@ class ScopGenerator {
          << arr.c_name << "), \"bbmm_array_register(" << arr.c_name << ")\");\n";
       os << "    }\n";
     }
+    os << reservations();
     os << loops();
     os << "    /* The host copies become current; the device instances are freed. */\n";
     for (int a : arrays()) {

@@ -263,6 +263,27 @@ void kernel_back(int n, double p[n][n], double v[n][n]) {
       const int64_t bbmm_ext[2] = {n, n};
       bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "p", (void*)(p), sizeof(double), 2, bbmm_ext, NULL, BBMM_ARRAY_READ_ONLY, &bbmm_ctx.p), "bbmm_array_register(p)");
     }
+    /* Allocation hints of partition 0: each device's hull of the boxes its tiles require, over all iterations. */
+    if (bbmm_gen_reserve_enabled()) {
+      const int64_t bbmm_from = 1, bbmm_to = n - 1;
+      for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {
+        const int64_t bbmm_lo = bbmm_from + (bbmm_to - bbmm_from) * bbmm_d / bbmm_ctx.devices;
+        const int64_t bbmm_hi = bbmm_from + (bbmm_to - bbmm_from) * (bbmm_d + 1) / bbmm_ctx.devices;
+        if (bbmm_lo >= bbmm_hi) continue;
+        const int bbmm_h0_ok = n >= 3 && n >= bbmm_lo + 2 && bbmm_hi >= 2;
+        const int64_t bbmm_h0_lo[2] = {1, bbmm_lo <= 0 && bbmm_hi >= 2 ? 1 : bbmm_lo};
+        const int64_t bbmm_h0_hi[2] = {n, n >= bbmm_lo + 2 && bbmm_hi >= n ? n - 1 : bbmm_hi};
+        const int bbmm_h1_ok = n >= 3 && n >= bbmm_lo + 2 && bbmm_hi >= 2;
+        const int64_t bbmm_h1_lo[2] = {bbmm_lo <= 0 && bbmm_hi >= 2 ? 1 : bbmm_lo, 1};
+        const int64_t bbmm_h1_hi[2] = {n >= bbmm_lo + 2 && bbmm_hi >= n ? n - 1 : bbmm_hi, n - 1};
+        uint64_t bbmm_bytes = 0;
+        if (bbmm_h0_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h0_lo, bbmm_h0_hi);
+        if (bbmm_h1_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h1_lo, bbmm_h1_hi);
+        if (bbmm_bytes > bbmm_device_memory(bbmm_ctx.rt, bbmm_d) / 2) continue;
+        if (bbmm_h0_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.v, 2, bbmm_h0_lo, bbmm_h0_hi);
+        if (bbmm_h1_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.p, 2, bbmm_h1_lo, bbmm_h1_hi);
+      }
+    }
     if (n >= 3)
       bbmm_s0_phase0(&bbmm_ctx);
     /* The host copies become current; the device instances are freed. */

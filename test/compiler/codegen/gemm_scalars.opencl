@@ -345,6 +345,32 @@ void kernel_gemm(int ni, int nj, int nk, double alpha, double beta, double C[ni]
       const int64_t bbmm_ext[2] = {nk, nj};
       bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "B", (void*)(B), sizeof(double), 2, bbmm_ext, NULL, BBMM_ARRAY_READ_ONLY, &bbmm_ctx.B), "bbmm_array_register(B)");
     }
+    /* Allocation hints of partition 0: each device's hull of the boxes its tiles require, over all iterations. */
+    if (bbmm_gen_reserve_enabled()) {
+      const int64_t bbmm_from = 0, bbmm_to = ni;
+      for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {
+        const int64_t bbmm_lo = bbmm_from + (bbmm_to - bbmm_from) * bbmm_d / bbmm_ctx.devices;
+        const int64_t bbmm_hi = bbmm_from + (bbmm_to - bbmm_from) * (bbmm_d + 1) / bbmm_ctx.devices;
+        if (bbmm_lo >= bbmm_hi) continue;
+        const int bbmm_h0_ok = ni >= 1 && nj >= 1 && ni >= bbmm_lo + 1 && bbmm_hi >= 1;
+        const int64_t bbmm_h0_lo[2] = {bbmm_lo <= -1 && bbmm_hi >= 1 ? 0 : bbmm_lo, 0};
+        const int64_t bbmm_h0_hi[2] = {ni >= bbmm_lo + 1 && bbmm_hi >= ni + 1 ? ni : bbmm_hi, nj};
+        const int bbmm_h1_ok = ni >= 1 && nj >= 1 && nk >= 1 && ni >= bbmm_lo + 1 && bbmm_hi >= 1;
+        const int64_t bbmm_h1_lo[2] = {bbmm_lo <= -1 && bbmm_hi >= 1 ? 0 : bbmm_lo, 0};
+        const int64_t bbmm_h1_hi[2] = {ni >= bbmm_lo + 1 && bbmm_hi >= ni + 1 ? ni : bbmm_hi, nk};
+        const int bbmm_h2_ok = ni >= 1 && nj >= 1 && nk >= 1 && ni >= bbmm_lo + 1 && bbmm_hi >= 1;
+        const int64_t bbmm_h2_lo[2] = {0, 0};
+        const int64_t bbmm_h2_hi[2] = {nk, nj};
+        uint64_t bbmm_bytes = 0;
+        if (bbmm_h0_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h0_lo, bbmm_h0_hi);
+        if (bbmm_h1_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h1_lo, bbmm_h1_hi);
+        if (bbmm_h2_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h2_lo, bbmm_h2_hi);
+        if (bbmm_bytes > bbmm_device_memory(bbmm_ctx.rt, bbmm_d) / 2) continue;
+        if (bbmm_h0_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.C, 2, bbmm_h0_lo, bbmm_h0_hi);
+        if (bbmm_h1_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.A, 2, bbmm_h1_lo, bbmm_h1_hi);
+        if (bbmm_h2_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.B, 2, bbmm_h2_lo, bbmm_h2_hi);
+      }
+    }
     if (ni >= 1 && nj >= 1)
       bbmm_s0_phase0(&bbmm_ctx);
     /* The host copies become current; the device instances are freed. */

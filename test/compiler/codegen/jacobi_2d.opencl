@@ -519,6 +519,27 @@ void kernel_jacobi_2d(int T, int N, double A[N][N], double B[N][N]) {
       const int64_t bbmm_ext[2] = {N, N};
       bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "A", (void*)(A), sizeof(double), 2, bbmm_ext, NULL, 0, &bbmm_ctx.A), "bbmm_array_register(A)");
     }
+    /* Allocation hints of partition 0: each device's hull of the boxes its tiles require, over all iterations. */
+    if (bbmm_gen_reserve_enabled()) {
+      const int64_t bbmm_from = 1, bbmm_to = N - 1;
+      for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {
+        const int64_t bbmm_lo = bbmm_from + (bbmm_to - bbmm_from) * bbmm_d / bbmm_ctx.devices;
+        const int64_t bbmm_hi = bbmm_from + (bbmm_to - bbmm_from) * (bbmm_d + 1) / bbmm_ctx.devices;
+        if (bbmm_lo >= bbmm_hi) continue;
+        const int bbmm_h0_ok = T >= 1 && N >= 3 && N >= bbmm_lo + 2 && bbmm_hi >= 2;
+        const int64_t bbmm_h0_lo[2] = {bbmm_lo <= 0 && bbmm_hi >= 2 ? 0 : bbmm_lo - 1, 0};
+        const int64_t bbmm_h0_hi[2] = {N >= bbmm_lo + 2 && bbmm_hi >= N ? N : bbmm_hi + 1, N};
+        const int bbmm_h1_ok = T >= 1 && N >= 3 && N >= bbmm_lo + 2 && bbmm_hi >= 2;
+        const int64_t bbmm_h1_lo[2] = {bbmm_lo <= 0 && bbmm_hi >= 2 ? 0 : bbmm_lo - 1, 0};
+        const int64_t bbmm_h1_hi[2] = {N >= bbmm_lo + 2 && bbmm_hi >= N ? N : bbmm_hi + 1, N};
+        uint64_t bbmm_bytes = 0;
+        if (bbmm_h0_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h0_lo, bbmm_h0_hi);
+        if (bbmm_h1_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h1_lo, bbmm_h1_hi);
+        if (bbmm_bytes > bbmm_device_memory(bbmm_ctx.rt, bbmm_d) / 2) continue;
+        if (bbmm_h0_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.B, 2, bbmm_h0_lo, bbmm_h0_hi);
+        if (bbmm_h1_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.A, 2, bbmm_h1_lo, bbmm_h1_hi);
+      }
+    }
     if (N >= 3)
       for (int64_t bbmm_c1 = 0; bbmm_c1 < T; bbmm_c1 += 1) {
         bbmm_s0_phase0(&bbmm_ctx, bbmm_c1);

@@ -269,6 +269,22 @@ void kernel_tri(int N, double L[N][N], double A[N][N]) {
       const int64_t bbmm_ext[2] = {N, N};
       bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "A", (void*)(A), sizeof(double), 2, bbmm_ext, NULL, BBMM_ARRAY_READ_ONLY, &bbmm_ctx.A), "bbmm_array_register(A)");
     }
+    /* Allocation hints of partition 0: each device's hull of the boxes its tiles require, over all iterations. */
+    if (bbmm_gen_reserve_enabled()) {
+      const int64_t bbmm_from = 0, bbmm_to = N;
+      for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {
+        const int64_t bbmm_lo = bbmm_from + (bbmm_to - bbmm_from) * bbmm_d / bbmm_ctx.devices;
+        const int64_t bbmm_hi = bbmm_from + (bbmm_to - bbmm_from) * (bbmm_d + 1) / bbmm_ctx.devices;
+        if (bbmm_lo >= bbmm_hi) continue;
+        const int bbmm_h0_ok = N >= 1 && N >= bbmm_lo + 1 && bbmm_hi >= 1;
+        const int64_t bbmm_h0_lo[2] = {bbmm_lo <= -1 && bbmm_hi >= 1 ? 0 : bbmm_lo, 0};
+        const int64_t bbmm_h0_hi[2] = {N >= bbmm_lo + 1 && bbmm_hi >= N + 1 ? N : bbmm_hi, N >= bbmm_lo + 1 && bbmm_hi >= N + 1 ? N : bbmm_hi};
+        uint64_t bbmm_bytes = 0;
+        if (bbmm_h0_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h0_lo, bbmm_h0_hi);
+        if (bbmm_bytes > bbmm_device_memory(bbmm_ctx.rt, bbmm_d) / 2) continue;
+        if (bbmm_h0_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.L, 2, bbmm_h0_lo, bbmm_h0_hi);
+      }
+    }
     if (N >= 1)
       bbmm_s0_phase0(&bbmm_ctx);
     /* The host copies become current; the device instances are freed. */
