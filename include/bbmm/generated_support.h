@@ -204,6 +204,24 @@ static inline void bbmm_gen_reserve(bbmm_runtime* rt, int device, bbmm_array* a,
   bbmm_gen_check(bbmm_reserve(rt, device, a, lo, hi), "bbmm_reserve");
 }
 
+/* A tile of a phase and the bytes it flows out, for the order of issue. */
+typedef struct bbmm_gen_tile_rank {
+  uint64_t bytes;
+  int64_t k;
+} bbmm_gen_tile_rank;
+
+static inline int bbmm_gen_rank_cmp(const void* a, const void* b) {
+  const bbmm_gen_tile_rank* x = (const bbmm_gen_tile_rank*)a;
+  const bbmm_gen_tile_rank* y = (const bbmm_gen_tile_rank*)b;
+  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+  return x->k < y->k ? -1 : (x->k > y->k ? 1 : 0);
+}
+
+/* Orders "n" tiles by the bytes they flow out, largest first (ties: by index). */
+static inline void bbmm_gen_order_tiles(bbmm_gen_tile_rank* rank, int64_t n) {
+  qsort(rank, (size_t)n, sizeof *rank, bbmm_gen_rank_cmp);
+}
+
 /* The smallest memory of the runtime's devices (bbmm_device_memory), 0 when it has none. */
 static inline uint64_t bbmm_gen_min_device_memory(const bbmm_runtime* rt) {
   uint64_t m = 0;

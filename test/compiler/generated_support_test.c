@@ -5,7 +5,8 @@
  * - bbmm_gen_at on pieces with padding against direct indexing of the array;
  * - BBMM_TILES_PER_DEVICE: the parser on a table of values, and bbmm_gen_runtime in a
  *   child process (exit status and message for a malformed value and for another backend);
- * - bbmm_gen_box_bytes and bbmm_gen_min_device_memory (capacity-driven tile counts);
+ * - bbmm_gen_box_bytes and bbmm_gen_min_device_memory (capacity-driven tile counts), and
+ *   bbmm_gen_order_tiles (issue order, most flow-out first);
  * - bbmm_gen_require and bbmm_gen_flow_out on the host backend (2 devices): empty boxes
  *   are skipped (not counted, not required, nothing flowed out), nonempty ones reach the
  *   runtime (the flowed-out row is on the other device before its tile asks for it).
@@ -400,6 +401,19 @@ static void test_capacity_helpers(void) {
     CHECK_EQ(bbmm_runtime_destroy(rt), BBMM_OK, "bbmm_runtime_destroy");
   }
   CHECK_EQ(bbmm_gen_min_device_memory(NULL), 0, "bbmm_gen_min_device_memory(NULL)");
+
+  /* Issue order: most flow-out first, ties in index order. */
+  {
+    const uint64_t bytes[6] = {0, 16, 16, 0, 8, 0};
+    const int64_t want[6] = {1, 2, 4, 0, 3, 5};
+    bbmm_gen_tile_rank r[6];
+    for (int k = 0; k < 6; ++k) {
+      r[k].k = 5 - k; /* given in reverse: the order must not depend on it */
+      r[k].bytes = bytes[5 - k];
+    }
+    bbmm_gen_order_tiles(r, 6);
+    for (int k = 0; k < 6; ++k) CHECK_EQ(r[k].k, want[k], "bbmm_gen_order_tiles");
+  }
 }
 
 int main(void) {

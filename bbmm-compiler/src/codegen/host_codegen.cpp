@@ -252,7 +252,35 @@ class ScopGenerator {
     }
     os << "  return bbmm_bytes;\n";
     os << "}\n\n";
+    if (has_flow_out(p)) {
+      os << "/* The bytes one tile of phase " << p << " flows out to other tiles (its boxes; rows "
+            "not counted). */\n";
+      os << "static uint64_t " << name << "_flow_bytes(const struct " << pre_ << "_ctx* bbmm_x"
+         << serial_params_decl(sig);
+      for (const std::string& t : sig.tile) os << ", int64_t " << t;
+      os << ") {\n";
+      os << param_locals("  ");
+      for (const std::string& v : sig.serial) os << "  (void)" << v << ";\n";
+      for (const std::string& v : sig.tile) os << "  (void)" << v << ";\n";
+      os << "  uint64_t bbmm_bytes = 0;\n";
+      os << "  uint64_t* const bbmm_t = &bbmm_bytes;\n";
+      for (int a : sig.arrays) {
+        const ArrayBoxes* ab = array_boxes(pb, a);
+        if (!ab) continue;
+        const std::string elem = "sizeof(" + s_.arrays[a].elem_type + ")";
+        for (const TileBox& box : ab->flow_out) emit_box(os, "  ", box, "bbmm_gen_box_bytes", elem, "");
+      }
+      os << "  return bbmm_bytes;\n";
+      os << "}\n\n";
+    }
     return os.str();
+  }
+
+  bool has_flow_out(int p) const {
+    for (const ArrayBoxes& ab : b_.phases[p].arrays) {
+      if (!ab.flow_out.empty()) return true;
+    }
+    return false;
   }
 
   std::string tile_function(int p, const KernelSignature& sig, const std::string& name) {
@@ -586,7 +614,7 @@ class ScopGenerator {
   // data exceeds the devices' memory runs without any setting.
   void split_1d(std::ostream& os, const Partition& part, const std::string& name,
                 const std::string& serial_args, const std::string& from, const std::string& to,
-                bool clamp) {
+                bool clamp, bool order) {
     const std::string lo = part.dims[0].lo_param, hi = part.dims[0].hi_param;
     auto bounds = [&](const std::string& ind) {
       const std::string span = "(" + to + " - " + from + ")";
@@ -617,7 +645,28 @@ class ScopGenerator {
     os << "    }\n";
     os << "    bbmm_n = bbmm_min(2 * bbmm_n, " << to << " - " << from << ");\n";
     os << "  }\n";
-    os << "  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {\n";
+    if (order) {
+      // The tiles with the most flow-out to other devices first (a tile at the edge of its
+      // device's block: its flow-out boxes reach the neighbour device): their copies start
+      // early and run under the kernels of the tiles issued after them. Ties, and every
+      // tile on one device, keep the range's order.
+      os << "  bbmm_gen_tile_rank* bbmm_rank = (bbmm_gen_tile_rank*)bbmm_gen_calloc((size_t)bbmm_n * "
+            "sizeof(bbmm_gen_tile_rank));\n";
+      os << "  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {\n";
+      bounds("    ");
+      os << "    bbmm_rank[bbmm_k].k = bbmm_k;\n";
+      os << "    const int64_t bbmm_dk = bbmm_k * bbmm_x->devices / bbmm_n;\n";
+      os << "    const int bbmm_edge = (bbmm_k > 0 && (bbmm_k - 1) * bbmm_x->devices / bbmm_n != bbmm_dk) ||\n"
+            "                          (bbmm_k + 1 < bbmm_n && (bbmm_k + 1) * bbmm_x->devices / bbmm_n != bbmm_dk);\n";
+      os << "    bbmm_rank[bbmm_k].bytes = bbmm_edge && " << lo << " < " << hi << " ? " << name
+         << "_flow_bytes(bbmm_x" << serial_args << ", " << lo << ", " << hi << ") : 0;\n";
+      os << "  }\n";
+      os << "  bbmm_gen_order_tiles(bbmm_rank, bbmm_n);\n";
+      os << "  for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {\n";
+      os << "    const int64_t bbmm_k = bbmm_rank[bbmm_j].k;\n";
+    } else {
+      os << "  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {\n";
+    }
     bounds("    ");
     if (clamp) os << "    if (" << lo << " >= " << hi << ") continue;\n";
   }
@@ -665,13 +714,15 @@ class ScopGenerator {
         // each tile to this iteration's range.
         os << "  /* tiles of the whole range over all serial iterations, clamped */\n";
         os << "  const int64_t bbmm_all_from = " << glo << ", bbmm_all_to = " << ghi << ";\n";
-        split_1d(os, part, name, serial_args, "bbmm_all_from", "bbmm_all_to", true);
+        split_1d(os, part, name, serial_args, "bbmm_all_from", "bbmm_all_to", true, has_flow_out(p));
       } else {
-        split_1d(os, part, name, serial_args, "bbmm_from0", "bbmm_to0", false);
+        split_1d(os, part, name, serial_args, "bbmm_from0", "bbmm_to0", false, has_flow_out(p));
       }
       os << "    " << name << "_tile(bbmm_x" << serial_args << ", " << part.dims[0].lo_param << ", "
          << part.dims[0].hi_param << ", (int)(bbmm_k * bbmm_x->devices / bbmm_n));\n";
-      os << "  }\n}\n\n";
+      os << "  }\n";
+      if (has_flow_out(p)) os << "  free(bbmm_rank);\n";
+      os << "}\n\n";
       return os.str();
     }
     // 2-D: a grid of devices (d0 x d1, as square as possible), each block split along the

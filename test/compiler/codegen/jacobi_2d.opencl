@@ -159,6 +159,30 @@ static uint64_t bbmm_s0_p0_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t t, in
   return bbmm_bytes;
 }
 
+/* The bytes one tile of phase 0 flows out to other tiles (its boxes; rows not counted). */
+static uint64_t bbmm_s0_p0_flow_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t t, int64_t bbmm_lo, int64_t bbmm_hi) {
+  const int64_t T = bbmm_x->T;
+  (void)T;
+  const int64_t N = bbmm_x->N;
+  (void)N;
+  (void)t;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
+  uint64_t bbmm_bytes = 0;
+  uint64_t* const bbmm_t = &bbmm_bytes;
+  if (bbmm_lo >= 2) {
+    const int64_t bbmm_blo[2] = {bbmm_lo, 1};
+    const int64_t bbmm_bhi[2] = {bbmm_lo + 1, N - 1};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  if (N >= bbmm_hi + 2) {
+    const int64_t bbmm_blo[2] = {bbmm_hi - 1, 1};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, N - 1};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  return bbmm_bytes;
+}
+
 /* One tile of phase 0 on device "bbmm_dev": require, acquire, launch, flow out, release. */
 static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t t, int64_t bbmm_lo, int64_t bbmm_hi, int bbmm_dev) {
   const int64_t T = bbmm_x->T;
@@ -251,11 +275,24 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t t) {
     }
     bbmm_n = bbmm_min(2 * bbmm_n, bbmm_to0 - bbmm_from0);
   }
+  bbmm_gen_tile_rank* bbmm_rank = (bbmm_gen_tile_rank*)bbmm_gen_calloc((size_t)bbmm_n * sizeof(bbmm_gen_tile_rank));
   for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
+    const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
+    const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+    bbmm_rank[bbmm_k].k = bbmm_k;
+    const int64_t bbmm_dk = bbmm_k * bbmm_x->devices / bbmm_n;
+    const int bbmm_edge = (bbmm_k > 0 && (bbmm_k - 1) * bbmm_x->devices / bbmm_n != bbmm_dk) ||
+                          (bbmm_k + 1 < bbmm_n && (bbmm_k + 1) * bbmm_x->devices / bbmm_n != bbmm_dk);
+    bbmm_rank[bbmm_k].bytes = bbmm_edge && bbmm_lo < bbmm_hi ? bbmm_s0_p0_flow_bytes(bbmm_x, t, bbmm_lo, bbmm_hi) : 0;
+  }
+  bbmm_gen_order_tiles(bbmm_rank, bbmm_n);
+  for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {
+    const int64_t bbmm_k = bbmm_rank[bbmm_j].k;
     const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
     const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
     bbmm_s0_p0_tile(bbmm_x, t, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
   }
+  free(bbmm_rank);
 }
 
 /* Phase 1: statements S2, parallel loop i inside serial loops t; partition 0. */
@@ -400,6 +437,30 @@ static uint64_t bbmm_s0_p1_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t t, in
   return bbmm_bytes;
 }
 
+/* The bytes one tile of phase 1 flows out to other tiles (its boxes; rows not counted). */
+static uint64_t bbmm_s0_p1_flow_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t t, int64_t bbmm_lo, int64_t bbmm_hi) {
+  const int64_t T = bbmm_x->T;
+  (void)T;
+  const int64_t N = bbmm_x->N;
+  (void)N;
+  (void)t;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
+  uint64_t bbmm_bytes = 0;
+  uint64_t* const bbmm_t = &bbmm_bytes;
+  if (bbmm_lo >= 2 && T >= t + 2) {
+    const int64_t bbmm_blo[2] = {bbmm_lo, 1};
+    const int64_t bbmm_bhi[2] = {bbmm_lo + 1, N - 1};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  if (N >= bbmm_hi + 2 && T >= t + 2) {
+    const int64_t bbmm_blo[2] = {bbmm_hi - 1, 1};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, N - 1};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  return bbmm_bytes;
+}
+
 /* One tile of phase 1 on device "bbmm_dev": require, acquire, launch, flow out, release. */
 static void bbmm_s0_p1_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t t, int64_t bbmm_lo, int64_t bbmm_hi, int bbmm_dev) {
   const int64_t T = bbmm_x->T;
@@ -492,11 +553,24 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t t) {
     }
     bbmm_n = bbmm_min(2 * bbmm_n, bbmm_to0 - bbmm_from0);
   }
+  bbmm_gen_tile_rank* bbmm_rank = (bbmm_gen_tile_rank*)bbmm_gen_calloc((size_t)bbmm_n * sizeof(bbmm_gen_tile_rank));
   for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
+    const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
+    const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+    bbmm_rank[bbmm_k].k = bbmm_k;
+    const int64_t bbmm_dk = bbmm_k * bbmm_x->devices / bbmm_n;
+    const int bbmm_edge = (bbmm_k > 0 && (bbmm_k - 1) * bbmm_x->devices / bbmm_n != bbmm_dk) ||
+                          (bbmm_k + 1 < bbmm_n && (bbmm_k + 1) * bbmm_x->devices / bbmm_n != bbmm_dk);
+    bbmm_rank[bbmm_k].bytes = bbmm_edge && bbmm_lo < bbmm_hi ? bbmm_s0_p1_flow_bytes(bbmm_x, t, bbmm_lo, bbmm_hi) : 0;
+  }
+  bbmm_gen_order_tiles(bbmm_rank, bbmm_n);
+  for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {
+    const int64_t bbmm_k = bbmm_rank[bbmm_j].k;
     const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
     const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
     bbmm_s0_p1_tile(bbmm_x, t, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
   }
+  free(bbmm_rank);
 }
 
 void kernel_jacobi_2d(int T, int N, double A[N][N], double B[N][N]) {

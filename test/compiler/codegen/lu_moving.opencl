@@ -327,6 +327,23 @@ static uint64_t bbmm_s0_p1_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t k, in
   return bbmm_bytes;
 }
 
+/* The bytes one tile of phase 1 flows out to other tiles (its boxes; rows not counted). */
+static uint64_t bbmm_s0_p1_flow_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t k, int64_t bbmm_lo, int64_t bbmm_hi) {
+  const int64_t n = bbmm_x->n;
+  (void)n;
+  (void)k;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
+  uint64_t bbmm_bytes = 0;
+  uint64_t* const bbmm_t = &bbmm_bytes;
+  if (n >= bbmm_hi + 1 && k + 1 == bbmm_lo) {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {bbmm_lo + 1, n};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  return bbmm_bytes;
+}
+
 /* One tile of phase 1 on device "bbmm_dev": require, acquire, launch, flow out, release. */
 static void bbmm_s0_p1_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t k, int64_t bbmm_lo, int64_t bbmm_hi, int bbmm_dev) {
   const int64_t n = bbmm_x->n;
@@ -409,12 +426,25 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t k) {
     }
     bbmm_n = bbmm_min(2 * bbmm_n, bbmm_all_to - bbmm_all_from);
   }
+  bbmm_gen_tile_rank* bbmm_rank = (bbmm_gen_tile_rank*)bbmm_gen_calloc((size_t)bbmm_n * sizeof(bbmm_gen_tile_rank));
   for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
+    const int64_t bbmm_lo = bbmm_max(bbmm_from0, bbmm_all_from + (bbmm_all_to - bbmm_all_from) * bbmm_k / bbmm_n);
+    const int64_t bbmm_hi = bbmm_min(bbmm_to0, bbmm_all_from + (bbmm_all_to - bbmm_all_from) * (bbmm_k + 1) / bbmm_n);
+    bbmm_rank[bbmm_k].k = bbmm_k;
+    const int64_t bbmm_dk = bbmm_k * bbmm_x->devices / bbmm_n;
+    const int bbmm_edge = (bbmm_k > 0 && (bbmm_k - 1) * bbmm_x->devices / bbmm_n != bbmm_dk) ||
+                          (bbmm_k + 1 < bbmm_n && (bbmm_k + 1) * bbmm_x->devices / bbmm_n != bbmm_dk);
+    bbmm_rank[bbmm_k].bytes = bbmm_edge && bbmm_lo < bbmm_hi ? bbmm_s0_p1_flow_bytes(bbmm_x, k, bbmm_lo, bbmm_hi) : 0;
+  }
+  bbmm_gen_order_tiles(bbmm_rank, bbmm_n);
+  for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {
+    const int64_t bbmm_k = bbmm_rank[bbmm_j].k;
     const int64_t bbmm_lo = bbmm_max(bbmm_from0, bbmm_all_from + (bbmm_all_to - bbmm_all_from) * bbmm_k / bbmm_n);
     const int64_t bbmm_hi = bbmm_min(bbmm_to0, bbmm_all_from + (bbmm_all_to - bbmm_all_from) * (bbmm_k + 1) / bbmm_n);
     if (bbmm_lo >= bbmm_hi) continue;
     bbmm_s0_p1_tile(bbmm_x, k, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
   }
+  free(bbmm_rank);
 }
 
 void kernel_lu(int n, double A[n][n]) {
