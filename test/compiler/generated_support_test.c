@@ -144,6 +144,8 @@ static void test_gen_at(void) {
 }
 
 static void test_parse_tiles_per_device(void) {
+  /* The default before the environment is read: 1 on the host target (2 on CUDA). */
+  CHECK_EQ(bbmm_gen_tiles_per_device, 1, "the host target's default tiles per device");
   static const struct {
     const char* text;
     int ok;
