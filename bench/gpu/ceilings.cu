@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.cuh"
+
 namespace {
 
 #define CEIL_CUDA(call)                                                                   \
@@ -35,15 +37,6 @@ namespace {
       std::exit(1);                                                                       \
     }                                                                                     \
   } while (0)
-
-__global__ void copy_kernel(const double2* __restrict__ src, double2* __restrict__ dst,
-                            size_t count) {
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride) {
-    dst[i] = src[i];
-  }
-}
 
 enum class Kind { kDevice, kH2D, kD2H };
 
@@ -87,7 +80,7 @@ void enqueue(const Gpu& g, Kind kind, size_t bytes) {
   CEIL_CUDA(cudaEventRecord(g.start, g.stream));
   switch (kind) {
     case Kind::kDevice:
-      copy_kernel<<<g.blocks, 256, 0, g.stream>>>(static_cast<const double2*>(g.src),
+      bbmm_bench::copy_kernel<<<g.blocks, 256, 0, g.stream>>>(static_cast<const double2*>(g.src),
                                                   static_cast<double2*>(g.dst),
                                                   bytes / sizeof(double2));
       CEIL_CUDA(cudaGetLastError());
@@ -125,27 +118,6 @@ double measure(const std::vector<Gpu*>& gpus, Kind kind, size_t bytes, int reps)
   return best;
 }
 
-bool parse_bytes(const char* text, size_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text, &end);
-  if (errno != 0 || end == text || !(v > 0)) return false;
-  const std::string unit(end);
-  double f = 0;
-  if (unit.empty() || unit == "B")
-    f = 1;
-  else if (unit == "KiB")
-    f = 1024.0;
-  else if (unit == "MiB")
-    f = 1048576.0;
-  else if (unit == "GiB")
-    f = 1073741824.0;
-  else
-    return false;
-  *out = static_cast<size_t>(v * f) / 256 * 256;
-  return *out > 0;
-}
-
 void usage(FILE* f) {
   std::fprintf(f,
                "usage: ceilings [--bytes SIZE] [--reps R] [--devices D]\n"
@@ -168,7 +140,7 @@ int main(int argc, char** argv) {
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
     bool ok = value != nullptr;
     if (ok && arg == "--bytes") {
-      ok = parse_bytes(value, &bytes);
+      ok = bbmm_bench::parse_bytes(value, &bytes);
     } else if (ok && (arg == "--reps" || arg == "--devices")) {
       char* end = nullptr;
       const long v = std::strtol(value, &end, 10);

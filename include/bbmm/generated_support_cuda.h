@@ -97,6 +97,17 @@ static inline BBMM_GEN_UNUSED int bbmm_cu_parse_int(const char* v, long long lo,
   return 1;
 }
 
+/* Sets *value from the environment variable "var" when it is set: a decimal integer in
+   [lo, hi] ("what" describes that), or the program ends with a message naming it. */
+static inline BBMM_GEN_UNUSED void bbmm_cu_env_int(const char* var, long long lo, long long hi,
+                                                   const char* what, long long* value) {
+  const char* v = getenv(var);
+  if (v && *v && !bbmm_cu_parse_int(v, lo, hi, value)) {
+    fprintf(stderr, "bbmm: %s='%s' is not %s\n", var, v, what);
+    exit(1);
+  }
+}
+
 /* The thread block shape: the generation-time default, or BBMM_CUDA_BLOCK=X,Y[,Z]. A
    kernel over k grid dimensions uses the first k components and folds the others into
    its last one (1-D: X*Y*Z threads along x; 2-D: X by Y*Z). */
@@ -120,13 +131,7 @@ static inline BBMM_GEN_UNUSED void bbmm_cu_block_shape(int shape[3]) {
 static inline BBMM_GEN_UNUSED int64_t bbmm_cu_march(void) {
   static long long m = BBMM_GEN_CUDA_MARCH;
   static std::once_flag once;
-  std::call_once(once, [] {
-    const char* v = getenv("BBMM_CUDA_MARCH");
-    if (v && *v && !bbmm_cu_parse_int(v, 1, 65536, &m)) {
-      fprintf(stderr, "bbmm: BBMM_CUDA_MARCH='%s' is not an integer in [1, 65536]\n", v);
-      exit(1);
-    }
-  });
+  std::call_once(once, [] { bbmm_cu_env_int("BBMM_CUDA_MARCH", 1, 65536, "an integer in [1, 65536]", &m); });
   return m;
 }
 
@@ -136,11 +141,7 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_grid_cap(void) {
   static long long cap = 0;
   static std::once_flag once;
   std::call_once(once, [] {
-    const char* v = getenv("BBMM_CUDA_GRID_CAP");
-    if (v && *v && !bbmm_cu_parse_int(v, 1, 2147483647, &cap)) {
-      fprintf(stderr, "bbmm: BBMM_CUDA_GRID_CAP='%s' is not a positive integer\n", v);
-      exit(1);
-    }
+    bbmm_cu_env_int("BBMM_CUDA_GRID_CAP", 1, 2147483647, "a positive integer", &cap);
   });
   return cap;
 }

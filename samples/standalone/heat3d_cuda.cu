@@ -79,31 +79,12 @@ void cpu_loop(double* a, double* b, int64_t n, int steps) {
 // 64x4x32, 32x16x16 and 64x2x64 at n = 768 on an H100 (2026-11-23: 0.878 s against
 // 0.917-0.994 s, bench/gpu/run_all.sh tune); BBMM_HEAT3D_KERNEL=BXxBYxPLANES
 // (BX x BY one of 32x8, 32x4, 32x16, 64x4, 64x2) picks another, for tuning.
-struct KernelShape {
-  int bx = 64, by = 4;
-  int64_t chunk = 32;
-};
+using stencil::KernelShape;
 
 KernelShape kernel_shape() {
-  static const KernelShape shape = [] {
-    KernelShape k;
-    const char* v = std::getenv("BBMM_HEAT3D_KERNEL");
-    if (v == nullptr || *v == '\0') return k;
-    int bx = 0, by = 0;
-    long long chunk = 0;
-    const bool known = std::sscanf(v, "%dx%dx%lld", &bx, &by, &chunk) == 3 && chunk >= 1 &&
-                       ((bx == 32 && (by == 8 || by == 4 || by == 16)) ||
-                        (bx == 64 && (by == 4 || by == 2)));
-    if (!known) {
-      std::fprintf(stderr, "heat3d_cuda: BBMM_HEAT3D_KERNEL='%s': use BXxBYxPLANES with BXxBY "
-                   "one of 32x8, 32x4, 32x16, 64x4, 64x2\n", v);
-      std::exit(1);
-    }
-    k.bx = bx;
-    k.by = by;
-    k.chunk = chunk;
-    return k;
-  }();
+  static const KernelShape shape = stencil::kernel_shape_from_env(
+      "heat3d_cuda", "BBMM_HEAT3D_KERNEL", "PLANES", {"32x8", "32x4", "32x16", "64x4", "64x2"},
+      KernelShape{64, 4, 32}, nullptr);
   return shape;
 }
 

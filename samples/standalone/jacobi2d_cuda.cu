@@ -84,37 +84,13 @@ struct SingleArgs {
 // BBMM_JACOBI_KERNEL=BXxBYxROWS picks another marching shape (BX x BY one of 32x8,
 // 64x4, 128x2, 32x4); BBMM_JACOBI_KERNEL=grid the grid-stride kernel (32x8 threads,
 // one element per thread and row).
-struct KernelShape {
-  int bx = 64, by = 4;
-  int64_t chunk = 32;
-};
+using stencil::KernelShape;
 
 KernelShape kernel_shape() {
-  static const KernelShape shape = [] {
-    KernelShape k;
-    const char* v = std::getenv("BBMM_JACOBI_KERNEL");
-    if (v == nullptr || *v == '\0') return k;
-    if (std::strcmp(v, "grid") == 0) {
-      k.bx = 32;
-      k.by = 8;
-      k.chunk = 0;
-      return k;
-    }
-    int bx = 0, by = 0;
-    long long chunk = 0;
-    const bool known = std::sscanf(v, "%dx%dx%lld", &bx, &by, &chunk) == 3 && chunk >= 1 &&
-                       ((bx == 32 && (by == 8 || by == 4)) || (bx == 64 && by == 4) ||
-                        (bx == 128 && by == 2));
-    if (!known) {
-      std::fprintf(stderr, "jacobi2d_cuda: BBMM_JACOBI_KERNEL='%s': use BXxBYxROWS with BXxBY "
-                   "one of 32x8, 32x4, 64x4, 128x2, or grid\n", v);
-      std::exit(1);
-    }
-    k.bx = bx;
-    k.by = by;
-    k.chunk = chunk;
-    return k;
-  }();
+  static const KernelShape grid{32, 8, 0};
+  static const KernelShape shape = stencil::kernel_shape_from_env(
+      "jacobi2d_cuda", "BBMM_JACOBI_KERNEL", "ROWS", {"32x8", "32x4", "64x4", "128x2"},
+      KernelShape{64, 4, 32}, &grid);
   return shape;
 }
 

@@ -71,6 +71,37 @@ inline bool parse_int(const char* text, int64_t* out) {
 }
 
 // Parses "4096", "64KiB", "64MiB", "2GiB", "1GB" (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB).
+// The shape of a marching kernel: BX x BY threads, each running `chunk` consecutive
+// rows (planes); chunk 0 means the program's other (grid-stride) kernel.
+struct KernelShape {
+  int bx = 64, by = 4;
+  int64_t chunk = 32;
+};
+
+// `def`, or the shape "BXxBYxN" in environment variable `var` when set, with BX x BY one
+// of `allowed` ("32x8", ...) and N >= 1; `grid`, when not null, is the shape the value
+// "grid" selects. Anything else ends the program with a message naming `var` and what
+// it accepts (`unit`: "ROWS" or "PLANES").
+inline KernelShape kernel_shape_from_env(const char* program, const char* var, const char* unit,
+                                         const std::vector<std::string>& allowed,
+                                         KernelShape def, const KernelShape* grid) {
+  const char* v = std::getenv(var);
+  if (v == nullptr || *v == '\0') return def;
+  if (grid != nullptr && std::strcmp(v, "grid") == 0) return *grid;
+  int bx = 0, by = 0;
+  long long chunk = 0;
+  const bool parsed = std::sscanf(v, "%dx%dx%lld", &bx, &by, &chunk) == 3 && chunk >= 1;
+  const std::string block = std::to_string(bx) + "x" + std::to_string(by);
+  if (!parsed || std::find(allowed.begin(), allowed.end(), block) == allowed.end()) {
+    std::string list;
+    for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    std::fprintf(stderr, "%s: %s='%s': use BXxBYx%s with BXxBY one of %s%s\n", program, var, v,
+                 unit, list.c_str(), grid != nullptr ? ", or grid" : "");
+    std::exit(1);
+  }
+  return KernelShape{bx, by, chunk};
+}
+
 inline bool parse_bytes(const std::string& text, uint64_t* out) {
   char* end = nullptr;
   errno = 0;

@@ -93,4 +93,10 @@ std::string comment_safe(const std::string& text) {
   return out;
 }
 
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string r;
+  for (size_t i = 0; i < v.size(); ++i) r += (i ? sep : "") + v[i];
+  return r;
+}
+
 }  // namespace bbmm::compiler

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "frontend/ast.h"
 
@@ -19,6 +20,9 @@ std::string print_c_expr(const Expr& e, const AccessRewriter& rewrite);
 
 // The subscripts of access "e" (A[x][y] -> {x, y}), outermost first, and its base name.
 void access_subscripts(const Expr& e, std::string& base, std::vector<const Expr*>& subscripts);
+
+// The strings of "v" separated by "sep".
+std::string join(const std::vector<std::string>& v, const std::string& sep);
 
 // "text" made safe inside a C block comment.
 std::string comment_safe(const std::string& text);

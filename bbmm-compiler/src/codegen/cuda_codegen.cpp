@@ -9,12 +9,6 @@
 namespace bbmm::compiler {
 namespace {
 
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string r;
-  for (size_t i = 0; i < v.size(); ++i) r += (i ? sep : "") + v[i];
-  return r;
-}
-
 int rank_of(const ArrayInfo& a) { return static_cast<int>(a.extents.size()); }
 
 // CUDA's double and float math functions a statement may call in device code.
@@ -94,17 +88,7 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
   }
   os << ") {\n";
   std::vector<std::string> locals;
-  for (const auto* v : {&sig.params, &sig.serial, &sig.tile}) {
-    for (const std::string& p : *v) {
-      os << "  const int64_t " << p << " = bbmm_a." << p << ";\n";
-      locals.push_back(p);
-    }
-  }
-  for (int a : sig.scalars) {
-    const ArrayInfo& arr = scop.arrays[a];
-    os << "  const " << arr.elem_type << " " << arr.c_name << " = bbmm_a." << arr.c_name << ";\n";
-    locals.push_back(arr.c_name);
-  }
+  os << kernel_arg_locals(scop, sig, "bbmm_a.", true, locals);
   for (size_t k = 0; k < sig.arrays.size(); ++k) {
     const ArrayInfo& arr = scop.arrays[sig.arrays[k]];
     const std::string p = "bbmm_" + arr.c_name;
@@ -236,12 +220,9 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
        << "(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {\n";
     os << "  const struct " << name << "_args* bbmm_a = (const struct " << name << "_args*)bbmm_argp;\n";
     os << "  cudaStream_t bbmm_stream = (cudaStream_t)bbmm_info->queue;\n";
-    for (const auto* v : {&sig.params, &sig.serial, &sig.tile}) {
-      for (const std::string& p : *v) {
-        os << "  const int64_t " << p << " = bbmm_a->" << p << ";\n";
-        os << "  (void)" << p << ";\n";
-      }
-    }
+    std::vector<std::string> names;
+    os << kernel_arg_locals(scop, sig, "bbmm_a->", false, names);
+    for (const std::string& n : names) os << "  (void)" << n << ";\n";
     if (map.nonempty != "1") {
       os << "  if (!(" << map.nonempty << ")) return;  /* no instance of the phase in this tile */\n";
     }

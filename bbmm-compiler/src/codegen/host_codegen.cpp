@@ -18,12 +18,6 @@
 namespace bbmm::compiler {
 namespace {
 
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string r;
-  for (size_t i = 0; i < v.size(); ++i) r += (i ? sep : "") + v[i];
-  return r;
-}
-
 // Box expressions come from isl's printer; use the helpers of bbmm/generated_support.h.
 std::string cx(const std::string& e) { return rename_isl_macros(e); }
 
@@ -230,12 +224,28 @@ class ScopGenerator {
   }
 
   // "<name>_bytes": the bytes of the boxes a tile of phase "p" requires (an upper bound of
-  // its footprint: boxes may overlap), for the capacity-driven tile count.
+  // its footprint: boxes may overlap), for the capacity-driven tile count; and, when the
+  // phase flows out, "<name>_flow_bytes": the bytes of its flow-out boxes (rows not
+  // counted), for the order of issue.
   std::string bytes_function(int p, const KernelSignature& sig, const std::string& name) {
+    std::string r = box_bytes_function(p, sig, name + "_bytes", "the boxes a tile requires",
+                                       &ArrayBoxes::required);
+    if (has_flow_out(p)) {
+      r += box_bytes_function(p, sig, name + "_flow_bytes",
+                              "a tile's flow-out boxes (rows not counted)",
+                              &ArrayBoxes::flow_out);
+    }
+    return r;
+  }
+
+  // A C function "fn" returning the bytes of the boxes "which" of a tile of phase "p".
+  std::string box_bytes_function(int p, const KernelSignature& sig, const std::string& fn,
+                                 const std::string& what,
+                                 std::vector<TileBox> ArrayBoxes::*which) {
     const PhaseBoxes& pb = b_.phases[p];
     std::ostringstream os;
-    os << "/* The bytes of the boxes one tile of phase " << p << " requires. */\n";
-    os << "static uint64_t " << name << "_bytes(const struct " << pre_ << "_ctx* bbmm_x"
+    os << "/* Phase " << p << ": the bytes of " << what << ". */\n";
+    os << "static uint64_t " << fn << "(const struct " << pre_ << "_ctx* bbmm_x"
        << serial_params_decl(sig);
     for (const std::string& t : sig.tile) os << ", int64_t " << t;
     os << ") {\n";
@@ -248,31 +258,10 @@ class ScopGenerator {
       const ArrayBoxes* ab = array_boxes(pb, a);
       if (!ab) continue;
       const std::string elem = "sizeof(" + s_.arrays[a].elem_type + ")";
-      for (const TileBox& box : ab->required) emit_box(os, "  ", box, "bbmm_gen_box_bytes", elem, "");
+      for (const TileBox& box : ab->*which) emit_box(os, "  ", box, "bbmm_gen_box_bytes", elem, "");
     }
     os << "  return bbmm_bytes;\n";
     os << "}\n\n";
-    if (has_flow_out(p)) {
-      os << "/* The bytes one tile of phase " << p << " flows out to other tiles (its boxes; rows "
-            "not counted). */\n";
-      os << "static uint64_t " << name << "_flow_bytes(const struct " << pre_ << "_ctx* bbmm_x"
-         << serial_params_decl(sig);
-      for (const std::string& t : sig.tile) os << ", int64_t " << t;
-      os << ") {\n";
-      os << param_locals("  ");
-      for (const std::string& v : sig.serial) os << "  (void)" << v << ";\n";
-      for (const std::string& v : sig.tile) os << "  (void)" << v << ";\n";
-      os << "  uint64_t bbmm_bytes = 0;\n";
-      os << "  uint64_t* const bbmm_t = &bbmm_bytes;\n";
-      for (int a : sig.arrays) {
-        const ArrayBoxes* ab = array_boxes(pb, a);
-        if (!ab) continue;
-        const std::string elem = "sizeof(" + s_.arrays[a].elem_type + ")";
-        for (const TileBox& box : ab->flow_out) emit_box(os, "  ", box, "bbmm_gen_box_bytes", elem, "");
-      }
-      os << "  return bbmm_bytes;\n";
-      os << "}\n\n";
-    }
     return os.str();
   }
 

@@ -30,12 +30,6 @@ isl::map pad_range(isl::map m, int n) {
   return isl::manage(r);
 }
 
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string r;
-  for (size_t i = 0; i < v.size(); ++i) r += (i ? sep : "") + v[i];
-  return r;
-}
-
 }  // namespace
 
 KernelSignature kernel_signature(const Scop& scop, const ScopBoxes& boxes, int phase) {
@@ -66,6 +60,25 @@ KernelSignature kernel_signature(const Scop& scop, const ScopBoxes& boxes, int p
     }
   }
   return sig;
+}
+
+std::string kernel_arg_locals(const Scop& scop, const KernelSignature& sig, const std::string& from,
+                              bool scalars, std::vector<std::string>& names) {
+  std::ostringstream os;
+  for (const auto* v : {&sig.params, &sig.serial, &sig.tile}) {
+    for (const std::string& p : *v) {
+      os << "  const int64_t " << p << " = " << from << p << ";\n";
+      names.push_back(p);
+    }
+  }
+  if (scalars) {
+    for (int a : sig.scalars) {
+      const ArrayInfo& arr = scop.arrays[a];
+      os << "  const " << arr.elem_type << " " << arr.c_name << " = " << from << arr.c_name << ";\n";
+      names.push_back(arr.c_name);
+    }
+  }
+  return os.str();
 }
 
 std::string host_kernel_args_struct(const Scop& scop, const KernelSignature& sig,
@@ -249,17 +262,7 @@ std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int 
     os << "  const struct " << name << "_args* bbmm_a = (const struct " << name
        << "_args*)bbmm_argp;\n";
     std::vector<std::string> locals;
-    for (const auto* v : {&sig.params, &sig.serial, &sig.tile}) {
-      for (const std::string& p : *v) {
-        os << "  const int64_t " << p << " = bbmm_a->" << p << ";\n";
-        locals.push_back(p);
-      }
-    }
-    for (int a : sig.scalars) {
-      const ArrayInfo& arr = scop.arrays[a];
-      os << "  const " << arr.elem_type << " " << arr.c_name << " = bbmm_a->" << arr.c_name << ";\n";
-      locals.push_back(arr.c_name);
-    }
+    os << kernel_arg_locals(scop, sig, "bbmm_a->", true, locals);
     for (size_t k = 0; k < sig.arrays.size(); ++k) {
       const ArrayInfo& arr = scop.arrays[sig.arrays[k]];
       const std::string p = "bbmm_" + arr.c_name;

@@ -30,6 +30,13 @@ struct KernelSignature {
 
 KernelSignature kernel_signature(const Scop& scop, const ScopBoxes& boxes, int phase);
 
+// The declarations "const int64_t N = <from>N;" of the scop parameters, serial iterators
+// and tile parameters of "sig", then (with "scalars") of its read-only scalars, read from
+// the argument block through "from" ("bbmm_a->" or "bbmm_a."), each on a line indented by
+// two spaces; their names are appended to "names".
+std::string kernel_arg_locals(const Scop& scop, const KernelSignature& sig, const std::string& from,
+                              bool scalars, std::vector<std::string>& names);
+
 // The C declaration of the argument block "struct <name>_args { ... };".
 std::string host_kernel_args_struct(const Scop& scop, const KernelSignature& sig,
                                     const std::string& name);

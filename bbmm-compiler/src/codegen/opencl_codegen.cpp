@@ -11,12 +11,6 @@ namespace {
 // Pieces per array the multi-piece kernel accepts (each piece may be its own buffer).
 constexpr int kMaxPieces = 8;
 
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string r;
-  for (size_t i = 0; i < v.size(); ++i) r += (i ? sep : "") + v[i];
-  return r;
-}
-
 // "text" as the contents of a C string literal, one source line per literal line.
 std::string c_string_lines(const std::string& text, const std::string& ind) {
   std::ostringstream os;

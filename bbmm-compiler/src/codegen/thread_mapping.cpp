@@ -8,17 +8,12 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "codegen/c_printer.h"
 #include "codegen/loop_ast.h"
 #include "poly/isl_util.h"
 
 namespace bbmm::compiler {
 namespace {
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string r;
-  for (size_t i = 0; i < v.size(); ++i) r += (i ? sep : "") + v[i];
-  return r;
-}
 
 // The coefficient of input dimension "in" in output dimension "out" of the single-valued
 // affine relation "rel", or 0 when it is not one affine piece.

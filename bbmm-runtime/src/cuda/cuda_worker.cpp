@@ -280,31 +280,43 @@ void Worker::issue(Command& c) {
   }
   // Tracing: timing events before and after the operation on its stream.
   std::shared_ptr<const TimingRef> ref;
+  const cudaEvent_t start = trace_begin(c, slot.stream, &ref);
+  s = issue_operation(c, slot);
+  trace_end(c, slot.stream, slot.name,
+            c.kind == CommandKind::kLaunch ? "kernel" : copy_trace_name(c.dir), start,
+            std::move(ref));
+  complete(c, slot, std::move(s));
+}
+
+cudaEvent_t Worker::trace_begin(const Command& c, cudaStream_t stream,
+                                std::shared_ptr<const TimingRef>* ref) {
   cudaEvent_t start = nullptr;
-  if (c.tracer != nullptr && (ref = trace_.reference()) != nullptr &&
-      trace_.stamp(slot.stream, &start) != cudaSuccess) {
+  if (c.tracer != nullptr && (*ref = trace_.reference()) != nullptr &&
+      trace_.stamp(stream, &start) != cudaSuccess) {
     (void)cudaGetLastError();
     start = nullptr;
   }
-  s = issue_operation(c, slot);
-  if (start != nullptr) {
-    cudaEvent_t end = nullptr;
-    if (trace_.stamp(slot.stream, &end) == cudaSuccess) {
-      TraceRecord r;
-      r.tracer = c.tracer;
-      r.name = c.kind == CommandKind::kLaunch ? "kernel" : copy_trace_name(c.dir);
-      r.args = std::move(c.trace_args);
-      absl::StrAppend(&r.args, r.args.empty() ? "" : ",", "\"stream\":\"", slot.name, "\"");
-      r.start = start;
-      r.end = end;
-      r.ref = std::move(ref);
-      trace_.add(std::move(r));
-    } else {
-      (void)cudaGetLastError();
-      shared_->timing.put(start);
-    }
+  return start;
+}
+
+void Worker::trace_end(Command& c, cudaStream_t stream, absl::string_view stream_name,
+                       const char* name, cudaEvent_t start, std::shared_ptr<const TimingRef> ref) {
+  if (start == nullptr) return;
+  cudaEvent_t end = nullptr;
+  if (trace_.stamp(stream, &end) != cudaSuccess) {
+    (void)cudaGetLastError();
+    shared_->timing.put(start);
+    return;
   }
-  complete(c, slot, std::move(s));
+  TraceRecord r;
+  r.tracer = c.tracer;
+  r.name = name;
+  r.args = std::move(c.trace_args);
+  absl::StrAppend(&r.args, r.args.empty() ? "" : ",", "\"stream\":\"", stream_name, "\"");
+  r.start = start;
+  r.end = end;
+  r.ref = std::move(ref);
+  trace_.add(std::move(r));
 }
 
 bool Worker::split_at_chunks(const CopyOp& op, CopyDir dir, std::vector<CopyOp>* out) {
@@ -397,33 +409,12 @@ absl::Status Worker::issue_free(Command& c) {
                                                " (the memory is not freed)"));
   }
   std::shared_ptr<const TimingRef> ref;
-  cudaEvent_t start = nullptr;
-  if (c.tracer != nullptr && (ref = trace_.reference()) != nullptr &&
-      trace_.stamp(m.stream, &start) != cudaSuccess) {
-    (void)cudaGetLastError();
-    start = nullptr;
-  }
+  const cudaEvent_t start = trace_begin(c, m.stream, &ref);
   // Stream-ordered: the memory returns to the pool when the memory stream
   // reaches this point, i.e. after every event in the wait list.
   const cudaError_t e = cudaFreeAsync(c.free_base, m.stream);
   memory_ops_.fetch_add(1, std::memory_order_acq_rel);
-  if (start != nullptr) {
-    cudaEvent_t end = nullptr;
-    if (trace_.stamp(m.stream, &end) == cudaSuccess) {
-      TraceRecord r;
-      r.tracer = c.tracer;
-      r.name = "free";
-      r.args = std::move(c.trace_args);
-      absl::StrAppend(&r.args, r.args.empty() ? "" : ",", "\"stream\":\"", m.name, "\"");
-      r.start = start;
-      r.end = end;
-      r.ref = std::move(ref);
-      trace_.add(std::move(r));
-    } else {
-      (void)cudaGetLastError();
-      shared_->timing.put(start);
-    }
-  }
+  trace_end(c, m.stream, m.name, "free", start, std::move(ref));
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     const absl::Status fs = cuda_status("cudaFreeAsync", e, __FILE__, __LINE__);

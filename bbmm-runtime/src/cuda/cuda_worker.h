@@ -53,6 +53,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "core/backend.h"
 #include "cuda/cuda_copy.h"
 #include "cuda/cuda_events.h"
@@ -160,6 +161,15 @@ class Worker {
   absl::Status run_launch(Command& c, StreamSlot& slot);
   absl::Status issue_free(Command& c);
   void issue_record(Command& c);
+  // Tracing of `c` on `stream`: the timing event recorded before its operation (null
+  // when `c` is not traced or the event failed), with the reference time in `*ref`.
+  cudaEvent_t trace_begin(const Command& c, cudaStream_t stream,
+                          std::shared_ptr<const TimingRef>* ref);
+  // After the operation: records the end event and adds the slice `name` on
+  // `stream_name` (nothing when `start` is null; the start event goes back to its pool
+  // when the end event fails).
+  void trace_end(Command& c, cudaStream_t stream, absl::string_view stream_name, const char* name,
+                 cudaEvent_t start, std::shared_ptr<const TimingRef> ref);
   // Records `c`'s completion event on `slot` and publishes `status`.
   void complete(Command& c, StreamSlot& slot, absl::Status status);
   CopyEnv copy_env(const Command& c) const;

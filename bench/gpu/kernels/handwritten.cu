@@ -59,6 +59,8 @@
 #include <string>
 #include <vector>
 
+#include "../bench_common.cuh"
+
 #ifndef HK_FMAD
 #define HK_FMAD 1  // handwritten_kernels_nofma is built with -fmad=false -DHK_FMAD=0
 #endif
@@ -890,37 +892,10 @@ int run_on_gpu(const Problem& pb, const Options& opt) {
 
 // ------------------------------------------------------------------ --ceiling
 
-// bench/gpu/ceilings.cu's method: a grid-stride copy kernel (16-byte loads and stores,
+// bench/gpu/ceilings.cu's method (bbmm_bench::copy_kernel of bench/gpu/bench_common.cuh):
+// a grid-stride copy kernel (16-byte loads and stores,
 // 8 blocks of 256 threads per SM) over a large buffer, bytes read + written over the best
 // of `reps` timed runs after a warm-up. Also a cudaMemcpy device-to-device, counted alike.
-__global__ void copy_kernel(const double2* __restrict__ src, double2* __restrict__ dst,
-                            size_t count) {
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride) {
-    dst[i] = src[i];
-  }
-}
-
-bool parse_bytes(const char* text, size_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text, &end);
-  if (errno != 0 || end == text || !(v > 0)) return false;
-  const std::string unit(end);
-  double f = 0;
-  if (unit.empty() || unit == "B")
-    f = 1;
-  else if (unit == "MiB")
-    f = 1048576.0;
-  else if (unit == "GiB")
-    f = 1073741824.0;
-  else
-    return false;
-  *out = static_cast<size_t>(v * f) / 256 * 256;
-  return *out > 0;
-}
-
 // FP64 FMA units per SM (no tensor cores): 64 on sm_90 (H100, H200), 32 on sm_80 (A100) and
 // sm_70 (V100); 0 (unknown) otherwise. Hopper's FP64 tensor cores double that peak, which a
 // kernel of scalar FMAs cannot use.
@@ -938,7 +913,7 @@ int ceiling(int argc, char** argv, int first) {
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
     bool ok = value != nullptr;
     if (ok && arg == "--bytes") {
-      ok = parse_bytes(value, &bytes);
+      ok = bbmm_bench::parse_bytes(value, &bytes);
     } else if (ok && arg == "--reps") {
       ok = parse_int(value, 1, 1000, &reps);
     } else if (ok && arg == "--device") {
@@ -985,7 +960,7 @@ int ceiling(int argc, char** argv, int first) {
       if (use_memcpy) {
         HK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
       } else {
-        copy_kernel<<<sms * 8, 256, 0, stream>>>(
+        bbmm_bench::copy_kernel<<<sms * 8, 256, 0, stream>>>(
             static_cast<const double2*>(src), static_cast<double2*>(dst), bytes / sizeof(double2));
         HK_CUDA(cudaGetLastError());
       }

@@ -107,7 +107,7 @@ static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
     bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
 }
 
-/* The bytes of the boxes one tile of phase 0 requires. */
+/* Phase 0: the bytes of the boxes a tile requires. */
 static uint64_t bbmm_s0_p0_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t k, int64_t bbmm_lo, int64_t bbmm_hi) {
   const int64_t n = bbmm_x->n;
   (void)n;
@@ -305,7 +305,7 @@ static void bbmm_s0_p1_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
     bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
 }
 
-/* The bytes of the boxes one tile of phase 1 requires. */
+/* Phase 1: the bytes of the boxes a tile requires. */
 static uint64_t bbmm_s0_p1_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t k, int64_t bbmm_lo, int64_t bbmm_hi) {
   const int64_t n = bbmm_x->n;
   (void)n;
@@ -327,7 +327,7 @@ static uint64_t bbmm_s0_p1_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t k, in
   return bbmm_bytes;
 }
 
-/* The bytes one tile of phase 1 flows out to other tiles (its boxes; rows not counted). */
+/* Phase 1: the bytes of a tile's flow-out boxes (rows not counted). */
 static uint64_t bbmm_s0_p1_flow_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t k, int64_t bbmm_lo, int64_t bbmm_hi) {
   const int64_t n = bbmm_x->n;
   (void)n;

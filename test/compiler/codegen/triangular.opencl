@@ -131,7 +131,7 @@ static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
     bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
 }
 
-/* The bytes of the boxes one tile of phase 0 requires. */
+/* Phase 0: the bytes of the boxes a tile requires. */
 static uint64_t bbmm_s0_p0_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, int64_t bbmm_hi) {
   const int64_t N = bbmm_x->N;
   (void)N;
