@@ -159,12 +159,7 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
   os << ind << "{\n";
   os << tile_loops(scop, boxes, phase, sig, opts,
                    [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
-                     const Statement& st = scop.statements[s];
-                     lines.push_back("{");
-                     lines.push_back("  /* " + st.name + ": " + comment_safe(st.text) + " */");
-                     if (!bind.empty()) lines.push_back("  const int64_t " + join(bind, ", ") + ";");
-                     lines.push_back("  " + rewrite_statement(scop, s, access));
-                     lines.push_back("}");
+                     statement_block(scop, s, bind, "int64_t", access, lines);
                    });
   os << ind << "}\n";
   os << "}\n\n";

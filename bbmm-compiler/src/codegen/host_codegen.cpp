@@ -371,9 +371,6 @@ class ScopGenerator {
   }
 
   // The values of partition dimension "d"'s loops over every instance of the partition's
-  // phases (all serial iterations), as C expressions [lo, hi) over the scop parameters.
-  // False when the range does not depend on the serial iterators' values.
-  // The values of partition dimension "d"'s loops over every instance of the partition's
   // phases (all serial iterations): a 1-D set over the scop parameters (null if none).
   isl::set all_iterations(const Partition& part, size_t d) const {
     isl::set vals;
@@ -533,26 +530,11 @@ class ScopGenerator {
     return os.str();
   }
 
+  // The same range as C expressions [lo, hi) over the scop parameters. False when the
+  // range does not depend on the serial iterators' values.
   bool whole_range(const Partition& part, size_t d, std::string& lo, std::string& hi) {
-    isl::set vals;
-    for (size_t slot = 0; slot < part.phases.size(); ++slot) {
-      if (slot >= part.dims[d].loops.size()) continue;
-      const int loop = part.dims[d].loops[slot];
-      for (int st_i : s_.phases[part.phases[slot]].statements) {
-        const Statement& st = s_.statements[st_i];
-        for (size_t dd = 0; dd < st.loops.size(); ++dd) {
-          if (st.loops[dd] != loop) continue;
-          const int depth = static_cast<int>(st.iterators.size());
-          isl_set* x = isl_set_project_out(st.domain.copy(), isl_dim_set, dd + 1, depth - dd - 1);
-          x = isl_set_project_out(x, isl_dim_set, 0, dd);
-          x = isl_set_reset_tuple_id(x);
-          isl::set v = isl::manage(x);
-          vals = vals.is_null() ? v : vals.unite(v);
-        }
-      }
-    }
+    isl::set vals = all_iterations(part, d);
     if (vals.is_null()) return false;
-    vals = vals.coalesce();
     isl::pw_aff mn = isl::manage(isl_set_dim_min(vals.copy(), 0));
     isl_pw_aff* mx = isl_set_dim_max(vals.copy(), 0);
     mx = isl_pw_aff_add_constant_val(mx, isl_val_one(isl_pw_aff_get_ctx(mx)));

@@ -105,6 +105,18 @@ std::string host_kernel_args_struct(const Scop& scop, const KernelSignature& sig
   return os.str();
 }
 
+void statement_block(
+    const Scop& scop, int stmt, const std::vector<std::string>& bind, const std::string& iter_type,
+    const std::function<std::string(int array, const std::vector<std::string>& subs)>& access,
+    std::vector<std::string>& lines) {
+  const Statement& st = scop.statements[stmt];
+  lines.push_back("{");
+  lines.push_back("  /* " + st.name + ": " + comment_safe(st.text) + " */");
+  if (!bind.empty()) lines.push_back("  const " + iter_type + " " + join(bind, ", ") + ";");
+  lines.push_back("  " + rewrite_statement(scop, stmt, access));
+  lines.push_back("}");
+}
+
 std::string rewrite_statement(
     const Scop& scop, int stmt,
     const std::function<std::string(int array, const std::vector<std::string>& subs)>& access) {
@@ -314,12 +326,7 @@ std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int 
     opts.indent = 2;
     os << tile_loops(scop, boxes, phase, sig, opts,
                      [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
-                       const Statement& st = scop.statements[s];
-                       lines.push_back("{");
-                       lines.push_back("  /* " + st.name + ": " + comment_safe(st.text) + " */");
-                       if (!bind.empty()) lines.push_back("  const int64_t " + join(bind, ", ") + ";");
-                       lines.push_back("  " + rewrite_statement(scop, s, access));
-                       lines.push_back("}");
+                       statement_block(scop, s, bind, "int64_t", access, lines);
                      });
     os << "}\n\n";
   }

@@ -81,6 +81,14 @@ isl::set tile_domain(const Scop& scop, const ScopBoxes& boxes, int phase,
 isl::set tile_param_context(const Scop& scop, const ScopBoxes& boxes, int phase,
                             const KernelSignature& sig, const std::vector<std::string>& extra = {});
 
+// The block a kernel runs for one instance of statement "stmt": its source in a comment,
+// its iterators bound ("const <iter_type> i = ..., j = ...;" from "bind") and the statement
+// with its accesses replaced by "access"; appended to "lines".
+void statement_block(
+    const Scop& scop, int stmt, const std::vector<std::string>& bind, const std::string& iter_type,
+    const std::function<std::string(int array, const std::vector<std::string>& subs)>& access,
+    std::vector<std::string>& lines);
+
 // The statement "stmt" with each array access replaced by "access(array, subscripts)".
 std::string rewrite_statement(
     const Scop& scop, int stmt,

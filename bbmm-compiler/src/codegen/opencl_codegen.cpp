@@ -103,12 +103,7 @@ std::string kernel_source(const Scop& scop, const ScopBoxes& boxes, int phase,
   }
   os << tile_loops(scop, boxes, phase, s2, opts,
                    [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
-                     const Statement& st = scop.statements[s];
-                     lines.push_back("{");
-                     lines.push_back("  /* " + st.name + ": " + comment_safe(st.text) + " */");
-                     if (!bind.empty()) lines.push_back("  const long " + join(bind, ", ") + ";");
-                     lines.push_back("  " + rewrite_statement(scop, s, access));
-                     lines.push_back("}");
+                     statement_block(scop, s, bind, "long", access, lines);
                    });
   os << "}\n";
   return os.str();
