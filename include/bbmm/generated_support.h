@@ -99,6 +99,19 @@ static inline int bbmm_gen_parse_tiles_per_device(const char* text, int* out) {
 static bbmm_runtime* bbmm_gen_rt;
 static int bbmm_gen_tiles_per_device = BBMM_GEN_TARGET == BBMM_BACKEND_CUDA ? 2 : 1;
 
+/* How multi-piece kernels find an element's piece: once per access reference (0, the
+ * default, BBMM_PIECE_LOOKUP=reference) or for every element (1, BBMM_PIECE_LOOKUP=element:
+ * slower, the same results; the tests run both). Set with the runtime, before any kernel. */
+static int bbmm_gen_per_element;
+
+/* "reference" -> 0, "element" -> 1 in *out; 0 for anything else. */
+static inline int bbmm_gen_parse_piece_lookup(const char* text, int* out) {
+  if (strcmp(text, "reference") == 0) *out = 0;
+  else if (strcmp(text, "element") == 0) *out = 1;
+  else return 0;
+  return 1;
+}
+
 /* At exit: prints the statistics when BBMM_STATS is "table", "1" or "json", then
  * destroys the runtime. */
 static inline void bbmm_gen_exit(void) {
@@ -116,7 +129,8 @@ static inline void bbmm_gen_exit(void) {
 /* The runtime of this file, created on first use from the BBMM_* environment with the
  * backend of BBMM_GEN_TARGET (the kernels of a file run on that backend only), and
  * destroyed at exit. Ends the program, saying why, when BBMM_BACKEND names another backend,
- * when BBMM_TILES_PER_DEVICE is malformed, or when the runtime cannot be created. */
+ * when BBMM_TILES_PER_DEVICE or BBMM_PIECE_LOOKUP is malformed, or when the runtime cannot
+ * be created. */
 static inline bbmm_runtime* bbmm_gen_runtime(void) {
   if (!bbmm_gen_rt) {
     const bbmm_backend_kind target = BBMM_GEN_TARGET;
@@ -135,6 +149,11 @@ static inline bbmm_runtime* bbmm_gen_runtime(void) {
     t = getenv("BBMM_TILES_PER_DEVICE");
     if (t && *t && !bbmm_gen_parse_tiles_per_device(t, &bbmm_gen_tiles_per_device)) {
       fprintf(stderr, "bbmm: BBMM_TILES_PER_DEVICE='%s' is not an integer in [1, 4096]\n", t);
+      exit(1);
+    }
+    t = getenv("BBMM_PIECE_LOOKUP");
+    if (t && *t && !bbmm_gen_parse_piece_lookup(t, &bbmm_gen_per_element)) {
+      fprintf(stderr, "bbmm: BBMM_PIECE_LOOKUP='%s' is not 'reference' or 'element'\n", t);
       exit(1);
     }
     bbmm_gen_check(bbmm_runtime_create(&o, &bbmm_gen_rt), "bbmm_runtime_create");
@@ -255,6 +274,22 @@ static inline void* bbmm_gen_at(const bbmm_piece* p, int n, int rank, const int6
   fprintf(stderr, "bbmm: internal error: an element of '%s' is in none of the tile's %d pieces\n",
           array, n);
   abort();
+}
+
+/* The first of the "n" pieces "p" that holds all of box [lo, hi) (rank "rank"), or NULL when
+ * none does or the box is empty: a multi-piece kernel looks this up once per access
+ * reference, for the box the reference touches in the tile. */
+static inline const bbmm_piece* bbmm_gen_piece_of(const bbmm_piece* p, int n, int rank,
+                                                  const int64_t* lo, const int64_t* hi) {
+  for (int d = 0; d < rank; ++d) {
+    if (lo[d] >= hi[d]) return NULL;
+  }
+  for (int k = 0; k < n; ++k) {
+    int in = 1;
+    for (int d = 0; d < rank && in; ++d) in = p[k].lo[d] <= lo[d] && hi[d] <= p[k].hi[d];
+    if (in) return &p[k];
+  }
+  return NULL;
 }
 
 #endif /* BBMM_GENERATED_SUPPORT_H_ */

@@ -135,6 +135,25 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_march(void) {
   return m;
 }
 
+/* 1 when BBMM_PIECE_LOOKUP=element: multi-piece kernels find the piece of every element
+   instead of once per access reference (slower, the same results: the tests run both);
+   0 for "reference" (the default). */
+static inline BBMM_GEN_UNUSED int64_t bbmm_cu_per_element(void) {
+  static int64_t v = 0;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* e = getenv("BBMM_PIECE_LOOKUP");
+    if (!e || !*e || strcmp(e, "reference") == 0) return;
+    if (strcmp(e, "element") == 0) {
+      v = 1;
+      return;
+    }
+    fprintf(stderr, "bbmm: BBMM_PIECE_LOOKUP='%s' is not 'reference' or 'element'\n", e);
+    exit(1);
+  });
+  return v;
+}
+
 /* At most this many blocks per grid dimension: BBMM_CUDA_GRID_CAP=B (tests the kernels'
    grid-stride loops with small grids), else 0 (the hardware limits only). */
 static inline BBMM_GEN_UNUSED int64_t bbmm_cu_grid_cap(void) {
@@ -200,6 +219,21 @@ static __device__ inline T* bbmm_cu_at(const bbmm_piece* p, int n, const int64_t
   }
   printf("bbmm: internal error: an element is in none of the tile's %d pieces\n", n);
   __trap();
+  return nullptr;
+}
+
+/* The first of the "n" pieces that holds all of box [lo, hi), or NULL when none does or the
+   box is empty: looked up once per access reference (bbmm_gen_piece_of's device twin). */
+static __device__ inline const bbmm_piece* bbmm_cu_piece_of(const bbmm_piece* p, int n, int rank,
+                                                            const int64_t* lo, const int64_t* hi) {
+  for (int d = 0; d < rank; ++d) {
+    if (lo[d] >= hi[d]) return nullptr;
+  }
+  for (int k = 0; k < n; ++k) {
+    bool in = true;
+    for (int d = 0; d < rank && in; ++d) in = p[k].lo[d] <= lo[d] && hi[d] <= p[k].hi[d];
+    if (in) return &p[k];
+  }
   return nullptr;
 }
 

@@ -3,6 +3,7 @@
  * it), because generated files are C and users may compile them as C++.
  * - bbmm_floord, bbmm_min, bbmm_max against a brute-force floor division over all signs;
  * - bbmm_gen_at on pieces with padding against direct indexing of the array;
+ * - bbmm_gen_piece_of against element-by-element containment, and BBMM_PIECE_LOOKUP's parser;
  * - BBMM_TILES_PER_DEVICE: the parser on a table of values, and bbmm_gen_runtime in a
  *   child process (exit status and message for a malformed value and for another backend);
  * - bbmm_gen_box_bytes and bbmm_gen_min_device_memory (capacity-driven tile counts), and
@@ -141,6 +142,53 @@ static void test_gen_at(void) {
           CHECK(bbmm_gen_at(&one, 1, 3, idx, sizeof(double), "B") == (void*)&box[n]);
         }
   }
+}
+
+/* bbmm_gen_piece_of against enumeration: for every box in and around three pieces that
+ * tile a 6 x 8 array (and a fourth that overlaps them), the first piece holding every
+ * element of the box (bbmm_piece_contains, element by element), NULL for an empty box or
+ * one no piece holds. */
+static void test_piece_of(void) {
+  bbmm_piece p[4];
+  const int64_t lo[4][2] = {{0, 0}, {3, 0}, {3, 4}, {2, 2}};
+  const int64_t hi[4][2] = {{3, 8}, {6, 4}, {6, 8}, {5, 7}};
+  memset(p, 0, sizeof p);
+  for (int k = 0; k < 4; ++k) {
+    for (int d = 0; d < 2; ++d) {
+      p[k].lo[d] = lo[k][d];
+      p[k].hi[d] = hi[k][d];
+    }
+  }
+  int nonnull = 0, null_nonempty = 0;
+  for (int64_t a0 = -1; a0 <= 7; ++a0)
+    for (int64_t b0 = a0; b0 <= 7; ++b0)
+      for (int64_t a1 = -1; a1 <= 9; ++a1)
+        for (int64_t b1 = a1 - 1; b1 <= 9; ++b1) {
+          const int64_t l[2] = {a0, a1}, h[2] = {b0, b1};
+          const bbmm_piece* expect = NULL;
+          const int empty = b0 <= a0 || b1 <= a1;
+          for (int k = 0; k < 4 && !empty && !expect; ++k) {
+            int all = 1;
+            for (int64_t i = a0; i < b0 && all; ++i)
+              for (int64_t j = a1; j < b1 && all; ++j) {
+                const int64_t idx[2] = {i, j};
+                all = bbmm_piece_contains(&p[k], 2, idx);
+              }
+            if (all) expect = &p[k];
+          }
+          char what[96];
+          snprintf(what, sizeof what, "bbmm_gen_piece_of([%lld,%lld)x[%lld,%lld))", (long long)a0,
+                   (long long)b0, (long long)a1, (long long)b1);
+          CHECK_EQ(bbmm_gen_piece_of(p, 4, 2, l, h) == expect, 1, what);
+          if (expect) ++nonnull;
+          else if (!empty) ++null_nonempty;
+        }
+  CHECK(nonnull > 100 && null_nonempty > 100); /* both outcomes exercised */
+  int v = -1;
+  CHECK(bbmm_gen_parse_piece_lookup("reference", &v) && v == 0);
+  CHECK(bbmm_gen_parse_piece_lookup("element", &v) && v == 1);
+  CHECK(!bbmm_gen_parse_piece_lookup("elements", &v) && v == 1);
+  CHECK(!bbmm_gen_parse_piece_lookup("", &v));
 }
 
 static void test_parse_tiles_per_device(void) {
@@ -426,6 +474,7 @@ int main(void) {
   unsetenv("BBMM_STATS");
   test_arithmetic();
   test_gen_at();
+  test_piece_of();
   test_parse_tiles_per_device();
   test_runtime_environment(); /* forks: before this process starts runtime threads */
   test_require_and_flow_out();

@@ -112,10 +112,11 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
       }
     }
   }
+  if (pieces) os << ref_piece_lookups(scop, boxes, phase, "bbmm_cu_piece_of", "bbmm_c.per_element", "  ", locals);
   for (const std::string& l : locals) os << "  (void)" << l << ";\n";
 
-  auto access = [&](int array, const std::vector<std::string>& subs) -> std::string {
-    const ArrayInfo& arr = scop.arrays[array];
+  auto access = [&](const Access& acc, const std::vector<std::string>& subs) -> std::string {
+    const ArrayInfo& arr = scop.arrays[acc.array];
     const std::string p = "bbmm_" + arr.c_name;
     const int rank = static_cast<int>(subs.size());
     if (pieces) {
@@ -130,54 +131,67 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
     return p + "_d[(I)(" + idx + ")]";
   };
 
-  TileLoopOptions opts;
-  std::string ind = "  ";
-  // 2-D and 3-D kernels: each thread marches through bbmm_c.march consecutive values of the
-  // outermost coordinate, in its innermost loop (its other coordinates fixed), so that the
-  // neighbours it loaded for one value are still in its SM's L1 for the next and each
-  // element comes from memory about once (stencils). The march chunk's loop comes first,
-  // then the grid-stride loops of the other coordinates, then the march itself: on an
-  // H200 this order runs heat3d's step 1.46x and heat2d's 1.12x faster than marching
-  // outside the other loops (bench/gpu/kernels/stencil_variants.cu, docs/performance.md).
-  const int marched = map.dims >= 2 ? map.dims - 1 : -1;
-  if (marched >= 0) {
-    const std::string a = kAxis[marched], i = std::to_string(marched);
-    os << ind << "for (int64_t bbmm_m" << i << " = bbmm_c.lo[" << i << "] + ((int64_t)blockIdx." << a
-       << " * blockDim." << a << " + threadIdx." << a << ") * bbmm_c.march; bbmm_m" << i
-       << " < bbmm_c.hi[" << i << "]; bbmm_m" << i << " += (int64_t)gridDim." << a << " * blockDim."
-       << a << " * bbmm_c.march)\n";
-    ind += "  ";
-  }
-  for (int d = map.dims - 1; d >= 0; --d) {
-    if (d != marched) {
-      os << grid_loop(d, ind);
+  // The loop nest over the tile with accesses spelled by "printer", indented by "base".
+  auto loops = [&](const AccessPrinter& printer, const std::string& base) {
+    TileLoopOptions opts;
+    std::string ind = base;
+    // 2-D and 3-D kernels: each thread marches through bbmm_c.march consecutive values of the
+    // outermost coordinate, in its innermost loop (its other coordinates fixed), so that the
+    // neighbours it loaded for one value are still in its SM's L1 for the next and each
+    // element comes from memory about once (stencils). The march chunk's loop comes first,
+    // then the grid-stride loops of the other coordinates, then the march itself: on an
+    // H200 this order runs heat3d's step 1.46x and heat2d's 1.12x faster than marching
+    // outside the other loops (bench/gpu/kernels/stencil_variants.cu, docs/performance.md).
+    const int marched = map.dims >= 2 ? map.dims - 1 : -1;
+    if (marched >= 0) {
+      const std::string a = kAxis[marched], i = std::to_string(marched);
+      os << ind << "for (int64_t bbmm_m" << i << " = bbmm_c.lo[" << i << "] + ((int64_t)blockIdx." << a
+         << " * blockDim." << a << " + threadIdx." << a << ") * bbmm_c.march; bbmm_m" << i
+         << " < bbmm_c.hi[" << i << "]; bbmm_m" << i << " += (int64_t)gridDim." << a << " * blockDim."
+         << a << " * bbmm_c.march)\n";
       ind += "  ";
     }
-    opts.extra_params.push_back(grid_param(d));
-  }
-  if (marched >= 0) {
-    const std::string g = grid_param(marched), i = std::to_string(marched);
-    // Not unrolled: nvcc unrolls it 4 times by default, which doubles the registers and
-    // ran heat3d's step 1.4x slower (stencil_variants: inner against inner_u4).
-    os << ind << "#pragma unroll 1\n";
-    os << ind << "for (int64_t " << g << " = bbmm_m" << i << ", bbmm_e" << i << " = bbmm_min(bbmm_c.hi["
-       << i << "], bbmm_m" << i << " + bbmm_c.march); " << g << " < bbmm_e" << i << "; ++" << g
-       << ")\n";
-    ind += "  ";
-  }
-  for (size_t i = 0; i < ph.statements.size(); ++i) {
-    for (int d = 0; d < map.dims; ++d) {
-      opts.fixed[ph.statements[i]].emplace_back(map.loops[i][d], grid_param(d));
+    for (int d = map.dims - 1; d >= 0; --d) {
+      if (d != marched) {
+        os << grid_loop(d, ind);
+        ind += "  ";
+      }
+      opts.extra_params.push_back(grid_param(d));
     }
+    if (marched >= 0) {
+      const std::string g = grid_param(marched), i = std::to_string(marched);
+      // Not unrolled: nvcc unrolls it 4 times by default, which doubles the registers and
+      // ran heat3d's step 1.4x slower (stencil_variants: inner against inner_u4).
+      os << ind << "#pragma unroll 1\n";
+      os << ind << "for (int64_t " << g << " = bbmm_m" << i << ", bbmm_e" << i << " = bbmm_min(bbmm_c.hi["
+         << i << "], bbmm_m" << i << " + bbmm_c.march); " << g << " < bbmm_e" << i << "; ++" << g
+         << ")\n";
+      ind += "  ";
+    }
+    for (size_t i = 0; i < ph.statements.size(); ++i) {
+      for (int d = 0; d < map.dims; ++d) {
+        opts.fixed[ph.statements[i]].emplace_back(map.loops[i][d], grid_param(d));
+      }
+    }
+    opts.known = map.known;
+    opts.indent = static_cast<int>(ind.size()) + 2;
+    os << ind << "{\n";
+    os << tile_loops(scop, boxes, phase, sig, opts,
+                     [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
+                       statement_block(scop, s, bind, "int64_t", printer, lines);
+                     });
+    os << ind << "}\n";
+  };
+  if (pieces) {
+    // Every reference in one piece: direct addressing per reference; else per element.
+    os << "  if (bbmm_direct) {\n";
+    loops(ref_direct_access, "    ");
+    os << "  } else {\n";
+    loops(access, "    ");
+    os << "  }\n";
+  } else {
+    loops(access, "  ");
   }
-  opts.known = map.known;
-  opts.indent = static_cast<int>(ind.size()) + 2;
-  os << ind << "{\n";
-  os << tile_loops(scop, boxes, phase, sig, opts,
-                   [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
-                     statement_block(scop, s, bind, "int64_t", access, lines);
-                   });
-  os << ind << "}\n";
   os << "}\n\n";
   return os.str();
 }
@@ -221,6 +235,7 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
   }
   os << "  int64_t lo[3], hi[3];\n";
   os << "  int64_t march;  /* values of the outermost coordinate per thread (2-D, 3-D) */\n";
+  os << "  int64_t per_element;  /* BBMM_PIECE_LOOKUP=element (multi-piece kernel) */\n";
   os << "};\n\n";
   os << kernel(scop, boxes, phase, sig, map, name, false);
   os << kernel(scop, boxes, phase, sig, map, name, true);
@@ -272,6 +287,7 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
       os << "  bbmm_c.hi[" << d << "] = " << map.hi[d] << ";\n";
     }
     os << "  bbmm_c.march = " << (map.dims >= 2 ? "bbmm_cu_march()" : "1") << ";\n";
+    os << "  bbmm_c.per_element = bbmm_cu_per_element();\n";
     os << "  dim3 bbmm_grid, bbmm_block;\n";
     os << "  if (!bbmm_cu_shape(" << map.dims << ", bbmm_c.lo, bbmm_c.hi, bbmm_c.march, &bbmm_grid, &bbmm_block)) return;\n";
     if (pieces) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "codegen/box_printer.h"
 #include "codegen/c_printer.h"
 #include "codegen/loop_ast.h"
 
@@ -105,10 +106,9 @@ std::string host_kernel_args_struct(const Scop& scop, const KernelSignature& sig
   return os.str();
 }
 
-void statement_block(
-    const Scop& scop, int stmt, const std::vector<std::string>& bind, const std::string& iter_type,
-    const std::function<std::string(int array, const std::vector<std::string>& subs)>& access,
-    std::vector<std::string>& lines) {
+void statement_block(const Scop& scop, int stmt, const std::vector<std::string>& bind,
+                     const std::string& iter_type, const AccessPrinter& access,
+                     std::vector<std::string>& lines) {
   const Statement& st = scop.statements[stmt];
   lines.push_back("{");
   lines.push_back("  /* " + st.name + ": " + comment_safe(st.text) + " */");
@@ -117,15 +117,24 @@ void statement_block(
   lines.push_back("}");
 }
 
-std::string rewrite_statement(
-    const Scop& scop, int stmt,
-    const std::function<std::string(int array, const std::vector<std::string>& subs)>& access) {
-  const Statement& st = scop.statements[stmt];
-  std::map<const Expr*, int> by_expr;
-  for (int a : st.accesses) {
+namespace {
+
+// The array accesses of statement "stmt" as its text spells them: one per access expression
+// (a compound assignment's read and write share one), the first in the model's order.
+std::map<const Expr*, const Access*> printed_accesses(const Scop& scop, int stmt) {
+  std::map<const Expr*, const Access*> by_expr;
+  for (int a : scop.statements[stmt].accesses) {
     const Access& acc = scop.accesses[a];
-    if (acc.expr && !scop.arrays[acc.array].is_scalar) by_expr.emplace(acc.expr, acc.array);
+    if (acc.expr && !scop.arrays[acc.array].is_scalar) by_expr.emplace(acc.expr, &acc);
   }
+  return by_expr;
+}
+
+}  // namespace
+
+std::string rewrite_statement(const Scop& scop, int stmt, const AccessPrinter& access) {
+  const Statement& st = scop.statements[stmt];
+  const std::map<const Expr*, const Access*> by_expr = printed_accesses(scop, stmt);
   std::function<std::string(const Expr&)> rewrite = [&](const Expr& e) -> std::string {
     auto it = by_expr.find(&e);
     if (it == by_expr.end()) return "";
@@ -134,10 +143,97 @@ std::string rewrite_statement(
     access_subscripts(e, base, subs);
     std::vector<std::string> texts;
     for (const Expr* s : subs) texts.push_back(print_c_expr(*s, rewrite));
-    return access(it->second, texts);
+    return access(*it->second, texts);
   };
   if (!st.expr) return "";
   return print_c_expr(*st.expr, rewrite) + ";";
+}
+
+std::string ref_name(const Access& acc) { return "bbmm_ref" + std::to_string(acc.id); }
+
+std::string ref_piece_lookups(const Scop& scop, const ScopBoxes& boxes, int phase,
+                              const std::string& lookup, const std::string& per_element,
+                              const std::string& indent, std::vector<std::string>& locals) {
+  std::map<int, const TileBox*> box_of;  // access id -> the box it touches in the tile
+  for (const ArrayBoxes& ab : boxes.phases[phase].arrays) {
+    for (size_t i = 0; i < ab.accesses.size() && i < ab.access_boxes.size(); ++i) {
+      box_of[ab.accesses[i]] = &ab.access_boxes[i];
+    }
+  }
+  std::ostringstream os;
+  std::vector<std::string> refs;
+  for (int s : scop.phases[phase].statements) {
+    std::vector<const Access*> printed;
+    for (const auto& [expr, acc] : printed_accesses(scop, s)) printed.push_back(acc);
+    std::sort(printed.begin(), printed.end(),
+              [](const Access* x, const Access* y) { return x->id < y->id; });
+    for (const Access* ap : printed) {
+      const Access& acc = *ap;
+      const ArrayInfo& arr = scop.arrays[acc.array];
+      const std::string r = ref_name(acc);
+      const std::string p = "bbmm_" + arr.c_name;
+      const int rank = static_cast<int>(arr.extents.size());
+      refs.push_back(r);
+      os << indent << "/* " << comment_safe(acc.text) << " */\n";
+      os << indent << "const bbmm_piece* " << r << " = NULL;\n";
+      os << indent << arr.elem_type << "* " << r << "_d = NULL;\n";
+      os << indent << "int64_t " << r << "_o = 0";
+      for (int d = 0; d + 1 < rank; ++d) os << ", " << r << "_s" << d << " = 0";
+      os << ";\n";
+      locals.push_back(r + "_d");
+      locals.push_back(r + "_o");
+      for (int d = 0; d + 1 < rank; ++d) locals.push_back(r + "_s" + std::to_string(d));
+      auto it = box_of.find(acc.id);
+      if (it == box_of.end()) continue;
+      BoxText box;
+      try {
+        box = box_c_text(*it->second);
+      } catch (const std::logic_error&) {
+        continue;  // no C form: this reference finds the piece of each element
+      }
+      std::vector<std::string> lo, hi;
+      for (int d = 0; d < rank; ++d) {
+        lo.push_back(rename_isl_macros(box.lo[d]));
+        hi.push_back(rename_isl_macros(box.hi[d]));
+      }
+      os << indent << "if (" << (box.guard == "1" ? "1" : rename_isl_macros(box.guard)) << ") {\n";
+      os << indent << "  const int64_t bbmm_rlo[" << rank << "] = {" << join(lo, ", ") << "};\n";
+      os << indent << "  const int64_t bbmm_rhi[" << rank << "] = {" << join(hi, ", ") << "};\n";
+      os << indent << "  " << r << " = " << lookup << "(" << p << "_p, " << p << "_n, " << rank
+         << ", bbmm_rlo, bbmm_rhi);\n";
+      os << indent << "}\n";
+      os << indent << "if (" << r << ") {\n";
+      os << indent << "  " << r << "_d = (" << arr.elem_type << "*)((char*)" << r << "->data + " << r
+         << "->offset);\n";
+      std::string off;
+      for (int d = 0; d < rank; ++d) {
+        if (d + 1 < rank) {
+          os << indent << "  " << r << "_s" << d << " = " << r << "->stride[" << d << "];\n";
+          off += (d ? " + " : "") + r + "->lo[" + std::to_string(d) + "] * " + r + "_s" +
+                 std::to_string(d);
+        } else {
+          off += (d ? " + " : "") + r + "->lo[" + std::to_string(d) + "]";
+        }
+      }
+      os << indent << "  " << r << "_o = -(" << off << ");\n";
+      os << indent << "}\n";
+    }
+  }
+  refs.insert(refs.begin(), "!" + per_element);
+  os << indent << "const int bbmm_direct = " << join(refs, " && ") << ";\n";
+  locals.push_back("bbmm_direct");
+  return os.str();
+}
+
+std::string ref_direct_access(const Access& acc, const std::vector<std::string>& subs) {
+  const std::string r = ref_name(acc);
+  const int rank = static_cast<int>(subs.size());
+  std::string idx = r + "_o";
+  for (int d = 0; d < rank; ++d) {
+    idx += " + (" + subs[d] + ")";
+    if (d + 1 < rank) idx += " * " + r + "_s" + std::to_string(d);
+  }
+  return r + "_d[" + idx + "]";
 }
 
 std::vector<std::string> tile_param_names(const KernelSignature& sig,
@@ -303,11 +399,12 @@ std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int 
       }
       locals.push_back(p + "_p");
     }
+    if (pieces) os << ref_piece_lookups(scop, boxes, phase, "bbmm_gen_piece_of", "bbmm_gen_per_element", "  ", locals);
     os << "  (void)bbmm_info;\n";
     for (const std::string& l : locals) os << "  (void)" << l << ";\n";
 
-    auto access = [&](int array, const std::vector<std::string>& subs) -> std::string {
-      const ArrayInfo& arr = scop.arrays[array];
+    auto access = [&](const Access& acc, const std::vector<std::string>& subs) -> std::string {
+      const ArrayInfo& arr = scop.arrays[acc.array];
       const std::string p = "bbmm_" + arr.c_name;
       const int rank = static_cast<int>(subs.size());
       if (pieces) {
@@ -323,11 +420,21 @@ std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int 
       return p + "_d[" + idx + "]";
     };
     TileLoopOptions opts;
-    opts.indent = 2;
-    os << tile_loops(scop, boxes, phase, sig, opts,
-                     [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
-                       statement_block(scop, s, bind, "int64_t", access, lines);
-                     });
+    opts.indent = pieces ? 4 : 2;
+    auto loops = [&](const AccessPrinter& printer) {
+      return tile_loops(scop, boxes, phase, sig, opts,
+                        [&](int s, const std::vector<std::string>& bind,
+                            std::vector<std::string>& lines) {
+                          statement_block(scop, s, bind, "int64_t", printer, lines);
+                        });
+    };
+    if (pieces) {
+      // Every reference in one piece: direct addressing per reference; else per element.
+      os << "  if (bbmm_direct) {\n" << loops(ref_direct_access) << "  } else {\n"
+         << loops(access) << "  }\n";
+    } else {
+      os << loops(access);
+    }
     os << "}\n\n";
   }
   return os.str();

@@ -81,17 +81,34 @@ isl::set tile_domain(const Scop& scop, const ScopBoxes& boxes, int phase,
 isl::set tile_param_context(const Scop& scop, const ScopBoxes& boxes, int phase,
                             const KernelSignature& sig, const std::vector<std::string>& extra = {});
 
+// How a kernel spells one array access: "acc" is the access (Scop::accesses; acc.array its
+// array), "subs" the C text of its subscripts.
+using AccessPrinter =
+    std::function<std::string(const Access& acc, const std::vector<std::string>& subs)>;
+
 // The block a kernel runs for one instance of statement "stmt": its source in a comment,
 // its iterators bound ("const <iter_type> i = ..., j = ...;" from "bind") and the statement
 // with its accesses replaced by "access"; appended to "lines".
-void statement_block(
-    const Scop& scop, int stmt, const std::vector<std::string>& bind, const std::string& iter_type,
-    const std::function<std::string(int array, const std::vector<std::string>& subs)>& access,
-    std::vector<std::string>& lines);
+void statement_block(const Scop& scop, int stmt, const std::vector<std::string>& bind,
+                     const std::string& iter_type, const AccessPrinter& access,
+                     std::vector<std::string>& lines);
 
-// The statement "stmt" with each array access replaced by "access(array, subscripts)".
-std::string rewrite_statement(
-    const Scop& scop, int stmt,
-    const std::function<std::string(int array, const std::vector<std::string>& subs)>& access);
+// The statement "stmt" with each array access replaced by "access(acc, subscripts)".
+std::string rewrite_statement(const Scop& scop, int stmt, const AccessPrinter& access);
+
+// Multi-piece kernels: each access reference of "phase" looks, once per kernel, for the
+// piece holding the whole box the reference touches in the tile (poly/boxes.h,
+// ArrayBoxes::access_boxes): "ref_piece_lookups" is the C/C++ text that declares, per
+// reference, "bbmm_ref<id>" (the piece or NULL, found by "lookup": bbmm_gen_piece_of or
+// bbmm_cu_piece_of) with its base pointer, offset and strides "bbmm_ref<id>_d/_o/_s<d>",
+// then "bbmm_direct", true when every reference has its piece and the C expression
+// "per_element" (BBMM_PIECE_LOOKUP=element, a test setting) is false. The kernel then runs its
+// loops with "ref_direct_access" (each reference addressed in its piece, as fast as one
+// piece) when bbmm_direct holds, else finding the piece of each element.
+std::string ref_piece_lookups(const Scop& scop, const ScopBoxes& boxes, int phase,
+                              const std::string& lookup, const std::string& per_element,
+                              const std::string& indent, std::vector<std::string>& locals);
+std::string ref_direct_access(const Access& acc, const std::vector<std::string>& subs);
+std::string ref_name(const Access& acc);
 
 }  // namespace bbmm::compiler

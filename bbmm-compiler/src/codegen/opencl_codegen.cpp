@@ -76,8 +76,8 @@ std::string kernel_source(const Scop& scop, const ScopBoxes& boxes, int phase,
     }
     return p + " + (" + idx + ")";
   };
-  auto access = [&](int array, const std::vector<std::string>& subs) -> std::string {
-    const ArrayInfo& arr = scop.arrays[array];
+  auto access = [&](const Access& acc, const std::vector<std::string>& subs) -> std::string {
+    const ArrayInfo& arr = scop.arrays[acc.array];
     if (!pieces) return "(*(" + elem(arr, 0, subs) + "))";
     // Pick the piece holding the element (the last one when no other does).
     std::string r = "(*(";
