@@ -72,7 +72,9 @@ markdown=0
 corrupt=""
 expected_file=""
 pb_dir=""
-for arg in "$@"; do
+while [[ $# -gt 0 ]]; do
+  arg="$1"
+  shift
   case "$arg" in
     --dataset=*) dataset="${arg#*=}" ;;
     --build-dir=*) build_dir="${arg#*=}" ;;
@@ -82,6 +84,7 @@ for arg in "$@"; do
     --kernels=*) kernels_only="${arg#*=}" ;;
     --timeout=*) timeout_s="${arg#*=}" ;;
     --jobs=*) jobs="${arg#*=}" ;;
+    -j) jobs="${1:-}"; shift ;;
     -j[0-9]*) jobs="${arg#-j}" ;;
     --strict) strict=1 ;;
     --markdown) markdown=1 ;;
@@ -137,6 +140,9 @@ done < <(cd "$pb_dir" && find datamining linear-algebra/blas linear-algebra/kern
            linear-algebra/solvers medley stencils -mindepth 2 -maxdepth 2 -name '*.c' \
            2>/dev/null | LC_ALL=C sort)
 nk=${#kernels[@]}
+for k in ${kernels_only//,/ }; do
+  [[ -n "${kdir[$k]:-}" ]] || echo "run.sh: warning: no kernel '$k' in '$pb_dir'" >&2
+done
 if [[ $nk -eq 0 ]]; then
   echo "run.sh: no kernel found in '$pb_dir'${kernels_only:+ named $kernels_only}" >&2
   exit 2
@@ -546,7 +552,7 @@ for k in "${ok_kernels[@]}"; do
     mgr="$(json_values "$r.out" manager_seconds | tail -n1)"
     total="$(grep -m1 -E '^[0-9]+\.[0-9]+$' "$r.out")"
     if [[ -n "$mgr" && -n "$total" ]]; then
-      libpct[$k]="$(awk -v m="$mgr" -v t="$total" 'BEGIN { if (t > 0) printf "%.0f%% of %.3fs", 100 * m / t, t; else print "-" }')"
+      libpct[$k]="$(awk -v m="$mgr" -v t="$total" 'BEGIN { if (t > 0) printf "%.0f%% of %.1f ms", 100 * m / t, 1000 * t; else print "-" }')"
     fi
   fi
 done
