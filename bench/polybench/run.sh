@@ -416,9 +416,10 @@ for c in "${configs[@]}"; do cfg_names+=("${c%%|*}"); done
 run_one() {
   local k=$1 name=$2 kind=$3 env=$4 r="$work/runs/$1.$2" t0=$EPOCHREALTIME rc
   # shellcheck disable=SC2086 # env is a list of NAME=VALUE words
-  # The subshell's stderr takes bash's "Segmentation fault" line; the reason is in the table.
+  # The subshell (kept by the 'exit') reports a crash, "Segmentation fault", on its stderr,
+  # which is dropped: the table gives the reason.
   (timeout -k 5 "$timeout_s" env BBMM_BACKEND="$kind" $env BBMM_STATS=json \
-     "$work/build/${k}_$kind" >"$r.out" 2>"$r.err") 2>/dev/null
+     "$work/build/${k}_$kind" >"$r.out" 2>"$r.err"; exit $?) 2>/dev/null
   rc=$?
   echo "$rc" >"$r.rc"
   awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f\n", b - a }' >"$r.time"
