@@ -349,6 +349,13 @@ configure() {
     -DPB_DIR="$pb_dir" -DPB_DEFS="$(IFS=';'; echo "${defs[*]#-D}")" "$@" >>"$work/build.log" 2>&1
 }
 log "CMake project with find_package(bbmm) from the prefix: probing the OpenCL and CUDA backends"
+# A build tree of another compiler (CC changed in a --workdir) is started afresh.
+if [[ -f "$work/build/CMakeCache.txt" ]] &&
+   ! grep -qxF "CMAKE_C_COMPILER:UNINITIALIZED=$cc" "$work/build/CMakeCache.txt" &&
+   ! grep -qxF "CMAKE_C_COMPILER:FILEPATH=$(command -v "$cc")" "$work/build/CMakeCache.txt"; then
+  rm -rf "$work/build"
+  command -v ninja >/dev/null && generator=(-G Ninja)
+fi
 if ! configure -DPB_OPENCL=OFF -DPB_CUDA=OFF ||
    ! cmake --build "$work/build" --target bbmm_probe >>"$work/build.log" 2>&1; then
   tail -n 30 "$work/build.log"
@@ -386,6 +393,10 @@ kinds=(host)
 [[ $pb_opencl == ON ]] && kinds+=(opencl)
 [[ $pb_cuda == ON ]] && kinds+=(cuda)
 log "building ${#ok_kernels[@]} kernels x (${kinds[*]}) (-j$jobs; log $work/build.log)"
+# A program whose build fails now must not be run from an earlier build (--workdir).
+for k in "${ok_kernels[@]}"; do
+  for kind in "${kinds[@]}"; do rm -f "$work/build/${k}_$kind"; done
+done
 keep_going=(-k 0)
 [[ "$(grep -c '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$work/build/CMakeCache.txt")" == 1 ]] || keep_going=(-k)
 cmake --build "$work/build" -j "$jobs" -- "${keep_going[@]}" >>"$work/build.log" 2>&1
@@ -572,9 +583,10 @@ print_map() {  # title, then the entries of the associative array named $2, sort
 print_map "Failures:" fail_reason
 print_map "Expected failures (--expected-failures):" xfail
 print_map "Notes:" note
-echo "Slowest runs: $(for f in "$work"/runs/*.time; do [[ -f "$f" ]] || continue
+slowest="$(for f in "$work"/runs/*.time; do [[ -f "$f" ]] || continue
   b="$(basename "$f" .time)"; echo "$(cat "$f") $b"; done | sort -rn | head -n 5 |
   awk '{ printf "%s%s %ss", (NR > 1 ? ", " : ""), $2, $1 }')"
+[[ -z "$slowest" ]] || echo "Slowest runs: $slowest"
 echo
 n_compiled=${#ok_kernels[@]}
 n_verified=0
