@@ -381,13 +381,11 @@ if [[ -n "${skip[cuda]:-}" ]]; then
 fi
 pb_opencl=OFF; [[ -z "${skip[opencl]:-}" ]] && pb_opencl=ON
 pb_cuda=OFF; [[ -z "${skip[cuda]:-}" ]] && pb_cuda=ON
-if [[ $pb_cuda == ON ]] && ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
-  skip[cuda]="a GPU is present but nvcc is not found"; short_skip[cuda]="skip(no nvcc)"; pb_cuda=OFF
-fi
 rm -f "$work/build/no_nvcc"
 configure -DPB_OPENCL=$pb_opencl -DPB_CUDA=$pb_cuda || { tail -n 30 "$work/build.log"; finish 2; }
 if [[ -f "$work/build/no_nvcc" ]]; then
-  skip[cuda]="CMake found no CUDA compiler"; short_skip[cuda]="skip(no nvcc)"; pb_cuda=OFF
+  skip[cuda]="a GPU is usable but CMake found no CUDA compiler (put nvcc on PATH or set CUDACXX)"
+  short_skip[cuda]="skip(no nvcc)"; pb_cuda=OFF
 fi
 kinds=(host)
 [[ $pb_opencl == ON ]] && kinds+=(opencl)
@@ -426,9 +424,9 @@ cfg_names=()
 for c in "${configs[@]}"; do cfg_names+=("${c%%|*}"); done
 run_one() {
   local k=$1 name=$2 kind=$3 env=$4 r="$work/runs/$1.$2" t0=$EPOCHREALTIME rc
-  # shellcheck disable=SC2086 # env is a list of NAME=VALUE words
   # The subshell (kept by the 'exit') reports a crash, "Segmentation fault", on its stderr,
   # which is dropped: the table gives the reason.
+  # shellcheck disable=SC2086 # env is a list of NAME=VALUE words
   (timeout -k 5 "$timeout_s" env BBMM_BACKEND="$kind" $env BBMM_STATS=json \
      "$work/build/${k}_$kind" >"$r.out" 2>"$r.err"; exit $?) 2>/dev/null
   rc=$?
