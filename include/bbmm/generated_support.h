@@ -192,19 +192,28 @@ static inline void bbmm_gen_box_bytes(uint64_t* acc, size_t elem_size, int rank,
   *acc += bytes;
 }
 
-/* Says once per phase (named "phase") that its tiles, one iteration of the partitioned
- * loop wide, still require "bytes" (an upper bound: boxes may overlap) against devices of
- * "capacity" bytes: the runtime fails if they do not fit at all. */
-static inline void bbmm_gen_tile_too_large(const char* phase, uint64_t bytes, uint64_t capacity) {
+/* Says once per phase (named "phase") that its tiles still require "bytes" (an upper
+ * bound: boxes may overlap) against devices of "capacity" bytes: the runtime fails if they
+ * do not fit at all. "partitioned": the tiles are one iteration of the partitioned loop
+ * wide (else the phase, with no parallel loop, runs as one tile). */
+static inline void bbmm_gen_tile_too_large(const char* phase, uint64_t bytes, uint64_t capacity,
+                                           int partitioned) {
   static const char* said = NULL;
   if (said == phase) return;
   said = phase;
   if (bytes > capacity) {
-    fprintf(stderr,
-            "bbmm: note: a tile of %s, one iteration of its partitioned loop wide, requires "
-            "boxes of up to %llu bytes; a device holds %llu bytes (a 2-D partition, "
-            "bbmmc --partition=2d, splits a second loop)\n",
-            phase, (unsigned long long)bytes, (unsigned long long)capacity);
+    if (partitioned) {
+      fprintf(stderr,
+              "bbmm: note: a tile of %s, one iteration of its partitioned loop wide, requires "
+              "boxes of up to %llu bytes; a device holds %llu bytes (a 2-D partition, "
+              "bbmmc --partition=2d, splits a second loop)\n",
+              phase, (unsigned long long)bytes, (unsigned long long)capacity);
+    } else {
+      fprintf(stderr,
+              "bbmm: note: %s has no parallel loop and runs as one tile, which requires "
+              "boxes of up to %llu bytes; a device holds %llu bytes\n",
+              phase, (unsigned long long)bytes, (unsigned long long)capacity);
+    }
   }
 }
 

@@ -611,7 +611,7 @@ class ScopGenerator {
     os << "    }\n";
     os << "    if (bbmm_worst <= bbmm_x->capacity / 2) break;\n";
     os << "    if (bbmm_n >= " << to << " - " << from << ") {\n";
-    os << "      bbmm_gen_tile_too_large(\"" << phase_label_ << "\", bbmm_worst, bbmm_x->capacity);\n";
+    os << "      bbmm_gen_tile_too_large(\"" << phase_label_ << "\", bbmm_worst, bbmm_x->capacity, 1);\n";
     os << "      break;\n";
     os << "    }\n";
     os << "    bbmm_n = bbmm_min(2 * bbmm_n, " << to << " - " << from << ");\n";
@@ -658,7 +658,17 @@ class ScopGenerator {
     std::string serial_args;
     for (const std::string& v : sig.serial) serial_args += ", " + v;
     const size_t nd = part.dims.size();
+    // A phase that runs as one tile: say so when that tile cannot fit a device.
+    auto whole_tile_check = [&](const std::string& tile_args) {
+      os << "  if (bbmm_x->capacity > 0) {\n";
+      os << "    const uint64_t bbmm_need = " << name << "_bytes(bbmm_x" << serial_args << tile_args
+         << ");\n";
+      os << "    bbmm_gen_tile_too_large(\"" << phase_label_
+         << "\", bbmm_need, bbmm_x->capacity, 0);\n";
+      os << "  }\n";
+    };
     if (nd == 0) {
+      whole_tile_check("");
       os << "  " << name << "_tile(bbmm_x" << serial_args << ", 0);\n";
       os << "}\n\n";
       return os.str();
@@ -671,6 +681,11 @@ class ScopGenerator {
     }
     if (pb.single_device) {
       os << "  /* single device: one tile covering the whole range */\n";
+      std::string range_args;
+      for (size_t d = 0; d < nd; ++d) {
+        range_args += ", bbmm_from" + std::to_string(d) + ", bbmm_to" + std::to_string(d);
+      }
+      whole_tile_check(range_args);
       os << "  " << name << "_tile(bbmm_x" << serial_args;
       for (size_t d = 0; d < nd; ++d) os << ", bbmm_from" << d << ", bbmm_to" << d;
       os << ", 0);\n}\n\n";

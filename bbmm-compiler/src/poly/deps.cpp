@@ -312,7 +312,16 @@ void compute_dependences(Scop& scop) {
     L.verdict.blocking_scalars.assign(a.blocking_scalars.begin(), a.blocking_scalars.end());
   }
 
-  // Phases: walk the tree; a parallel loop ends the descent.
+  // Phases: walk the tree; a parallel loop ends the descent. A serial loop with no
+  // parallel loop anywhere below it is not descended into either: it joins the loose
+  // statements around it, so the whole serial region runs as one tile (one kernel, on one
+  // device) per step of the serial loops outside it, never one tile per statement instance.
+  std::function<bool(const Loop&)> has_parallel = [&](const Loop& L) {
+    if (L.verdict.parallel) return true;
+    for (const Node& n : L.body)
+      if (n.is_loop && has_parallel(scop.loops[n.index])) return true;
+    return false;
+  };
   scop.phases.clear();
   std::vector<int> serial;
   std::function<void(const std::vector<Node>&)> walk = [&](const std::vector<Node>& body) {
@@ -329,8 +338,12 @@ void compute_dependences(Scop& scop) {
         loose.statements.push_back(n.index);
         continue;
       }
-      flush();
       const Loop& L = scop.loops[n.index];
+      if (!has_parallel(L)) {
+        loose.statements.insert(loose.statements.end(), L.statements.begin(), L.statements.end());
+        continue;
+      }
+      flush();
       if (L.verdict.parallel) {
         Phase p;
         p.serial_loops = serial;

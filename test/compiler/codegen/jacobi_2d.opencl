@@ -270,7 +270,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t t) {
     }
     if (bbmm_worst <= bbmm_x->capacity / 2) break;
     if (bbmm_n >= bbmm_to0 - bbmm_from0) {
-      bbmm_gen_tile_too_large("phase 0 of scop 0 in kernel_jacobi_2d", bbmm_worst, bbmm_x->capacity);
+      bbmm_gen_tile_too_large("phase 0 of scop 0 in kernel_jacobi_2d", bbmm_worst, bbmm_x->capacity, 1);
       break;
     }
     bbmm_n = bbmm_min(2 * bbmm_n, bbmm_to0 - bbmm_from0);
@@ -548,7 +548,7 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t t) {
     }
     if (bbmm_worst <= bbmm_x->capacity / 2) break;
     if (bbmm_n >= bbmm_to0 - bbmm_from0) {
-      bbmm_gen_tile_too_large("phase 1 of scop 0 in kernel_jacobi_2d", bbmm_worst, bbmm_x->capacity);
+      bbmm_gen_tile_too_large("phase 1 of scop 0 in kernel_jacobi_2d", bbmm_worst, bbmm_x->capacity, 1);
       break;
     }
     bbmm_n = bbmm_min(2 * bbmm_n, bbmm_to0 - bbmm_from0);

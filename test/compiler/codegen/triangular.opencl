@@ -238,7 +238,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
     }
     if (bbmm_worst <= bbmm_x->capacity / 2) break;
     if (bbmm_n >= bbmm_to0 - bbmm_from0) {
-      bbmm_gen_tile_too_large("phase 0 of scop 0 in kernel_tri", bbmm_worst, bbmm_x->capacity);
+      bbmm_gen_tile_too_large("phase 0 of scop 0 in kernel_tri", bbmm_worst, bbmm_x->capacity, 1);
       break;
     }
     bbmm_n = bbmm_min(2 * bbmm_n, bbmm_to0 - bbmm_from0);
