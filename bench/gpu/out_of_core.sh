@@ -43,6 +43,9 @@ run() {  # run LABEL CAPACITY: one run, its RESULT line in the log
   local label=$1 capacity=$2 out
   local limit=()
   [[ $capacity -gt 0 ]] && limit=(BBMM_DEVICE_MEMORY="$capacity")
+  # OOC_TRACE=1: the out-of-core run also writes its trace (trace_ooc.json, for
+  # plot_trace.py: which streams overlap).
+  [[ $capacity -gt 0 && "${OOC_TRACE:-0}" == 1 ]] && limit+=(BBMM_TRACE="$OUT/trace_ooc.json")
   env BBMM_SAMPLE_REFERENCE=0 BBMM_DEVICES=1 BBMM_STATS=json "${limit[@]}" \
     timeout 300 "$BIN" "$N" "$STEPS" >"$OUT/run.txt" 2>&1
   local rc=$?
