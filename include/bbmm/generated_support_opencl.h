@@ -98,17 +98,18 @@ static inline void bbmm_cl_piece(cl_kernel k, cl_uint* i, const bbmm_piece* p, i
   }
 }
 
-/* --- Multi-piece kernels (docs/codegen.md, "OpenCL kernels") ---------------------------
- * A multi-piece kernel takes, per array, BBMM_CL_BUFFERS buffer arguments (OpenCL 1.2 has
- * no device pointers inside buffers) and reads the pieces from one __global table of longs:
+/* --- Multi-piece kernels (docs/codegen.md, "OpenCL multi-piece kernels") ---------------
+ * A multi-piece kernel takes, per array, up to BBMM_CL_BUFFERS buffer arguments (fewer when
+ * its arguments would pass 1,024 bytes, CL_DEVICE_MAX_PARAMETER_SIZE's minimum; OpenCL 1.2
+ * has no device pointers inside buffers) and reads the pieces from one __global table of longs:
  * per piece (rank r) a record of bbmm_cl_record(r) longs
  *   slot (the buffer argument holding it), o (element offset of index 0, i.e. the piece's
  *   offset less sum lo[d] * stride[d]), lo[r], hi[r], stride[0..r-2].
  * A view's pieces usually lie in few instances (buffers): each distinct buffer gets a slot.
  * When an array's view has more distinct buffers than slots, the pieces of the buffers
- * beyond the first BBMM_CL_BUFFERS - 1 are copied into one staging buffer bound to the last
+ * beyond the first (buffer arguments - 1) are copied into one staging buffer bound to the last
  * slot before the kernel, and back after it when the phase writes the array: any number of
- * pieces runs. BBMM_OPENCL_PIECE_BUFFERS=n (1..8, a test setting) uses n slots only. */
+ * pieces runs. BBMM_OPENCL_PIECE_BUFFERS=n (1..8, a test setting) uses n slots at most. */
 #define BBMM_CL_BUFFERS 8
 
 static inline int bbmm_cl_record(int rank) { return 3 * rank + 1; }
@@ -176,12 +177,14 @@ static inline void bbmm_cl_copy_box(cl_command_queue q, cl_mem src, int64_t so, 
 }
 
 /* Writes the records of the "n" pieces "p" of an array (rank "rank", elements of "esz"
- * bytes) into "tab" and its buffers into "*a" (slots, staging): see above. Staged pieces
- * are copied into the staging buffer (created in "ctx") on "q" now. */
+ * bytes) into "tab" and its buffers into "*a" (slots, staging), for a kernel taking
+ * "buffers" buffer arguments for the array: see above. Staged pieces are copied into the
+ * staging buffer (created in "ctx") on "q" now. */
 static inline void bbmm_cl_pieces_in(cl_context ctx, cl_command_queue q, const bbmm_piece* p,
-                                     int n, int rank, size_t esz, cl_long* tab,
+                                     int n, int rank, size_t esz, int buffers, cl_long* tab,
                                      bbmm_cl_array* a) {
-  const int rec = bbmm_cl_record(rank), slots = bbmm_cl_slots();
+  const int rec = bbmm_cl_record(rank);
+  const int slots = bbmm_cl_slots() < buffers ? bbmm_cl_slots() : buffers;
   memset(a, 0, sizeof *a);
   int used = 0, staged = 0;
   /* Direct slots: the first buffers, all of them when they fit, else slots - 1 of them. */

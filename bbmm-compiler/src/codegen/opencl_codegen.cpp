@@ -12,9 +12,12 @@
 namespace bbmm::compiler {
 namespace {
 
-// Buffer arguments per array of the multi-piece kernel (BBMM_CL_BUFFERS in
+// Buffer arguments per array of the multi-piece kernel, at most (BBMM_CL_BUFFERS in
 // bbmm/generated_support_opencl.h): a view whose pieces lie in more buffers stages some.
 constexpr int kPieceBuffers = 8;
+// The bytes of kernel arguments every OpenCL device accepts (CL_DEVICE_MAX_PARAMETER_SIZE's
+// minimum, and PoCL's value).
+constexpr int kParameterBytes = 1024;
 
 // "text" as the contents of a C string literal, one source line per literal line.
 std::string c_string_lines(const std::string& text, const std::string& ind) {
@@ -50,6 +53,17 @@ bool phase_writes(const Scop& scop, const Phase& ph, int array) {
     }
   }
   return false;
+}
+
+// The buffer arguments per array of the multi-piece kernel of "sig": 8, fewer when the
+// arguments would exceed kParameterBytes (one at least; staging makes up for fewer).
+int piece_buffers(const KernelSignature& sig) {
+  const int arrays = static_cast<int>(sig.arrays.size());
+  if (arrays == 0) return 1;
+  const int fixed = 8 * static_cast<int>(sig.params.size() + sig.serial.size() + sig.tile.size() +
+                                         sig.scalars.size() + 1);
+  const int k = (kParameterBytes - fixed - 16 * arrays) / (8 * arrays);
+  return std::max(1, std::min(kPieceBuffers, k));
 }
 
 // One access reference of a multi-piece kernel: the access (as the statement printer
@@ -146,6 +160,7 @@ std::string pieces_kernel_source(const Scop& scop, const ScopBoxes& boxes, int p
                                  const KernelSignature& sig, const std::string& name) {
   const PhaseBoxes& pb = boxes.phases[phase];
   const bool partitioned = !boxes.partitions[pb.partition].dims.empty();
+  const int nbuf = piece_buffers(sig);
   std::ostringstream os;
   // The element lookup of each array: the first piece holding the element.
   for (int a : sig.arrays) {
@@ -177,7 +192,7 @@ std::string pieces_kernel_source(const Scop& scop, const ScopBoxes& boxes, int p
   for (int a : sig.arrays) {
     const ArrayInfo& arr = scop.arrays[a];
     const std::string p = "bbmm_" + arr.c_name;
-    for (int k = 0; k < kPieceBuffers; ++k) {
+    for (int k = 0; k < nbuf; ++k) {
       params.push_back("__global " + cl_type(arr.elem_type) + "* " + p + "_b" + std::to_string(k));
     }
     params.push_back("long " + p + "_t");
@@ -188,8 +203,8 @@ std::string pieces_kernel_source(const Scop& scop, const ScopBoxes& boxes, int p
     const ArrayInfo& arr = scop.arrays[a];
     const std::string p = "bbmm_" + arr.c_name;
     std::vector<std::string> bs;
-    for (int k = 0; k < kPieceBuffers; ++k) bs.push_back(p + "_b" + std::to_string(k));
-    os << "  __global " << cl_type(arr.elem_type) << "* const " << p << "_b[" << kPieceBuffers
+    for (int k = 0; k < nbuf; ++k) bs.push_back(p + "_b" + std::to_string(k));
+    os << "  __global " << cl_type(arr.elem_type) << "* const " << p << "_b[" << nbuf
        << "] = {" << join(bs, ", ") << "};\n";
   }
   if (partitioned) {
@@ -323,7 +338,8 @@ std::string opencl_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int
     const std::string p = "bbmm_" + arr.c_name;
     os << "  bbmm_cl_array " << p << "_a;\n";
     os << "  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, " << p << "_p, " << p << "_n, " << rank_of(arr)
-       << ", sizeof(" << arr.elem_type << "), bbmm_tab + " << p << "_t, &" << p << "_a);\n";
+       << ", sizeof(" << arr.elem_type << "), " << piece_buffers(sig) << ", bbmm_tab + " << p
+       << "_t, &" << p << "_a);\n";
   }
   os << "  int bbmm_direct = !bbmm_gen_per_element;\n";
   for (const PieceRef& ref : refs) {
@@ -365,7 +381,7 @@ std::string opencl_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int
   os << "  bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_tabm, &bbmm_tabm);\n";
   for (int a : sig.arrays) {
     const std::string p = "bbmm_" + scop.arrays[a].c_name;
-    os << "  for (int bbmm_j = 0; bbmm_j < BBMM_CL_BUFFERS; ++bbmm_j)\n";
+    os << "  for (int bbmm_j = 0; bbmm_j < " << piece_buffers(sig) << "; ++bbmm_j)\n";
     os << "    bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &" << p << "_a.slot[bbmm_j]);\n";
     os << "  { cl_long bbmm_v = (cl_long)" << p << "_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }\n";
     os << "  { cl_long bbmm_v = " << p << "_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }\n";

@@ -112,9 +112,9 @@ static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
   bbmm_size += (size_t)bbmm_Y_n * 4;
   cl_long* bbmm_tab = (cl_long*)bbmm_gen_calloc(bbmm_size * sizeof(cl_long));
   bbmm_cl_array bbmm_X_a;
-  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_X_p, bbmm_X_n, 1, sizeof(double), bbmm_tab + bbmm_X_t, &bbmm_X_a);
+  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_X_p, bbmm_X_n, 1, sizeof(double), 8, bbmm_tab + bbmm_X_t, &bbmm_X_a);
   bbmm_cl_array bbmm_Y_a;
-  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_Y_p, bbmm_Y_n, 1, sizeof(double), bbmm_tab + bbmm_Y_t, &bbmm_Y_a);
+  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_Y_p, bbmm_Y_n, 1, sizeof(double), 8, bbmm_tab + bbmm_Y_t, &bbmm_Y_a);
   int bbmm_direct = !bbmm_gen_per_element;
   /* X[2 * i] */
   if (N >= 1) {
@@ -137,11 +137,11 @@ static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
   cl_uint bbmm_i = 0;
   { cl_long bbmm_v = bbmm_a->N; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_tabm, &bbmm_tabm);
-  for (int bbmm_j = 0; bbmm_j < BBMM_CL_BUFFERS; ++bbmm_j)
+  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
     bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_X_a.slot[bbmm_j]);
   { cl_long bbmm_v = (cl_long)bbmm_X_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_X_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  for (int bbmm_j = 0; bbmm_j < BBMM_CL_BUFFERS; ++bbmm_j)
+  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
     bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_Y_a.slot[bbmm_j]);
   { cl_long bbmm_v = (cl_long)bbmm_Y_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_Y_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }

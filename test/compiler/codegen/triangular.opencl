@@ -127,9 +127,9 @@ static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
   bbmm_size += (size_t)bbmm_A_n * 7;
   cl_long* bbmm_tab = (cl_long*)bbmm_gen_calloc(bbmm_size * sizeof(cl_long));
   bbmm_cl_array bbmm_L_a;
-  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_L_p, bbmm_L_n, 2, sizeof(double), bbmm_tab + bbmm_L_t, &bbmm_L_a);
+  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_L_p, bbmm_L_n, 2, sizeof(double), 8, bbmm_tab + bbmm_L_t, &bbmm_L_a);
   bbmm_cl_array bbmm_A_a;
-  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_A_p, bbmm_A_n, 2, sizeof(double), bbmm_tab + bbmm_A_t, &bbmm_A_a);
+  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_A_p, bbmm_A_n, 2, sizeof(double), 8, bbmm_tab + bbmm_A_t, &bbmm_A_a);
   int bbmm_direct = !bbmm_gen_per_element;
   /* L[i][j] */
   if (1) {
@@ -162,11 +162,11 @@ static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
   { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_tabm, &bbmm_tabm);
-  for (int bbmm_j = 0; bbmm_j < BBMM_CL_BUFFERS; ++bbmm_j)
+  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
     bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_L_a.slot[bbmm_j]);
   { cl_long bbmm_v = (cl_long)bbmm_L_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_L_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  for (int bbmm_j = 0; bbmm_j < BBMM_CL_BUFFERS; ++bbmm_j)
+  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
     bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_A_a.slot[bbmm_j]);
   { cl_long bbmm_v = (cl_long)bbmm_A_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_A_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
