@@ -51,20 +51,60 @@ static bbmm_cl_program bbmm_s0_p0_cl = {
     "      }\n"
     "  }\n"
     "}\n"
-    "__kernel void bbmm_s0_p0_pieces(long n, long bbmm_lo, long bbmm_hi, __global double* bbmm_v0, long bbmm_v0_o, long bbmm_v0_l0, long bbmm_v0_h0, long bbmm_v0_s0, long bbmm_v0_l1, long bbmm_v0_h1, __global double* bbmm_v1, long bbmm_v1_o, long bbmm_v1_l0, long bbmm_v1_h0, long bbmm_v1_s0, long bbmm_v1_l1, long bbmm_v1_h1, __global double* bbmm_v2, long bbmm_v2_o, long bbmm_v2_l0, long bbmm_v2_h0, long bbmm_v2_s0, long bbmm_v2_l1, long bbmm_v2_h1, __global double* bbmm_v3, long bbmm_v3_o, long bbmm_v3_l0, long bbmm_v3_h0, long bbmm_v3_s0, long bbmm_v3_l1, long bbmm_v3_h1, __global double* bbmm_v4, long bbmm_v4_o, long bbmm_v4_l0, long bbmm_v4_h0, long bbmm_v4_s0, long bbmm_v4_l1, long bbmm_v4_h1, __global double* bbmm_v5, long bbmm_v5_o, long bbmm_v5_l0, long bbmm_v5_h0, long bbmm_v5_s0, long bbmm_v5_l1, long bbmm_v5_h1, __global double* bbmm_v6, long bbmm_v6_o, long bbmm_v6_l0, long bbmm_v6_h0, long bbmm_v6_s0, long bbmm_v6_l1, long bbmm_v6_h1, __global double* bbmm_v7, long bbmm_v7_o, long bbmm_v7_l0, long bbmm_v7_h0, long bbmm_v7_s0, long bbmm_v7_l1, long bbmm_v7_h1, __global double* bbmm_p0, long bbmm_p0_o, long bbmm_p0_l0, long bbmm_p0_h0, long bbmm_p0_s0, long bbmm_p0_l1, long bbmm_p0_h1, __global double* bbmm_p1, long bbmm_p1_o, long bbmm_p1_l0, long bbmm_p1_h0, long bbmm_p1_s0, long bbmm_p1_l1, long bbmm_p1_h1, __global double* bbmm_p2, long bbmm_p2_o, long bbmm_p2_l0, long bbmm_p2_h0, long bbmm_p2_s0, long bbmm_p2_l1, long bbmm_p2_h1, __global double* bbmm_p3, long bbmm_p3_o, long bbmm_p3_l0, long bbmm_p3_h0, long bbmm_p3_s0, long bbmm_p3_l1, long bbmm_p3_h1, __global double* bbmm_p4, long bbmm_p4_o, long bbmm_p4_l0, long bbmm_p4_h0, long bbmm_p4_s0, long bbmm_p4_l1, long bbmm_p4_h1, __global double* bbmm_p5, long bbmm_p5_o, long bbmm_p5_l0, long bbmm_p5_h0, long bbmm_p5_s0, long bbmm_p5_l1, long bbmm_p5_h1, __global double* bbmm_p6, long bbmm_p6_o, long bbmm_p6_l0, long bbmm_p6_h0, long bbmm_p6_s0, long bbmm_p6_l1, long bbmm_p6_h1, __global double* bbmm_p7, long bbmm_p7_o, long bbmm_p7_l0, long bbmm_p7_h0, long bbmm_p7_s0, long bbmm_p7_l1, long bbmm_p7_h1) {\n"
+    "static __global double* bbmm_s0_p0_v_at(__global const long* t, long n, __global double* const* b, long x0, long x1) {\n"
+    "  for (long k = 0; k < n; ++k, t += 7)\n"
+    "    if (x0 >= t[2] && x0 < t[4] && x1 >= t[3] && x1 < t[5]) return b[t[0]] + (t[1] + x0 * t[6] + x1);\n"
+    "  return b[0];  /* not reached: the pieces cover every access */\n"
+    "}\n"
+    "static __global double* bbmm_s0_p0_p_at(__global const long* t, long n, __global double* const* b, long x0, long x1) {\n"
+    "  for (long k = 0; k < n; ++k, t += 7)\n"
+    "    if (x0 >= t[2] && x0 < t[4] && x1 >= t[3] && x1 < t[5]) return b[t[0]] + (t[1] + x0 * t[6] + x1);\n"
+    "  return b[0];  /* not reached: the pieces cover every access */\n"
+    "}\n"
+    "__kernel void bbmm_s0_p0_pieces(long n, long bbmm_lo, long bbmm_hi, __global const long* bbmm_tab, __global double* bbmm_v_b0, __global double* bbmm_v_b1, __global double* bbmm_v_b2, __global double* bbmm_v_b3, __global double* bbmm_v_b4, __global double* bbmm_v_b5, __global double* bbmm_v_b6, __global double* bbmm_v_b7, long bbmm_v_t, long bbmm_v_n, __global double* bbmm_p_b0, __global double* bbmm_p_b1, __global double* bbmm_p_b2, __global double* bbmm_p_b3, __global double* bbmm_p_b4, __global double* bbmm_p_b5, __global double* bbmm_p_b6, __global double* bbmm_p_b7, long bbmm_p_t, long bbmm_p_n) {\n"
+    "  __global double* const bbmm_v_b[8] = {bbmm_v_b0, bbmm_v_b1, bbmm_v_b2, bbmm_v_b3, bbmm_v_b4, bbmm_v_b5, bbmm_v_b6, bbmm_v_b7};\n"
+    "  __global double* const bbmm_p_b[8] = {bbmm_p_b0, bbmm_p_b1, bbmm_p_b2, bbmm_p_b3, bbmm_p_b4, bbmm_p_b5, bbmm_p_b6, bbmm_p_b7};\n"
     "  const long bbmm_x = bbmm_lo + (long)get_global_id(0);\n"
-    "  if (n >= bbmm_x + 2 && bbmm_x >= 1 && bbmm_hi >= bbmm_x + 1 && bbmm_x >= bbmm_lo) {\n"
-    "    {\n"
-    "      /* S1: v[n - 1][i] = 1.0; */\n"
-    "      const long i = bbmm_x;\n"
-    "      (*(((n - 1) >= bbmm_v0_l0 && (n - 1) < bbmm_v0_h0 && (i) >= bbmm_v0_l1 && (i) < bbmm_v0_h1) ? bbmm_v0 + (bbmm_v0_o + ((n - 1) - bbmm_v0_l0) * bbmm_v0_s0 + ((i) - bbmm_v0_l1)) : ((n - 1) >= bbmm_v1_l0 && (n - 1) < bbmm_v1_h0 && (i) >= bbmm_v1_l1 && (i) < bbmm_v1_h1) ? bbmm_v1 + (bbmm_v1_o + ((n - 1) - bbmm_v1_l0) * bbmm_v1_s0 + ((i) - bbmm_v1_l1)) : ((n - 1) >= bbmm_v2_l0 && (n - 1) < bbmm_v2_h0 && (i) >= bbmm_v2_l1 && (i) < bbmm_v2_h1) ? bbmm_v2 + (bbmm_v2_o + ((n - 1) - bbmm_v2_l0) * bbmm_v2_s0 + ((i) - bbmm_v2_l1)) : ((n - 1) >= bbmm_v3_l0 && (n - 1) < bbmm_v3_h0 && (i) >= bbmm_v3_l1 && (i) < bbmm_v3_h1) ? bbmm_v3 + (bbmm_v3_o + ((n - 1) - bbmm_v3_l0) * bbmm_v3_s0 + ((i) - bbmm_v3_l1)) : ((n - 1) >= bbmm_v4_l0 && (n - 1) < bbmm_v4_h0 && (i) >= bbmm_v4_l1 && (i) < bbmm_v4_h1) ? bbmm_v4 + (bbmm_v4_o + ((n - 1) - bbmm_v4_l0) * bbmm_v4_s0 + ((i) - bbmm_v4_l1)) : ((n - 1) >= bbmm_v5_l0 && (n - 1) < bbmm_v5_h0 && (i) >= bbmm_v5_l1 && (i) < bbmm_v5_h1) ? bbmm_v5 + (bbmm_v5_o + ((n - 1) - bbmm_v5_l0) * bbmm_v5_s0 + ((i) - bbmm_v5_l1)) : ((n - 1) >= bbmm_v6_l0 && (n - 1) < bbmm_v6_h0 && (i) >= bbmm_v6_l1 && (i) < bbmm_v6_h1) ? bbmm_v6 + (bbmm_v6_o + ((n - 1) - bbmm_v6_l0) * bbmm_v6_s0 + ((i) - bbmm_v6_l1)) : bbmm_v7 + (bbmm_v7_o + ((n - 1) - bbmm_v7_l0) * bbmm_v7_s0 + ((i) - bbmm_v7_l1)))) = 1.0;\n"
-    "    }\n"
-    "    for (int64_t bbmm_k3 = -n + 2; bbmm_k3 < 0; bbmm_k3 += 1)\n"
+    "  /* v[n - 1][i] */\n"
+    "  __global double* const bbmm_ref0_d = bbmm_v_b[bbmm_tab[1]];\n"
+    "  const long bbmm_ref0_o = bbmm_tab[2], bbmm_ref0_s0 = bbmm_tab[3];\n"
+    "  /* v[j][i] */\n"
+    "  __global double* const bbmm_ref1_d = bbmm_v_b[bbmm_tab[4]];\n"
+    "  const long bbmm_ref1_o = bbmm_tab[5], bbmm_ref1_s0 = bbmm_tab[6];\n"
+    "  /* p[i][j] */\n"
+    "  __global double* const bbmm_ref2_d = bbmm_p_b[bbmm_tab[7]];\n"
+    "  const long bbmm_ref2_o = bbmm_tab[8], bbmm_ref2_s0 = bbmm_tab[9];\n"
+    "  /* v[j + 1][i] */\n"
+    "  __global double* const bbmm_ref3_d = bbmm_v_b[bbmm_tab[10]];\n"
+    "  const long bbmm_ref3_o = bbmm_tab[11], bbmm_ref3_s0 = bbmm_tab[12];\n"
+    "  if (bbmm_tab[0]) {\n"
+    "    if (n >= bbmm_x + 2 && bbmm_x >= 1 && bbmm_hi >= bbmm_x + 1 && bbmm_x >= bbmm_lo) {\n"
     "      {\n"
-    "        /* S2: v[j][i] = p[i][j] * v[j + 1][i]; */\n"
-    "        const long i = bbmm_x, j = -bbmm_k3;\n"
-    "        (*(((j) >= bbmm_v0_l0 && (j) < bbmm_v0_h0 && (i) >= bbmm_v0_l1 && (i) < bbmm_v0_h1) ? bbmm_v0 + (bbmm_v0_o + ((j) - bbmm_v0_l0) * bbmm_v0_s0 + ((i) - bbmm_v0_l1)) : ((j) >= bbmm_v1_l0 && (j) < bbmm_v1_h0 && (i) >= bbmm_v1_l1 && (i) < bbmm_v1_h1) ? bbmm_v1 + (bbmm_v1_o + ((j) - bbmm_v1_l0) * bbmm_v1_s0 + ((i) - bbmm_v1_l1)) : ((j) >= bbmm_v2_l0 && (j) < bbmm_v2_h0 && (i) >= bbmm_v2_l1 && (i) < bbmm_v2_h1) ? bbmm_v2 + (bbmm_v2_o + ((j) - bbmm_v2_l0) * bbmm_v2_s0 + ((i) - bbmm_v2_l1)) : ((j) >= bbmm_v3_l0 && (j) < bbmm_v3_h0 && (i) >= bbmm_v3_l1 && (i) < bbmm_v3_h1) ? bbmm_v3 + (bbmm_v3_o + ((j) - bbmm_v3_l0) * bbmm_v3_s0 + ((i) - bbmm_v3_l1)) : ((j) >= bbmm_v4_l0 && (j) < bbmm_v4_h0 && (i) >= bbmm_v4_l1 && (i) < bbmm_v4_h1) ? bbmm_v4 + (bbmm_v4_o + ((j) - bbmm_v4_l0) * bbmm_v4_s0 + ((i) - bbmm_v4_l1)) : ((j) >= bbmm_v5_l0 && (j) < bbmm_v5_h0 && (i) >= bbmm_v5_l1 && (i) < bbmm_v5_h1) ? bbmm_v5 + (bbmm_v5_o + ((j) - bbmm_v5_l0) * bbmm_v5_s0 + ((i) - bbmm_v5_l1)) : ((j) >= bbmm_v6_l0 && (j) < bbmm_v6_h0 && (i) >= bbmm_v6_l1 && (i) < bbmm_v6_h1) ? bbmm_v6 + (bbmm_v6_o + ((j) - bbmm_v6_l0) * bbmm_v6_s0 + ((i) - bbmm_v6_l1)) : bbmm_v7 + (bbmm_v7_o + ((j) - bbmm_v7_l0) * bbmm_v7_s0 + ((i) - bbmm_v7_l1)))) = (*(((i) >= bbmm_p0_l0 && (i) < bbmm_p0_h0 && (j) >= bbmm_p0_l1 && (j) < bbmm_p0_h1) ? bbmm_p0 + (bbmm_p0_o + ((i) - bbmm_p0_l0) * bbmm_p0_s0 + ((j) - bbmm_p0_l1)) : ((i) >= bbmm_p1_l0 && (i) < bbmm_p1_h0 && (j) >= bbmm_p1_l1 && (j) < bbmm_p1_h1) ? bbmm_p1 + (bbmm_p1_o + ((i) - bbmm_p1_l0) * bbmm_p1_s0 + ((j) - bbmm_p1_l1)) : ((i) >= bbmm_p2_l0 && (i) < bbmm_p2_h0 && (j) >= bbmm_p2_l1 && (j) < bbmm_p2_h1) ? bbmm_p2 + (bbmm_p2_o + ((i) - bbmm_p2_l0) * bbmm_p2_s0 + ((j) - bbmm_p2_l1)) : ((i) >= bbmm_p3_l0 && (i) < bbmm_p3_h0 && (j) >= bbmm_p3_l1 && (j) < bbmm_p3_h1) ? bbmm_p3 + (bbmm_p3_o + ((i) - bbmm_p3_l0) * bbmm_p3_s0 + ((j) - bbmm_p3_l1)) : ((i) >= bbmm_p4_l0 && (i) < bbmm_p4_h0 && (j) >= bbmm_p4_l1 && (j) < bbmm_p4_h1) ? bbmm_p4 + (bbmm_p4_o + ((i) - bbmm_p4_l0) * bbmm_p4_s0 + ((j) - bbmm_p4_l1)) : ((i) >= bbmm_p5_l0 && (i) < bbmm_p5_h0 && (j) >= bbmm_p5_l1 && (j) < bbmm_p5_h1) ? bbmm_p5 + (bbmm_p5_o + ((i) - bbmm_p5_l0) * bbmm_p5_s0 + ((j) - bbmm_p5_l1)) : ((i) >= bbmm_p6_l0 && (i) < bbmm_p6_h0 && (j) >= bbmm_p6_l1 && (j) < bbmm_p6_h1) ? bbmm_p6 + (bbmm_p6_o + ((i) - bbmm_p6_l0) * bbmm_p6_s0 + ((j) - bbmm_p6_l1)) : bbmm_p7 + (bbmm_p7_o + ((i) - bbmm_p7_l0) * bbmm_p7_s0 + ((j) - bbmm_p7_l1)))) * (*(((j + 1) >= bbmm_v0_l0 && (j + 1) < bbmm_v0_h0 && (i) >= bbmm_v0_l1 && (i) < bbmm_v0_h1) ? bbmm_v0 + (bbmm_v0_o + ((j + 1) - bbmm_v0_l0) * bbmm_v0_s0 + ((i) - bbmm_v0_l1)) : ((j + 1) >= bbmm_v1_l0 && (j + 1) < bbmm_v1_h0 && (i) >= bbmm_v1_l1 && (i) < bbmm_v1_h1) ? bbmm_v1 + (bbmm_v1_o + ((j + 1) - bbmm_v1_l0) * bbmm_v1_s0 + ((i) - bbmm_v1_l1)) : ((j + 1) >= bbmm_v2_l0 && (j + 1) < bbmm_v2_h0 && (i) >= bbmm_v2_l1 && (i) < bbmm_v2_h1) ? bbmm_v2 + (bbmm_v2_o + ((j + 1) - bbmm_v2_l0) * bbmm_v2_s0 + ((i) - bbmm_v2_l1)) : ((j + 1) >= bbmm_v3_l0 && (j + 1) < bbmm_v3_h0 && (i) >= bbmm_v3_l1 && (i) < bbmm_v3_h1) ? bbmm_v3 + (bbmm_v3_o + ((j + 1) - bbmm_v3_l0) * bbmm_v3_s0 + ((i) - bbmm_v3_l1)) : ((j + 1) >= bbmm_v4_l0 && (j + 1) < bbmm_v4_h0 && (i) >= bbmm_v4_l1 && (i) < bbmm_v4_h1) ? bbmm_v4 + (bbmm_v4_o + ((j + 1) - bbmm_v4_l0) * bbmm_v4_s0 + ((i) - bbmm_v4_l1)) : ((j + 1) >= bbmm_v5_l0 && (j + 1) < bbmm_v5_h0 && (i) >= bbmm_v5_l1 && (i) < bbmm_v5_h1) ? bbmm_v5 + (bbmm_v5_o + ((j + 1) - bbmm_v5_l0) * bbmm_v5_s0 + ((i) - bbmm_v5_l1)) : ((j + 1) >= bbmm_v6_l0 && (j + 1) < bbmm_v6_h0 && (i) >= bbmm_v6_l1 && (i) < bbmm_v6_h1) ? bbmm_v6 + (bbmm_v6_o + ((j + 1) - bbmm_v6_l0) * bbmm_v6_s0 + ((i) - bbmm_v6_l1)) : bbmm_v7 + (bbmm_v7_o + ((j + 1) - bbmm_v7_l0) * bbmm_v7_s0 + ((i) - bbmm_v7_l1))));\n"
+    "        /* S1: v[n - 1][i] = 1.0; */\n"
+    "        const long i = bbmm_x;\n"
+    "        bbmm_ref0_d[bbmm_ref0_o + (n - 1) * bbmm_ref0_s0 + (i)] = 1.0;\n"
     "      }\n"
+    "      for (int64_t bbmm_k3 = -n + 2; bbmm_k3 < 0; bbmm_k3 += 1)\n"
+    "        {\n"
+    "          /* S2: v[j][i] = p[i][j] * v[j + 1][i]; */\n"
+    "          const long i = bbmm_x, j = -bbmm_k3;\n"
+    "          bbmm_ref1_d[bbmm_ref1_o + (j) * bbmm_ref1_s0 + (i)] = bbmm_ref2_d[bbmm_ref2_o + (i) * bbmm_ref2_s0 + (j)] * bbmm_ref3_d[bbmm_ref3_o + (j + 1) * bbmm_ref3_s0 + (i)];\n"
+    "        }\n"
+    "    }\n"
+    "  } else {\n"
+    "    if (n >= bbmm_x + 2 && bbmm_x >= 1 && bbmm_hi >= bbmm_x + 1 && bbmm_x >= bbmm_lo) {\n"
+    "      {\n"
+    "        /* S1: v[n - 1][i] = 1.0; */\n"
+    "        const long i = bbmm_x;\n"
+    "        (*bbmm_s0_p0_v_at(bbmm_tab + bbmm_v_t, bbmm_v_n, bbmm_v_b, n - 1, i)) = 1.0;\n"
+    "      }\n"
+    "      for (int64_t bbmm_k3 = -n + 2; bbmm_k3 < 0; bbmm_k3 += 1)\n"
+    "        {\n"
+    "          /* S2: v[j][i] = p[i][j] * v[j + 1][i]; */\n"
+    "          const long i = bbmm_x, j = -bbmm_k3;\n"
+    "          (*bbmm_s0_p0_v_at(bbmm_tab + bbmm_v_t, bbmm_v_n, bbmm_v_b, j, i)) = (*bbmm_s0_p0_p_at(bbmm_tab + bbmm_p_t, bbmm_p_n, bbmm_p_b, i, j)) * (*bbmm_s0_p0_v_at(bbmm_tab + bbmm_v_t, bbmm_v_n, bbmm_v_b, j + 1, i));\n"
+    "        }\n"
+    "    }\n"
     "  }\n"
     "}\n"
     , NULL, NULL, {NULL, NULL}};
@@ -77,16 +117,8 @@ static void bbmm_s0_p0_launch(const bbmm_launch_info* bbmm_info, void* bbmm_argp
   { cl_long bbmm_v = bbmm_a->n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  {
-    const bbmm_piece* bbmm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
-    const int bbmm_n = (int)bbmm_a->npieces[0];
-    bbmm_cl_piece(bbmm_k, &bbmm_i, bbmm_p, bbmm_n, 0, 2, sizeof(double), 0);
-  }
-  {
-    const bbmm_piece* bbmm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
-    const int bbmm_n = (int)bbmm_a->npieces[1];
-    bbmm_cl_piece(bbmm_k, &bbmm_i, bbmm_p, bbmm_n, 0, 2, sizeof(double), 0);
-  }
+  bbmm_cl_piece(bbmm_k, &bbmm_i, (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]), 2, sizeof(double));
+  bbmm_cl_piece(bbmm_k, &bbmm_i, (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]), 2, sizeof(double));
   const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
   if (bbmm_global > 0)
     bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
@@ -94,53 +126,84 @@ static void bbmm_s0_p0_launch(const bbmm_launch_info* bbmm_info, void* bbmm_argp
 
 static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
   const struct bbmm_s0_p0_args* bbmm_a = (const struct bbmm_s0_p0_args*)bbmm_argp;
+  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
+  if (bbmm_global == 0) return;
   cl_command_queue bbmm_q = (cl_command_queue)bbmm_info->queue;
   cl_kernel bbmm_k = bbmm_cl_kernel(&bbmm_s0_p0_cl, bbmm_q, 1, "bbmm_s0_p0_pieces");
+  cl_context bbmm_ctx = bbmm_s0_p0_cl.context;
+  const int64_t n = bbmm_a->n;
+  const int64_t bbmm_lo = bbmm_a->bbmm_lo;
+  const int64_t bbmm_hi = bbmm_a->bbmm_hi;
+  (void)n;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
+  size_t bbmm_size = 13;  /* bbmm_direct, the references' records */
+  const bbmm_piece* const bbmm_v_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  const int bbmm_v_n = (int)bbmm_a->npieces[0];
+  const size_t bbmm_v_t = bbmm_size;
+  bbmm_size += (size_t)bbmm_v_n * 7;
+  const bbmm_piece* const bbmm_p_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
+  const int bbmm_p_n = (int)bbmm_a->npieces[1];
+  const size_t bbmm_p_t = bbmm_size;
+  bbmm_size += (size_t)bbmm_p_n * 7;
+  cl_long* bbmm_tab = (cl_long*)bbmm_gen_calloc(bbmm_size * sizeof(cl_long));
+  bbmm_cl_array bbmm_v_a;
+  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_v_p, bbmm_v_n, 2, sizeof(double), 8, bbmm_tab + bbmm_v_t, &bbmm_v_a);
+  bbmm_cl_array bbmm_p_a;
+  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_p_p, bbmm_p_n, 2, sizeof(double), 8, bbmm_tab + bbmm_p_t, &bbmm_p_a);
+  int bbmm_direct = !bbmm_gen_per_element;
+  /* v[n - 1][i] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {n - 1, bbmm_lo};
+    const int64_t bbmm_rhi[2] = {n, bbmm_hi};
+    if (!bbmm_cl_ref(bbmm_v_p, bbmm_v_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_v_t, bbmm_tab + 1)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* v[j][i] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {1, bbmm_lo};
+    const int64_t bbmm_rhi[2] = {n - 1, bbmm_hi};
+    if (!bbmm_cl_ref(bbmm_v_p, bbmm_v_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_v_t, bbmm_tab + 4)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* p[i][j] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {bbmm_lo, 1};
+    const int64_t bbmm_rhi[2] = {bbmm_hi, n - 1};
+    if (!bbmm_cl_ref(bbmm_p_p, bbmm_p_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_p_t, bbmm_tab + 7)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* v[j + 1][i] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {2, bbmm_lo};
+    const int64_t bbmm_rhi[2] = {n, bbmm_hi};
+    if (!bbmm_cl_ref(bbmm_v_p, bbmm_v_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_v_t, bbmm_tab + 10)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  bbmm_tab[0] = bbmm_direct;
+  cl_mem bbmm_tabm = bbmm_cl_table(bbmm_ctx, bbmm_tab, bbmm_size);
   cl_uint bbmm_i = 0;
   { cl_long bbmm_v = bbmm_a->n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  {
-    const bbmm_piece* bbmm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
-    const int bbmm_n = (int)bbmm_a->npieces[0];
-    if (bbmm_n > 8) {
-      fprintf(stderr, "bbmm: the tile's view of 'v' has %d pieces; the generated OpenCL kernel takes at most 8\n", bbmm_n);
-      exit(1);
-    }
-    if (bbmm_n == 0) {
-      /* Not accessed by this tile: bind the first argument's placeholders. */
-      bbmm_piece bbmm_none;
-      memset(&bbmm_none, 0, sizeof bbmm_none);
-      bbmm_none.data = NULL;
-      for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
-        bbmm_cl_piece(bbmm_k, &bbmm_i, &bbmm_none, 1, 0, 2, sizeof(double), 1);
-    } else {
-      for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
-        bbmm_cl_piece(bbmm_k, &bbmm_i, bbmm_p, bbmm_n, bbmm_j, 2, sizeof(double), 1);
-    }
-  }
-  {
-    const bbmm_piece* bbmm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
-    const int bbmm_n = (int)bbmm_a->npieces[1];
-    if (bbmm_n > 8) {
-      fprintf(stderr, "bbmm: the tile's view of 'p' has %d pieces; the generated OpenCL kernel takes at most 8\n", bbmm_n);
-      exit(1);
-    }
-    if (bbmm_n == 0) {
-      /* Not accessed by this tile: bind the first argument's placeholders. */
-      bbmm_piece bbmm_none;
-      memset(&bbmm_none, 0, sizeof bbmm_none);
-      bbmm_none.data = NULL;
-      for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
-        bbmm_cl_piece(bbmm_k, &bbmm_i, &bbmm_none, 1, 0, 2, sizeof(double), 1);
-    } else {
-      for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
-        bbmm_cl_piece(bbmm_k, &bbmm_i, bbmm_p, bbmm_n, bbmm_j, 2, sizeof(double), 1);
-    }
-  }
-  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
-  if (bbmm_global > 0)
-    bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
+  bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_tabm, &bbmm_tabm);
+  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
+    bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_v_a.slot[bbmm_j]);
+  { cl_long bbmm_v = (cl_long)bbmm_v_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_v_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
+    bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_p_a.slot[bbmm_j]);
+  { cl_long bbmm_v = (cl_long)bbmm_p_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_p_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
+  bbmm_cl_pieces_out(bbmm_q, bbmm_v_p, bbmm_v_n, 2, sizeof(double), bbmm_tab + bbmm_v_t, &bbmm_v_a, 1);
+  bbmm_cl_pieces_out(bbmm_q, bbmm_p_p, bbmm_p_n, 2, sizeof(double), bbmm_tab + bbmm_p_t, &bbmm_p_a, 0);
+  clReleaseMemObject(bbmm_tabm);  /* freed once the kernel has run */
+  free(bbmm_tab);
 }
 
 /* Phase 0: the bytes of the boxes a tile requires. */

@@ -45,15 +45,52 @@ static bbmm_cl_program bbmm_s0_p0_cl = {
     "        (*(bbmm_path0 + (bbmm_path0_o + ((i) - bbmm_path0_l0) * bbmm_path0_s0 + ((j) - bbmm_path0_l1)))) = (*(bbmm_path0 + (bbmm_path0_o + ((i) - bbmm_path0_l0) * bbmm_path0_s0 + ((j) - bbmm_path0_l1)))) < (*(bbmm_path0 + (bbmm_path0_o + ((i) - bbmm_path0_l0) * bbmm_path0_s0 + ((k) - bbmm_path0_l1)))) + (*(bbmm_path0 + (bbmm_path0_o + ((k) - bbmm_path0_l0) * bbmm_path0_s0 + ((j) - bbmm_path0_l1)))) ? (*(bbmm_path0 + (bbmm_path0_o + ((i) - bbmm_path0_l0) * bbmm_path0_s0 + ((j) - bbmm_path0_l1)))) : (*(bbmm_path0 + (bbmm_path0_o + ((i) - bbmm_path0_l0) * bbmm_path0_s0 + ((k) - bbmm_path0_l1)))) + (*(bbmm_path0 + (bbmm_path0_o + ((k) - bbmm_path0_l0) * bbmm_path0_s0 + ((j) - bbmm_path0_l1))));\n"
     "      }\n"
     "}\n"
-    "__kernel void bbmm_s0_p0_pieces(long n, long k, long bbmm_lo, long bbmm_hi, __global int* bbmm_path0, long bbmm_path0_o, long bbmm_path0_l0, long bbmm_path0_h0, long bbmm_path0_s0, long bbmm_path0_l1, long bbmm_path0_h1, __global int* bbmm_path1, long bbmm_path1_o, long bbmm_path1_l0, long bbmm_path1_h0, long bbmm_path1_s0, long bbmm_path1_l1, long bbmm_path1_h1, __global int* bbmm_path2, long bbmm_path2_o, long bbmm_path2_l0, long bbmm_path2_h0, long bbmm_path2_s0, long bbmm_path2_l1, long bbmm_path2_h1, __global int* bbmm_path3, long bbmm_path3_o, long bbmm_path3_l0, long bbmm_path3_h0, long bbmm_path3_s0, long bbmm_path3_l1, long bbmm_path3_h1, __global int* bbmm_path4, long bbmm_path4_o, long bbmm_path4_l0, long bbmm_path4_h0, long bbmm_path4_s0, long bbmm_path4_l1, long bbmm_path4_h1, __global int* bbmm_path5, long bbmm_path5_o, long bbmm_path5_l0, long bbmm_path5_h0, long bbmm_path5_s0, long bbmm_path5_l1, long bbmm_path5_h1, __global int* bbmm_path6, long bbmm_path6_o, long bbmm_path6_l0, long bbmm_path6_h0, long bbmm_path6_s0, long bbmm_path6_l1, long bbmm_path6_h1, __global int* bbmm_path7, long bbmm_path7_o, long bbmm_path7_l0, long bbmm_path7_h0, long bbmm_path7_s0, long bbmm_path7_l1, long bbmm_path7_h1) {\n"
+    "static __global int* bbmm_s0_p0_path_at(__global const long* t, long n, __global int* const* b, long x0, long x1) {\n"
+    "  for (long k = 0; k < n; ++k, t += 7)\n"
+    "    if (x0 >= t[2] && x0 < t[4] && x1 >= t[3] && x1 < t[5]) return b[t[0]] + (t[1] + x0 * t[6] + x1);\n"
+    "  return b[0];  /* not reached: the pieces cover every access */\n"
+    "}\n"
+    "__kernel void bbmm_s0_p0_pieces(long n, long k, long bbmm_lo, long bbmm_hi, __global const long* bbmm_tab, __global int* bbmm_path_b0, __global int* bbmm_path_b1, __global int* bbmm_path_b2, __global int* bbmm_path_b3, __global int* bbmm_path_b4, __global int* bbmm_path_b5, __global int* bbmm_path_b6, __global int* bbmm_path_b7, long bbmm_path_t, long bbmm_path_n) {\n"
+    "  __global int* const bbmm_path_b[8] = {bbmm_path_b0, bbmm_path_b1, bbmm_path_b2, bbmm_path_b3, bbmm_path_b4, bbmm_path_b5, bbmm_path_b6, bbmm_path_b7};\n"
     "  const long bbmm_x = bbmm_lo + (long)get_global_id(0);\n"
-    "  if (n >= k + 1 && k >= 0 && bbmm_hi >= bbmm_x + 1 && n >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0)\n"
-    "    for (int64_t bbmm_k3 = 0; bbmm_k3 < n; bbmm_k3 += 1)\n"
-    "      {\n"
-    "        /* S1: path[i][j] = path[i][j] < path[i][k] + path[k][j] ? path[i][j] : path[i][k] + path[k][j]; */\n"
-    "        const long i = bbmm_x, j = bbmm_k3;\n"
-    "        (*(((i) >= bbmm_path0_l0 && (i) < bbmm_path0_h0 && (j) >= bbmm_path0_l1 && (j) < bbmm_path0_h1) ? bbmm_path0 + (bbmm_path0_o + ((i) - bbmm_path0_l0) * bbmm_path0_s0 + ((j) - bbmm_path0_l1)) : ((i) >= bbmm_path1_l0 && (i) < bbmm_path1_h0 && (j) >= bbmm_path1_l1 && (j) < bbmm_path1_h1) ? bbmm_path1 + (bbmm_path1_o + ((i) - bbmm_path1_l0) * bbmm_path1_s0 + ((j) - bbmm_path1_l1)) : ((i) >= bbmm_path2_l0 && (i) < bbmm_path2_h0 && (j) >= bbmm_path2_l1 && (j) < bbmm_path2_h1) ? bbmm_path2 + (bbmm_path2_o + ((i) - bbmm_path2_l0) * bbmm_path2_s0 + ((j) - bbmm_path2_l1)) : ((i) >= bbmm_path3_l0 && (i) < bbmm_path3_h0 && (j) >= bbmm_path3_l1 && (j) < bbmm_path3_h1) ? bbmm_path3 + (bbmm_path3_o + ((i) - bbmm_path3_l0) * bbmm_path3_s0 + ((j) - bbmm_path3_l1)) : ((i) >= bbmm_path4_l0 && (i) < bbmm_path4_h0 && (j) >= bbmm_path4_l1 && (j) < bbmm_path4_h1) ? bbmm_path4 + (bbmm_path4_o + ((i) - bbmm_path4_l0) * bbmm_path4_s0 + ((j) - bbmm_path4_l1)) : ((i) >= bbmm_path5_l0 && (i) < bbmm_path5_h0 && (j) >= bbmm_path5_l1 && (j) < bbmm_path5_h1) ? bbmm_path5 + (bbmm_path5_o + ((i) - bbmm_path5_l0) * bbmm_path5_s0 + ((j) - bbmm_path5_l1)) : ((i) >= bbmm_path6_l0 && (i) < bbmm_path6_h0 && (j) >= bbmm_path6_l1 && (j) < bbmm_path6_h1) ? bbmm_path6 + (bbmm_path6_o + ((i) - bbmm_path6_l0) * bbmm_path6_s0 + ((j) - bbmm_path6_l1)) : bbmm_path7 + (bbmm_path7_o + ((i) - bbmm_path7_l0) * bbmm_path7_s0 + ((j) - bbmm_path7_l1)))) = (*(((i) >= bbmm_path0_l0 && (i) < bbmm_path0_h0 && (j) >= bbmm_path0_l1 && (j) < bbmm_path0_h1) ? bbmm_path0 + (bbmm_path0_o + ((i) - bbmm_path0_l0) * bbmm_path0_s0 + ((j) - bbmm_path0_l1)) : ((i) >= bbmm_path1_l0 && (i) < bbmm_path1_h0 && (j) >= bbmm_path1_l1 && (j) < bbmm_path1_h1) ? bbmm_path1 + (bbmm_path1_o + ((i) - bbmm_path1_l0) * bbmm_path1_s0 + ((j) - bbmm_path1_l1)) : ((i) >= bbmm_path2_l0 && (i) < bbmm_path2_h0 && (j) >= bbmm_path2_l1 && (j) < bbmm_path2_h1) ? bbmm_path2 + (bbmm_path2_o + ((i) - bbmm_path2_l0) * bbmm_path2_s0 + ((j) - bbmm_path2_l1)) : ((i) >= bbmm_path3_l0 && (i) < bbmm_path3_h0 && (j) >= bbmm_path3_l1 && (j) < bbmm_path3_h1) ? bbmm_path3 + (bbmm_path3_o + ((i) - bbmm_path3_l0) * bbmm_path3_s0 + ((j) - bbmm_path3_l1)) : ((i) >= bbmm_path4_l0 && (i) < bbmm_path4_h0 && (j) >= bbmm_path4_l1 && (j) < bbmm_path4_h1) ? bbmm_path4 + (bbmm_path4_o + ((i) - bbmm_path4_l0) * bbmm_path4_s0 + ((j) - bbmm_path4_l1)) : ((i) >= bbmm_path5_l0 && (i) < bbmm_path5_h0 && (j) >= bbmm_path5_l1 && (j) < bbmm_path5_h1) ? bbmm_path5 + (bbmm_path5_o + ((i) - bbmm_path5_l0) * bbmm_path5_s0 + ((j) - bbmm_path5_l1)) : ((i) >= bbmm_path6_l0 && (i) < bbmm_path6_h0 && (j) >= bbmm_path6_l1 && (j) < bbmm_path6_h1) ? bbmm_path6 + (bbmm_path6_o + ((i) - bbmm_path6_l0) * bbmm_path6_s0 + ((j) - bbmm_path6_l1)) : bbmm_path7 + (bbmm_path7_o + ((i) - bbmm_path7_l0) * bbmm_path7_s0 + ((j) - bbmm_path7_l1)))) < (*(((i) >= bbmm_path0_l0 && (i) < bbmm_path0_h0 && (k) >= bbmm_path0_l1 && (k) < bbmm_path0_h1) ? bbmm_path0 + (bbmm_path0_o + ((i) - bbmm_path0_l0) * bbmm_path0_s0 + ((k) - bbmm_path0_l1)) : ((i) >= bbmm_path1_l0 && (i) < bbmm_path1_h0 && (k) >= bbmm_path1_l1 && (k) < bbmm_path1_h1) ? bbmm_path1 + (bbmm_path1_o + ((i) - bbmm_path1_l0) * bbmm_path1_s0 + ((k) - bbmm_path1_l1)) : ((i) >= bbmm_path2_l0 && (i) < bbmm_path2_h0 && (k) >= bbmm_path2_l1 && (k) < bbmm_path2_h1) ? bbmm_path2 + (bbmm_path2_o + ((i) - bbmm_path2_l0) * bbmm_path2_s0 + ((k) - bbmm_path2_l1)) : ((i) >= bbmm_path3_l0 && (i) < bbmm_path3_h0 && (k) >= bbmm_path3_l1 && (k) < bbmm_path3_h1) ? bbmm_path3 + (bbmm_path3_o + ((i) - bbmm_path3_l0) * bbmm_path3_s0 + ((k) - bbmm_path3_l1)) : ((i) >= bbmm_path4_l0 && (i) < bbmm_path4_h0 && (k) >= bbmm_path4_l1 && (k) < bbmm_path4_h1) ? bbmm_path4 + (bbmm_path4_o + ((i) - bbmm_path4_l0) * bbmm_path4_s0 + ((k) - bbmm_path4_l1)) : ((i) >= bbmm_path5_l0 && (i) < bbmm_path5_h0 && (k) >= bbmm_path5_l1 && (k) < bbmm_path5_h1) ? bbmm_path5 + (bbmm_path5_o + ((i) - bbmm_path5_l0) * bbmm_path5_s0 + ((k) - bbmm_path5_l1)) : ((i) >= bbmm_path6_l0 && (i) < bbmm_path6_h0 && (k) >= bbmm_path6_l1 && (k) < bbmm_path6_h1) ? bbmm_path6 + (bbmm_path6_o + ((i) - bbmm_path6_l0) * bbmm_path6_s0 + ((k) - bbmm_path6_l1)) : bbmm_path7 + (bbmm_path7_o + ((i) - bbmm_path7_l0) * bbmm_path7_s0 + ((k) - bbmm_path7_l1)))) + (*(((k) >= bbmm_path0_l0 && (k) < bbmm_path0_h0 && (j) >= bbmm_path0_l1 && (j) < bbmm_path0_h1) ? bbmm_path0 + (bbmm_path0_o + ((k) - bbmm_path0_l0) * bbmm_path0_s0 + ((j) - bbmm_path0_l1)) : ((k) >= bbmm_path1_l0 && (k) < bbmm_path1_h0 && (j) >= bbmm_path1_l1 && (j) < bbmm_path1_h1) ? bbmm_path1 + (bbmm_path1_o + ((k) - bbmm_path1_l0) * bbmm_path1_s0 + ((j) - bbmm_path1_l1)) : ((k) >= bbmm_path2_l0 && (k) < bbmm_path2_h0 && (j) >= bbmm_path2_l1 && (j) < bbmm_path2_h1) ? bbmm_path2 + (bbmm_path2_o + ((k) - bbmm_path2_l0) * bbmm_path2_s0 + ((j) - bbmm_path2_l1)) : ((k) >= bbmm_path3_l0 && (k) < bbmm_path3_h0 && (j) >= bbmm_path3_l1 && (j) < bbmm_path3_h1) ? bbmm_path3 + (bbmm_path3_o + ((k) - bbmm_path3_l0) * bbmm_path3_s0 + ((j) - bbmm_path3_l1)) : ((k) >= bbmm_path4_l0 && (k) < bbmm_path4_h0 && (j) >= bbmm_path4_l1 && (j) < bbmm_path4_h1) ? bbmm_path4 + (bbmm_path4_o + ((k) - bbmm_path4_l0) * bbmm_path4_s0 + ((j) - bbmm_path4_l1)) : ((k) >= bbmm_path5_l0 && (k) < bbmm_path5_h0 && (j) >= bbmm_path5_l1 && (j) < bbmm_path5_h1) ? bbmm_path5 + (bbmm_path5_o + ((k) - bbmm_path5_l0) * bbmm_path5_s0 + ((j) - bbmm_path5_l1)) : ((k) >= bbmm_path6_l0 && (k) < bbmm_path6_h0 && (j) >= bbmm_path6_l1 && (j) < bbmm_path6_h1) ? bbmm_path6 + (bbmm_path6_o + ((k) - bbmm_path6_l0) * bbmm_path6_s0 + ((j) - bbmm_path6_l1)) : bbmm_path7 + (bbmm_path7_o + ((k) - bbmm_path7_l0) * bbmm_path7_s0 + ((j) - bbmm_path7_l1)))) ? (*(((i) >= bbmm_path0_l0 && (i) < bbmm_path0_h0 && (j) >= bbmm_path0_l1 && (j) < bbmm_path0_h1) ? bbmm_path0 + (bbmm_path0_o + ((i) - bbmm_path0_l0) * bbmm_path0_s0 + ((j) - bbmm_path0_l1)) : ((i) >= bbmm_path1_l0 && (i) < bbmm_path1_h0 && (j) >= bbmm_path1_l1 && (j) < bbmm_path1_h1) ? bbmm_path1 + (bbmm_path1_o + ((i) - bbmm_path1_l0) * bbmm_path1_s0 + ((j) - bbmm_path1_l1)) : ((i) >= bbmm_path2_l0 && (i) < bbmm_path2_h0 && (j) >= bbmm_path2_l1 && (j) < bbmm_path2_h1) ? bbmm_path2 + (bbmm_path2_o + ((i) - bbmm_path2_l0) * bbmm_path2_s0 + ((j) - bbmm_path2_l1)) : ((i) >= bbmm_path3_l0 && (i) < bbmm_path3_h0 && (j) >= bbmm_path3_l1 && (j) < bbmm_path3_h1) ? bbmm_path3 + (bbmm_path3_o + ((i) - bbmm_path3_l0) * bbmm_path3_s0 + ((j) - bbmm_path3_l1)) : ((i) >= bbmm_path4_l0 && (i) < bbmm_path4_h0 && (j) >= bbmm_path4_l1 && (j) < bbmm_path4_h1) ? bbmm_path4 + (bbmm_path4_o + ((i) - bbmm_path4_l0) * bbmm_path4_s0 + ((j) - bbmm_path4_l1)) : ((i) >= bbmm_path5_l0 && (i) < bbmm_path5_h0 && (j) >= bbmm_path5_l1 && (j) < bbmm_path5_h1) ? bbmm_path5 + (bbmm_path5_o + ((i) - bbmm_path5_l0) * bbmm_path5_s0 + ((j) - bbmm_path5_l1)) : ((i) >= bbmm_path6_l0 && (i) < bbmm_path6_h0 && (j) >= bbmm_path6_l1 && (j) < bbmm_path6_h1) ? bbmm_path6 + (bbmm_path6_o + ((i) - bbmm_path6_l0) * bbmm_path6_s0 + ((j) - bbmm_path6_l1)) : bbmm_path7 + (bbmm_path7_o + ((i) - bbmm_path7_l0) * bbmm_path7_s0 + ((j) - bbmm_path7_l1)))) : (*(((i) >= bbmm_path0_l0 && (i) < bbmm_path0_h0 && (k) >= bbmm_path0_l1 && (k) < bbmm_path0_h1) ? bbmm_path0 + (bbmm_path0_o + ((i) - bbmm_path0_l0) * bbmm_path0_s0 + ((k) - bbmm_path0_l1)) : ((i) >= bbmm_path1_l0 && (i) < bbmm_path1_h0 && (k) >= bbmm_path1_l1 && (k) < bbmm_path1_h1) ? bbmm_path1 + (bbmm_path1_o + ((i) - bbmm_path1_l0) * bbmm_path1_s0 + ((k) - bbmm_path1_l1)) : ((i) >= bbmm_path2_l0 && (i) < bbmm_path2_h0 && (k) >= bbmm_path2_l1 && (k) < bbmm_path2_h1) ? bbmm_path2 + (bbmm_path2_o + ((i) - bbmm_path2_l0) * bbmm_path2_s0 + ((k) - bbmm_path2_l1)) : ((i) >= bbmm_path3_l0 && (i) < bbmm_path3_h0 && (k) >= bbmm_path3_l1 && (k) < bbmm_path3_h1) ? bbmm_path3 + (bbmm_path3_o + ((i) - bbmm_path3_l0) * bbmm_path3_s0 + ((k) - bbmm_path3_l1)) : ((i) >= bbmm_path4_l0 && (i) < bbmm_path4_h0 && (k) >= bbmm_path4_l1 && (k) < bbmm_path4_h1) ? bbmm_path4 + (bbmm_path4_o + ((i) - bbmm_path4_l0) * bbmm_path4_s0 + ((k) - bbmm_path4_l1)) : ((i) >= bbmm_path5_l0 && (i) < bbmm_path5_h0 && (k) >= bbmm_path5_l1 && (k) < bbmm_path5_h1) ? bbmm_path5 + (bbmm_path5_o + ((i) - bbmm_path5_l0) * bbmm_path5_s0 + ((k) - bbmm_path5_l1)) : ((i) >= bbmm_path6_l0 && (i) < bbmm_path6_h0 && (k) >= bbmm_path6_l1 && (k) < bbmm_path6_h1) ? bbmm_path6 + (bbmm_path6_o + ((i) - bbmm_path6_l0) * bbmm_path6_s0 + ((k) - bbmm_path6_l1)) : bbmm_path7 + (bbmm_path7_o + ((i) - bbmm_path7_l0) * bbmm_path7_s0 + ((k) - bbmm_path7_l1)))) + (*(((k) >= bbmm_path0_l0 && (k) < bbmm_path0_h0 && (j) >= bbmm_path0_l1 && (j) < bbmm_path0_h1) ? bbmm_path0 + (bbmm_path0_o + ((k) - bbmm_path0_l0) * bbmm_path0_s0 + ((j) - bbmm_path0_l1)) : ((k) >= bbmm_path1_l0 && (k) < bbmm_path1_h0 && (j) >= bbmm_path1_l1 && (j) < bbmm_path1_h1) ? bbmm_path1 + (bbmm_path1_o + ((k) - bbmm_path1_l0) * bbmm_path1_s0 + ((j) - bbmm_path1_l1)) : ((k) >= bbmm_path2_l0 && (k) < bbmm_path2_h0 && (j) >= bbmm_path2_l1 && (j) < bbmm_path2_h1) ? bbmm_path2 + (bbmm_path2_o + ((k) - bbmm_path2_l0) * bbmm_path2_s0 + ((j) - bbmm_path2_l1)) : ((k) >= bbmm_path3_l0 && (k) < bbmm_path3_h0 && (j) >= bbmm_path3_l1 && (j) < bbmm_path3_h1) ? bbmm_path3 + (bbmm_path3_o + ((k) - bbmm_path3_l0) * bbmm_path3_s0 + ((j) - bbmm_path3_l1)) : ((k) >= bbmm_path4_l0 && (k) < bbmm_path4_h0 && (j) >= bbmm_path4_l1 && (j) < bbmm_path4_h1) ? bbmm_path4 + (bbmm_path4_o + ((k) - bbmm_path4_l0) * bbmm_path4_s0 + ((j) - bbmm_path4_l1)) : ((k) >= bbmm_path5_l0 && (k) < bbmm_path5_h0 && (j) >= bbmm_path5_l1 && (j) < bbmm_path5_h1) ? bbmm_path5 + (bbmm_path5_o + ((k) - bbmm_path5_l0) * bbmm_path5_s0 + ((j) - bbmm_path5_l1)) : ((k) >= bbmm_path6_l0 && (k) < bbmm_path6_h0 && (j) >= bbmm_path6_l1 && (j) < bbmm_path6_h1) ? bbmm_path6 + (bbmm_path6_o + ((k) - bbmm_path6_l0) * bbmm_path6_s0 + ((j) - bbmm_path6_l1)) : bbmm_path7 + (bbmm_path7_o + ((k) - bbmm_path7_l0) * bbmm_path7_s0 + ((j) - bbmm_path7_l1))));\n"
-    "      }\n"
+    "  /* path[i][j] */\n"
+    "  __global int* const bbmm_ref0_d = bbmm_path_b[bbmm_tab[1]];\n"
+    "  const long bbmm_ref0_o = bbmm_tab[2], bbmm_ref0_s0 = bbmm_tab[3];\n"
+    "  /* path[i][j] */\n"
+    "  __global int* const bbmm_ref1_d = bbmm_path_b[bbmm_tab[4]];\n"
+    "  const long bbmm_ref1_o = bbmm_tab[5], bbmm_ref1_s0 = bbmm_tab[6];\n"
+    "  /* path[i][k] */\n"
+    "  __global int* const bbmm_ref2_d = bbmm_path_b[bbmm_tab[7]];\n"
+    "  const long bbmm_ref2_o = bbmm_tab[8], bbmm_ref2_s0 = bbmm_tab[9];\n"
+    "  /* path[k][j] */\n"
+    "  __global int* const bbmm_ref3_d = bbmm_path_b[bbmm_tab[10]];\n"
+    "  const long bbmm_ref3_o = bbmm_tab[11], bbmm_ref3_s0 = bbmm_tab[12];\n"
+    "  /* path[i][j] */\n"
+    "  __global int* const bbmm_ref4_d = bbmm_path_b[bbmm_tab[13]];\n"
+    "  const long bbmm_ref4_o = bbmm_tab[14], bbmm_ref4_s0 = bbmm_tab[15];\n"
+    "  /* path[i][k] */\n"
+    "  __global int* const bbmm_ref5_d = bbmm_path_b[bbmm_tab[16]];\n"
+    "  const long bbmm_ref5_o = bbmm_tab[17], bbmm_ref5_s0 = bbmm_tab[18];\n"
+    "  /* path[k][j] */\n"
+    "  __global int* const bbmm_ref6_d = bbmm_path_b[bbmm_tab[19]];\n"
+    "  const long bbmm_ref6_o = bbmm_tab[20], bbmm_ref6_s0 = bbmm_tab[21];\n"
+    "  if (bbmm_tab[0]) {\n"
+    "    if (n >= k + 1 && k >= 0 && bbmm_hi >= bbmm_x + 1 && n >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0)\n"
+    "      for (int64_t bbmm_k3 = 0; bbmm_k3 < n; bbmm_k3 += 1)\n"
+    "        {\n"
+    "          /* S1: path[i][j] = path[i][j] < path[i][k] + path[k][j] ? path[i][j] : path[i][k] + path[k][j]; */\n"
+    "          const long i = bbmm_x, j = bbmm_k3;\n"
+    "          bbmm_ref0_d[bbmm_ref0_o + (i) * bbmm_ref0_s0 + (j)] = bbmm_ref1_d[bbmm_ref1_o + (i) * bbmm_ref1_s0 + (j)] < bbmm_ref2_d[bbmm_ref2_o + (i) * bbmm_ref2_s0 + (k)] + bbmm_ref3_d[bbmm_ref3_o + (k) * bbmm_ref3_s0 + (j)] ? bbmm_ref4_d[bbmm_ref4_o + (i) * bbmm_ref4_s0 + (j)] : bbmm_ref5_d[bbmm_ref5_o + (i) * bbmm_ref5_s0 + (k)] + bbmm_ref6_d[bbmm_ref6_o + (k) * bbmm_ref6_s0 + (j)];\n"
+    "        }\n"
+    "  } else {\n"
+    "    if (n >= k + 1 && k >= 0 && bbmm_hi >= bbmm_x + 1 && n >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0)\n"
+    "      for (int64_t bbmm_k3 = 0; bbmm_k3 < n; bbmm_k3 += 1)\n"
+    "        {\n"
+    "          /* S1: path[i][j] = path[i][j] < path[i][k] + path[k][j] ? path[i][j] : path[i][k] + path[k][j]; */\n"
+    "          const long i = bbmm_x, j = bbmm_k3;\n"
+    "          (*bbmm_s0_p0_path_at(bbmm_tab + bbmm_path_t, bbmm_path_n, bbmm_path_b, i, j)) = (*bbmm_s0_p0_path_at(bbmm_tab + bbmm_path_t, bbmm_path_n, bbmm_path_b, i, j)) < (*bbmm_s0_p0_path_at(bbmm_tab + bbmm_path_t, bbmm_path_n, bbmm_path_b, i, k)) + (*bbmm_s0_p0_path_at(bbmm_tab + bbmm_path_t, bbmm_path_n, bbmm_path_b, k, j)) ? (*bbmm_s0_p0_path_at(bbmm_tab + bbmm_path_t, bbmm_path_n, bbmm_path_b, i, j)) : (*bbmm_s0_p0_path_at(bbmm_tab + bbmm_path_t, bbmm_path_n, bbmm_path_b, i, k)) + (*bbmm_s0_p0_path_at(bbmm_tab + bbmm_path_t, bbmm_path_n, bbmm_path_b, k, j));\n"
+    "        }\n"
+    "  }\n"
     "}\n"
     , NULL, NULL, {NULL, NULL}};
 
@@ -66,11 +103,7 @@ static void bbmm_s0_p0_launch(const bbmm_launch_info* bbmm_info, void* bbmm_argp
   { cl_long bbmm_v = bbmm_a->k; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  {
-    const bbmm_piece* bbmm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
-    const int bbmm_n = (int)bbmm_a->npieces[0];
-    bbmm_cl_piece(bbmm_k, &bbmm_i, bbmm_p, bbmm_n, 0, 2, sizeof(int), 0);
-  }
+  bbmm_cl_piece(bbmm_k, &bbmm_i, (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]), 2, sizeof(int));
   const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
   if (bbmm_global > 0)
     bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
@@ -78,35 +111,100 @@ static void bbmm_s0_p0_launch(const bbmm_launch_info* bbmm_info, void* bbmm_argp
 
 static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
   const struct bbmm_s0_p0_args* bbmm_a = (const struct bbmm_s0_p0_args*)bbmm_argp;
+  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
+  if (bbmm_global == 0) return;
   cl_command_queue bbmm_q = (cl_command_queue)bbmm_info->queue;
   cl_kernel bbmm_k = bbmm_cl_kernel(&bbmm_s0_p0_cl, bbmm_q, 1, "bbmm_s0_p0_pieces");
+  cl_context bbmm_ctx = bbmm_s0_p0_cl.context;
+  const int64_t n = bbmm_a->n;
+  const int64_t k = bbmm_a->k;
+  const int64_t bbmm_lo = bbmm_a->bbmm_lo;
+  const int64_t bbmm_hi = bbmm_a->bbmm_hi;
+  (void)n;
+  (void)k;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
+  size_t bbmm_size = 22;  /* bbmm_direct, the references' records */
+  const bbmm_piece* const bbmm_path_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  const int bbmm_path_n = (int)bbmm_a->npieces[0];
+  const size_t bbmm_path_t = bbmm_size;
+  bbmm_size += (size_t)bbmm_path_n * 7;
+  cl_long* bbmm_tab = (cl_long*)bbmm_gen_calloc(bbmm_size * sizeof(cl_long));
+  bbmm_cl_array bbmm_path_a;
+  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_path_p, bbmm_path_n, 2, sizeof(int), 8, bbmm_tab + bbmm_path_t, &bbmm_path_a);
+  int bbmm_direct = !bbmm_gen_per_element;
+  /* path[i][j] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {bbmm_lo, 0};
+    const int64_t bbmm_rhi[2] = {bbmm_hi, n};
+    if (!bbmm_cl_ref(bbmm_path_p, bbmm_path_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_path_t, bbmm_tab + 1)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* path[i][j] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {bbmm_lo, 0};
+    const int64_t bbmm_rhi[2] = {bbmm_hi, n};
+    if (!bbmm_cl_ref(bbmm_path_p, bbmm_path_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_path_t, bbmm_tab + 4)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* path[i][k] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {bbmm_lo, k};
+    const int64_t bbmm_rhi[2] = {bbmm_hi, k + 1};
+    if (!bbmm_cl_ref(bbmm_path_p, bbmm_path_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_path_t, bbmm_tab + 7)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* path[k][j] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {k, 0};
+    const int64_t bbmm_rhi[2] = {k + 1, n};
+    if (!bbmm_cl_ref(bbmm_path_p, bbmm_path_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_path_t, bbmm_tab + 10)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* path[i][j] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {bbmm_lo, 0};
+    const int64_t bbmm_rhi[2] = {bbmm_hi, n};
+    if (!bbmm_cl_ref(bbmm_path_p, bbmm_path_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_path_t, bbmm_tab + 13)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* path[i][k] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {bbmm_lo, k};
+    const int64_t bbmm_rhi[2] = {bbmm_hi, k + 1};
+    if (!bbmm_cl_ref(bbmm_path_p, bbmm_path_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_path_t, bbmm_tab + 16)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* path[k][j] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {k, 0};
+    const int64_t bbmm_rhi[2] = {k + 1, n};
+    if (!bbmm_cl_ref(bbmm_path_p, bbmm_path_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_path_t, bbmm_tab + 19)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  bbmm_tab[0] = bbmm_direct;
+  cl_mem bbmm_tabm = bbmm_cl_table(bbmm_ctx, bbmm_tab, bbmm_size);
   cl_uint bbmm_i = 0;
   { cl_long bbmm_v = bbmm_a->n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->k; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  {
-    const bbmm_piece* bbmm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
-    const int bbmm_n = (int)bbmm_a->npieces[0];
-    if (bbmm_n > 8) {
-      fprintf(stderr, "bbmm: the tile's view of 'path' has %d pieces; the generated OpenCL kernel takes at most 8\n", bbmm_n);
-      exit(1);
-    }
-    if (bbmm_n == 0) {
-      /* Not accessed by this tile: bind the first argument's placeholders. */
-      bbmm_piece bbmm_none;
-      memset(&bbmm_none, 0, sizeof bbmm_none);
-      bbmm_none.data = NULL;
-      for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
-        bbmm_cl_piece(bbmm_k, &bbmm_i, &bbmm_none, 1, 0, 2, sizeof(int), 1);
-    } else {
-      for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
-        bbmm_cl_piece(bbmm_k, &bbmm_i, bbmm_p, bbmm_n, bbmm_j, 2, sizeof(int), 1);
-    }
-  }
-  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
-  if (bbmm_global > 0)
-    bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
+  bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_tabm, &bbmm_tabm);
+  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
+    bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_path_a.slot[bbmm_j]);
+  { cl_long bbmm_v = (cl_long)bbmm_path_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_path_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
+  bbmm_cl_pieces_out(bbmm_q, bbmm_path_p, bbmm_path_n, 2, sizeof(int), bbmm_tab + bbmm_path_t, &bbmm_path_a, 1);
+  clReleaseMemObject(bbmm_tabm);  /* freed once the kernel has run */
+  free(bbmm_tab);
 }
 
 /* Phase 0: the bytes of the boxes a tile requires. */

@@ -42,13 +42,40 @@ static bbmm_cl_program bbmm_s0_p0_cl = {
     "      (*(bbmm_X0 + (bbmm_X0_o + ((2 * i) - bbmm_X0_l0)))) = (*(bbmm_Y0 + (bbmm_Y0_o + ((i) - bbmm_Y0_l0))));\n"
     "    }\n"
     "}\n"
-    "__kernel void bbmm_s0_p0_pieces(long N, __global double* bbmm_X0, long bbmm_X0_o, long bbmm_X0_l0, long bbmm_X0_h0, __global double* bbmm_X1, long bbmm_X1_o, long bbmm_X1_l0, long bbmm_X1_h0, __global double* bbmm_X2, long bbmm_X2_o, long bbmm_X2_l0, long bbmm_X2_h0, __global double* bbmm_X3, long bbmm_X3_o, long bbmm_X3_l0, long bbmm_X3_h0, __global double* bbmm_X4, long bbmm_X4_o, long bbmm_X4_l0, long bbmm_X4_h0, __global double* bbmm_X5, long bbmm_X5_o, long bbmm_X5_l0, long bbmm_X5_h0, __global double* bbmm_X6, long bbmm_X6_o, long bbmm_X6_l0, long bbmm_X6_h0, __global double* bbmm_X7, long bbmm_X7_o, long bbmm_X7_l0, long bbmm_X7_h0, __global double* bbmm_Y0, long bbmm_Y0_o, long bbmm_Y0_l0, long bbmm_Y0_h0, __global double* bbmm_Y1, long bbmm_Y1_o, long bbmm_Y1_l0, long bbmm_Y1_h0, __global double* bbmm_Y2, long bbmm_Y2_o, long bbmm_Y2_l0, long bbmm_Y2_h0, __global double* bbmm_Y3, long bbmm_Y3_o, long bbmm_Y3_l0, long bbmm_Y3_h0, __global double* bbmm_Y4, long bbmm_Y4_o, long bbmm_Y4_l0, long bbmm_Y4_h0, __global double* bbmm_Y5, long bbmm_Y5_o, long bbmm_Y5_l0, long bbmm_Y5_h0, __global double* bbmm_Y6, long bbmm_Y6_o, long bbmm_Y6_l0, long bbmm_Y6_h0, __global double* bbmm_Y7, long bbmm_Y7_o, long bbmm_Y7_l0, long bbmm_Y7_h0) {\n"
-    "  for (int64_t bbmm_k1 = 0; bbmm_k1 < N; bbmm_k1 += 1)\n"
-    "    {\n"
-    "      /* S1: X[2 * i] = Y[i]; */\n"
-    "      const long i = bbmm_k1;\n"
-    "      (*(((2 * i) >= bbmm_X0_l0 && (2 * i) < bbmm_X0_h0) ? bbmm_X0 + (bbmm_X0_o + ((2 * i) - bbmm_X0_l0)) : ((2 * i) >= bbmm_X1_l0 && (2 * i) < bbmm_X1_h0) ? bbmm_X1 + (bbmm_X1_o + ((2 * i) - bbmm_X1_l0)) : ((2 * i) >= bbmm_X2_l0 && (2 * i) < bbmm_X2_h0) ? bbmm_X2 + (bbmm_X2_o + ((2 * i) - bbmm_X2_l0)) : ((2 * i) >= bbmm_X3_l0 && (2 * i) < bbmm_X3_h0) ? bbmm_X3 + (bbmm_X3_o + ((2 * i) - bbmm_X3_l0)) : ((2 * i) >= bbmm_X4_l0 && (2 * i) < bbmm_X4_h0) ? bbmm_X4 + (bbmm_X4_o + ((2 * i) - bbmm_X4_l0)) : ((2 * i) >= bbmm_X5_l0 && (2 * i) < bbmm_X5_h0) ? bbmm_X5 + (bbmm_X5_o + ((2 * i) - bbmm_X5_l0)) : ((2 * i) >= bbmm_X6_l0 && (2 * i) < bbmm_X6_h0) ? bbmm_X6 + (bbmm_X6_o + ((2 * i) - bbmm_X6_l0)) : bbmm_X7 + (bbmm_X7_o + ((2 * i) - bbmm_X7_l0)))) = (*(((i) >= bbmm_Y0_l0 && (i) < bbmm_Y0_h0) ? bbmm_Y0 + (bbmm_Y0_o + ((i) - bbmm_Y0_l0)) : ((i) >= bbmm_Y1_l0 && (i) < bbmm_Y1_h0) ? bbmm_Y1 + (bbmm_Y1_o + ((i) - bbmm_Y1_l0)) : ((i) >= bbmm_Y2_l0 && (i) < bbmm_Y2_h0) ? bbmm_Y2 + (bbmm_Y2_o + ((i) - bbmm_Y2_l0)) : ((i) >= bbmm_Y3_l0 && (i) < bbmm_Y3_h0) ? bbmm_Y3 + (bbmm_Y3_o + ((i) - bbmm_Y3_l0)) : ((i) >= bbmm_Y4_l0 && (i) < bbmm_Y4_h0) ? bbmm_Y4 + (bbmm_Y4_o + ((i) - bbmm_Y4_l0)) : ((i) >= bbmm_Y5_l0 && (i) < bbmm_Y5_h0) ? bbmm_Y5 + (bbmm_Y5_o + ((i) - bbmm_Y5_l0)) : ((i) >= bbmm_Y6_l0 && (i) < bbmm_Y6_h0) ? bbmm_Y6 + (bbmm_Y6_o + ((i) - bbmm_Y6_l0)) : bbmm_Y7 + (bbmm_Y7_o + ((i) - bbmm_Y7_l0))));\n"
-    "    }\n"
+    "static __global double* bbmm_s0_p0_X_at(__global const long* t, long n, __global double* const* b, long x0) {\n"
+    "  for (long k = 0; k < n; ++k, t += 4)\n"
+    "    if (x0 >= t[2] && x0 < t[3]) return b[t[0]] + (t[1] + x0);\n"
+    "  return b[0];  /* not reached: the pieces cover every access */\n"
+    "}\n"
+    "static __global double* bbmm_s0_p0_Y_at(__global const long* t, long n, __global double* const* b, long x0) {\n"
+    "  for (long k = 0; k < n; ++k, t += 4)\n"
+    "    if (x0 >= t[2] && x0 < t[3]) return b[t[0]] + (t[1] + x0);\n"
+    "  return b[0];  /* not reached: the pieces cover every access */\n"
+    "}\n"
+    "__kernel void bbmm_s0_p0_pieces(long N, __global const long* bbmm_tab, __global double* bbmm_X_b0, __global double* bbmm_X_b1, __global double* bbmm_X_b2, __global double* bbmm_X_b3, __global double* bbmm_X_b4, __global double* bbmm_X_b5, __global double* bbmm_X_b6, __global double* bbmm_X_b7, long bbmm_X_t, long bbmm_X_n, __global double* bbmm_Y_b0, __global double* bbmm_Y_b1, __global double* bbmm_Y_b2, __global double* bbmm_Y_b3, __global double* bbmm_Y_b4, __global double* bbmm_Y_b5, __global double* bbmm_Y_b6, __global double* bbmm_Y_b7, long bbmm_Y_t, long bbmm_Y_n) {\n"
+    "  __global double* const bbmm_X_b[8] = {bbmm_X_b0, bbmm_X_b1, bbmm_X_b2, bbmm_X_b3, bbmm_X_b4, bbmm_X_b5, bbmm_X_b6, bbmm_X_b7};\n"
+    "  __global double* const bbmm_Y_b[8] = {bbmm_Y_b0, bbmm_Y_b1, bbmm_Y_b2, bbmm_Y_b3, bbmm_Y_b4, bbmm_Y_b5, bbmm_Y_b6, bbmm_Y_b7};\n"
+    "  /* X[2 * i] */\n"
+    "  __global double* const bbmm_ref0_d = bbmm_X_b[bbmm_tab[1]];\n"
+    "  const long bbmm_ref0_o = bbmm_tab[2];\n"
+    "  /* Y[i] */\n"
+    "  __global double* const bbmm_ref1_d = bbmm_Y_b[bbmm_tab[3]];\n"
+    "  const long bbmm_ref1_o = bbmm_tab[4];\n"
+    "  if (bbmm_tab[0]) {\n"
+    "    for (int64_t bbmm_k1 = 0; bbmm_k1 < N; bbmm_k1 += 1)\n"
+    "      {\n"
+    "        /* S1: X[2 * i] = Y[i]; */\n"
+    "        const long i = bbmm_k1;\n"
+    "        bbmm_ref0_d[bbmm_ref0_o + (2 * i)] = bbmm_ref1_d[bbmm_ref1_o + (i)];\n"
+    "      }\n"
+    "  } else {\n"
+    "    for (int64_t bbmm_k1 = 0; bbmm_k1 < N; bbmm_k1 += 1)\n"
+    "      {\n"
+    "        /* S1: X[2 * i] = Y[i]; */\n"
+    "        const long i = bbmm_k1;\n"
+    "        (*bbmm_s0_p0_X_at(bbmm_tab + bbmm_X_t, bbmm_X_n, bbmm_X_b, 2 * i)) = (*bbmm_s0_p0_Y_at(bbmm_tab + bbmm_Y_t, bbmm_Y_n, bbmm_Y_b, i));\n"
+    "      }\n"
+    "  }\n"
     "}\n"
     , NULL, NULL, {NULL, NULL}};
 
@@ -58,16 +85,8 @@ static void bbmm_s0_p0_launch(const bbmm_launch_info* bbmm_info, void* bbmm_argp
   cl_kernel bbmm_k = bbmm_cl_kernel(&bbmm_s0_p0_cl, bbmm_q, 0, "bbmm_s0_p0");
   cl_uint bbmm_i = 0;
   { cl_long bbmm_v = bbmm_a->N; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  {
-    const bbmm_piece* bbmm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
-    const int bbmm_n = (int)bbmm_a->npieces[0];
-    bbmm_cl_piece(bbmm_k, &bbmm_i, bbmm_p, bbmm_n, 0, 1, sizeof(double), 0);
-  }
-  {
-    const bbmm_piece* bbmm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
-    const int bbmm_n = (int)bbmm_a->npieces[1];
-    bbmm_cl_piece(bbmm_k, &bbmm_i, bbmm_p, bbmm_n, 0, 1, sizeof(double), 0);
-  }
+  bbmm_cl_piece(bbmm_k, &bbmm_i, (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]), 1, sizeof(double));
+  bbmm_cl_piece(bbmm_k, &bbmm_i, (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]), 1, sizeof(double));
   const size_t bbmm_global = 1;
   if (bbmm_global > 0)
     bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
@@ -75,51 +94,62 @@ static void bbmm_s0_p0_launch(const bbmm_launch_info* bbmm_info, void* bbmm_argp
 
 static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
   const struct bbmm_s0_p0_args* bbmm_a = (const struct bbmm_s0_p0_args*)bbmm_argp;
+  const size_t bbmm_global = 1;
+  if (bbmm_global == 0) return;
   cl_command_queue bbmm_q = (cl_command_queue)bbmm_info->queue;
   cl_kernel bbmm_k = bbmm_cl_kernel(&bbmm_s0_p0_cl, bbmm_q, 1, "bbmm_s0_p0_pieces");
+  cl_context bbmm_ctx = bbmm_s0_p0_cl.context;
+  const int64_t N = bbmm_a->N;
+  (void)N;
+  size_t bbmm_size = 5;  /* bbmm_direct, the references' records */
+  const bbmm_piece* const bbmm_X_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  const int bbmm_X_n = (int)bbmm_a->npieces[0];
+  const size_t bbmm_X_t = bbmm_size;
+  bbmm_size += (size_t)bbmm_X_n * 4;
+  const bbmm_piece* const bbmm_Y_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
+  const int bbmm_Y_n = (int)bbmm_a->npieces[1];
+  const size_t bbmm_Y_t = bbmm_size;
+  bbmm_size += (size_t)bbmm_Y_n * 4;
+  cl_long* bbmm_tab = (cl_long*)bbmm_gen_calloc(bbmm_size * sizeof(cl_long));
+  bbmm_cl_array bbmm_X_a;
+  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_X_p, bbmm_X_n, 1, sizeof(double), 8, bbmm_tab + bbmm_X_t, &bbmm_X_a);
+  bbmm_cl_array bbmm_Y_a;
+  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_Y_p, bbmm_Y_n, 1, sizeof(double), 8, bbmm_tab + bbmm_Y_t, &bbmm_Y_a);
+  int bbmm_direct = !bbmm_gen_per_element;
+  /* X[2 * i] */
+  if (N >= 1) {
+    const int64_t bbmm_rlo[1] = {0};
+    const int64_t bbmm_rhi[1] = {2 * N - 1};
+    if (!bbmm_cl_ref(bbmm_X_p, bbmm_X_n, 1, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_X_t, bbmm_tab + 1)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* Y[i] */
+  if (N >= 1) {
+    const int64_t bbmm_rlo[1] = {0};
+    const int64_t bbmm_rhi[1] = {N};
+    if (!bbmm_cl_ref(bbmm_Y_p, bbmm_Y_n, 1, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_Y_t, bbmm_tab + 3)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  bbmm_tab[0] = bbmm_direct;
+  cl_mem bbmm_tabm = bbmm_cl_table(bbmm_ctx, bbmm_tab, bbmm_size);
   cl_uint bbmm_i = 0;
   { cl_long bbmm_v = bbmm_a->N; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  {
-    const bbmm_piece* bbmm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
-    const int bbmm_n = (int)bbmm_a->npieces[0];
-    if (bbmm_n > 8) {
-      fprintf(stderr, "bbmm: the tile's view of 'X' has %d pieces; the generated OpenCL kernel takes at most 8\n", bbmm_n);
-      exit(1);
-    }
-    if (bbmm_n == 0) {
-      /* Not accessed by this tile: bind the first argument's placeholders. */
-      bbmm_piece bbmm_none;
-      memset(&bbmm_none, 0, sizeof bbmm_none);
-      bbmm_none.data = NULL;
-      for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
-        bbmm_cl_piece(bbmm_k, &bbmm_i, &bbmm_none, 1, 0, 1, sizeof(double), 1);
-    } else {
-      for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
-        bbmm_cl_piece(bbmm_k, &bbmm_i, bbmm_p, bbmm_n, bbmm_j, 1, sizeof(double), 1);
-    }
-  }
-  {
-    const bbmm_piece* bbmm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
-    const int bbmm_n = (int)bbmm_a->npieces[1];
-    if (bbmm_n > 8) {
-      fprintf(stderr, "bbmm: the tile's view of 'Y' has %d pieces; the generated OpenCL kernel takes at most 8\n", bbmm_n);
-      exit(1);
-    }
-    if (bbmm_n == 0) {
-      /* Not accessed by this tile: bind the first argument's placeholders. */
-      bbmm_piece bbmm_none;
-      memset(&bbmm_none, 0, sizeof bbmm_none);
-      bbmm_none.data = NULL;
-      for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
-        bbmm_cl_piece(bbmm_k, &bbmm_i, &bbmm_none, 1, 0, 1, sizeof(double), 1);
-    } else {
-      for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
-        bbmm_cl_piece(bbmm_k, &bbmm_i, bbmm_p, bbmm_n, bbmm_j, 1, sizeof(double), 1);
-    }
-  }
-  const size_t bbmm_global = 1;
-  if (bbmm_global > 0)
-    bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
+  bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_tabm, &bbmm_tabm);
+  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
+    bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_X_a.slot[bbmm_j]);
+  { cl_long bbmm_v = (cl_long)bbmm_X_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_X_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
+    bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_Y_a.slot[bbmm_j]);
+  { cl_long bbmm_v = (cl_long)bbmm_Y_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_Y_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
+  bbmm_cl_pieces_out(bbmm_q, bbmm_X_p, bbmm_X_n, 1, sizeof(double), bbmm_tab + bbmm_X_t, &bbmm_X_a, 1);
+  bbmm_cl_pieces_out(bbmm_q, bbmm_Y_p, bbmm_Y_n, 1, sizeof(double), bbmm_tab + bbmm_Y_t, &bbmm_Y_a, 0);
+  clReleaseMemObject(bbmm_tabm);  /* freed once the kernel has run */
+  free(bbmm_tab);
 }
 
 /* Phase 0: the bytes of the boxes a tile requires. */

@@ -45,15 +45,46 @@ static bbmm_cl_program bbmm_s0_p0_cl = {
     "        (*(bbmm_L0 + (bbmm_L0_o + ((i) - bbmm_L0_l0) * bbmm_L0_s0 + ((j) - bbmm_L0_l1)))) = (*(bbmm_A0 + (bbmm_A0_o + ((i) - bbmm_A0_l0) * bbmm_A0_s0 + ((j) - bbmm_A0_l1)))) + (*(bbmm_A0 + (bbmm_A0_o + ((j) - bbmm_A0_l0) * bbmm_A0_s0 + ((i) - bbmm_A0_l1))));\n"
     "      }\n"
     "}\n"
-    "__kernel void bbmm_s0_p0_pieces(long N, long bbmm_lo, long bbmm_hi, __global double* bbmm_L0, long bbmm_L0_o, long bbmm_L0_l0, long bbmm_L0_h0, long bbmm_L0_s0, long bbmm_L0_l1, long bbmm_L0_h1, __global double* bbmm_L1, long bbmm_L1_o, long bbmm_L1_l0, long bbmm_L1_h0, long bbmm_L1_s0, long bbmm_L1_l1, long bbmm_L1_h1, __global double* bbmm_L2, long bbmm_L2_o, long bbmm_L2_l0, long bbmm_L2_h0, long bbmm_L2_s0, long bbmm_L2_l1, long bbmm_L2_h1, __global double* bbmm_L3, long bbmm_L3_o, long bbmm_L3_l0, long bbmm_L3_h0, long bbmm_L3_s0, long bbmm_L3_l1, long bbmm_L3_h1, __global double* bbmm_L4, long bbmm_L4_o, long bbmm_L4_l0, long bbmm_L4_h0, long bbmm_L4_s0, long bbmm_L4_l1, long bbmm_L4_h1, __global double* bbmm_L5, long bbmm_L5_o, long bbmm_L5_l0, long bbmm_L5_h0, long bbmm_L5_s0, long bbmm_L5_l1, long bbmm_L5_h1, __global double* bbmm_L6, long bbmm_L6_o, long bbmm_L6_l0, long bbmm_L6_h0, long bbmm_L6_s0, long bbmm_L6_l1, long bbmm_L6_h1, __global double* bbmm_L7, long bbmm_L7_o, long bbmm_L7_l0, long bbmm_L7_h0, long bbmm_L7_s0, long bbmm_L7_l1, long bbmm_L7_h1, __global double* bbmm_A0, long bbmm_A0_o, long bbmm_A0_l0, long bbmm_A0_h0, long bbmm_A0_s0, long bbmm_A0_l1, long bbmm_A0_h1, __global double* bbmm_A1, long bbmm_A1_o, long bbmm_A1_l0, long bbmm_A1_h0, long bbmm_A1_s0, long bbmm_A1_l1, long bbmm_A1_h1, __global double* bbmm_A2, long bbmm_A2_o, long bbmm_A2_l0, long bbmm_A2_h0, long bbmm_A2_s0, long bbmm_A2_l1, long bbmm_A2_h1, __global double* bbmm_A3, long bbmm_A3_o, long bbmm_A3_l0, long bbmm_A3_h0, long bbmm_A3_s0, long bbmm_A3_l1, long bbmm_A3_h1, __global double* bbmm_A4, long bbmm_A4_o, long bbmm_A4_l0, long bbmm_A4_h0, long bbmm_A4_s0, long bbmm_A4_l1, long bbmm_A4_h1, __global double* bbmm_A5, long bbmm_A5_o, long bbmm_A5_l0, long bbmm_A5_h0, long bbmm_A5_s0, long bbmm_A5_l1, long bbmm_A5_h1, __global double* bbmm_A6, long bbmm_A6_o, long bbmm_A6_l0, long bbmm_A6_h0, long bbmm_A6_s0, long bbmm_A6_l1, long bbmm_A6_h1, __global double* bbmm_A7, long bbmm_A7_o, long bbmm_A7_l0, long bbmm_A7_h0, long bbmm_A7_s0, long bbmm_A7_l1, long bbmm_A7_h1) {\n"
+    "static __global double* bbmm_s0_p0_L_at(__global const long* t, long n, __global double* const* b, long x0, long x1) {\n"
+    "  for (long k = 0; k < n; ++k, t += 7)\n"
+    "    if (x0 >= t[2] && x0 < t[4] && x1 >= t[3] && x1 < t[5]) return b[t[0]] + (t[1] + x0 * t[6] + x1);\n"
+    "  return b[0];  /* not reached: the pieces cover every access */\n"
+    "}\n"
+    "static __global double* bbmm_s0_p0_A_at(__global const long* t, long n, __global double* const* b, long x0, long x1) {\n"
+    "  for (long k = 0; k < n; ++k, t += 7)\n"
+    "    if (x0 >= t[2] && x0 < t[4] && x1 >= t[3] && x1 < t[5]) return b[t[0]] + (t[1] + x0 * t[6] + x1);\n"
+    "  return b[0];  /* not reached: the pieces cover every access */\n"
+    "}\n"
+    "__kernel void bbmm_s0_p0_pieces(long N, long bbmm_lo, long bbmm_hi, __global const long* bbmm_tab, __global double* bbmm_L_b0, __global double* bbmm_L_b1, __global double* bbmm_L_b2, __global double* bbmm_L_b3, __global double* bbmm_L_b4, __global double* bbmm_L_b5, __global double* bbmm_L_b6, __global double* bbmm_L_b7, long bbmm_L_t, long bbmm_L_n, __global double* bbmm_A_b0, __global double* bbmm_A_b1, __global double* bbmm_A_b2, __global double* bbmm_A_b3, __global double* bbmm_A_b4, __global double* bbmm_A_b5, __global double* bbmm_A_b6, __global double* bbmm_A_b7, long bbmm_A_t, long bbmm_A_n) {\n"
+    "  __global double* const bbmm_L_b[8] = {bbmm_L_b0, bbmm_L_b1, bbmm_L_b2, bbmm_L_b3, bbmm_L_b4, bbmm_L_b5, bbmm_L_b6, bbmm_L_b7};\n"
+    "  __global double* const bbmm_A_b[8] = {bbmm_A_b0, bbmm_A_b1, bbmm_A_b2, bbmm_A_b3, bbmm_A_b4, bbmm_A_b5, bbmm_A_b6, bbmm_A_b7};\n"
     "  const long bbmm_x = bbmm_lo + (long)get_global_id(0);\n"
-    "  if (bbmm_hi >= bbmm_x + 1 && N >= bbmm_x + 1 && bbmm_x >= bbmm_lo)\n"
-    "    for (int64_t bbmm_k3 = 0; bbmm_k3 <= bbmm_x; bbmm_k3 += 1)\n"
-    "      {\n"
-    "        /* S1: L[i][j] = A[i][j] + A[j][i]; */\n"
-    "        const long i = bbmm_x, j = bbmm_k3;\n"
-    "        (*(((i) >= bbmm_L0_l0 && (i) < bbmm_L0_h0 && (j) >= bbmm_L0_l1 && (j) < bbmm_L0_h1) ? bbmm_L0 + (bbmm_L0_o + ((i) - bbmm_L0_l0) * bbmm_L0_s0 + ((j) - bbmm_L0_l1)) : ((i) >= bbmm_L1_l0 && (i) < bbmm_L1_h0 && (j) >= bbmm_L1_l1 && (j) < bbmm_L1_h1) ? bbmm_L1 + (bbmm_L1_o + ((i) - bbmm_L1_l0) * bbmm_L1_s0 + ((j) - bbmm_L1_l1)) : ((i) >= bbmm_L2_l0 && (i) < bbmm_L2_h0 && (j) >= bbmm_L2_l1 && (j) < bbmm_L2_h1) ? bbmm_L2 + (bbmm_L2_o + ((i) - bbmm_L2_l0) * bbmm_L2_s0 + ((j) - bbmm_L2_l1)) : ((i) >= bbmm_L3_l0 && (i) < bbmm_L3_h0 && (j) >= bbmm_L3_l1 && (j) < bbmm_L3_h1) ? bbmm_L3 + (bbmm_L3_o + ((i) - bbmm_L3_l0) * bbmm_L3_s0 + ((j) - bbmm_L3_l1)) : ((i) >= bbmm_L4_l0 && (i) < bbmm_L4_h0 && (j) >= bbmm_L4_l1 && (j) < bbmm_L4_h1) ? bbmm_L4 + (bbmm_L4_o + ((i) - bbmm_L4_l0) * bbmm_L4_s0 + ((j) - bbmm_L4_l1)) : ((i) >= bbmm_L5_l0 && (i) < bbmm_L5_h0 && (j) >= bbmm_L5_l1 && (j) < bbmm_L5_h1) ? bbmm_L5 + (bbmm_L5_o + ((i) - bbmm_L5_l0) * bbmm_L5_s0 + ((j) - bbmm_L5_l1)) : ((i) >= bbmm_L6_l0 && (i) < bbmm_L6_h0 && (j) >= bbmm_L6_l1 && (j) < bbmm_L6_h1) ? bbmm_L6 + (bbmm_L6_o + ((i) - bbmm_L6_l0) * bbmm_L6_s0 + ((j) - bbmm_L6_l1)) : bbmm_L7 + (bbmm_L7_o + ((i) - bbmm_L7_l0) * bbmm_L7_s0 + ((j) - bbmm_L7_l1)))) = (*(((i) >= bbmm_A0_l0 && (i) < bbmm_A0_h0 && (j) >= bbmm_A0_l1 && (j) < bbmm_A0_h1) ? bbmm_A0 + (bbmm_A0_o + ((i) - bbmm_A0_l0) * bbmm_A0_s0 + ((j) - bbmm_A0_l1)) : ((i) >= bbmm_A1_l0 && (i) < bbmm_A1_h0 && (j) >= bbmm_A1_l1 && (j) < bbmm_A1_h1) ? bbmm_A1 + (bbmm_A1_o + ((i) - bbmm_A1_l0) * bbmm_A1_s0 + ((j) - bbmm_A1_l1)) : ((i) >= bbmm_A2_l0 && (i) < bbmm_A2_h0 && (j) >= bbmm_A2_l1 && (j) < bbmm_A2_h1) ? bbmm_A2 + (bbmm_A2_o + ((i) - bbmm_A2_l0) * bbmm_A2_s0 + ((j) - bbmm_A2_l1)) : ((i) >= bbmm_A3_l0 && (i) < bbmm_A3_h0 && (j) >= bbmm_A3_l1 && (j) < bbmm_A3_h1) ? bbmm_A3 + (bbmm_A3_o + ((i) - bbmm_A3_l0) * bbmm_A3_s0 + ((j) - bbmm_A3_l1)) : ((i) >= bbmm_A4_l0 && (i) < bbmm_A4_h0 && (j) >= bbmm_A4_l1 && (j) < bbmm_A4_h1) ? bbmm_A4 + (bbmm_A4_o + ((i) - bbmm_A4_l0) * bbmm_A4_s0 + ((j) - bbmm_A4_l1)) : ((i) >= bbmm_A5_l0 && (i) < bbmm_A5_h0 && (j) >= bbmm_A5_l1 && (j) < bbmm_A5_h1) ? bbmm_A5 + (bbmm_A5_o + ((i) - bbmm_A5_l0) * bbmm_A5_s0 + ((j) - bbmm_A5_l1)) : ((i) >= bbmm_A6_l0 && (i) < bbmm_A6_h0 && (j) >= bbmm_A6_l1 && (j) < bbmm_A6_h1) ? bbmm_A6 + (bbmm_A6_o + ((i) - bbmm_A6_l0) * bbmm_A6_s0 + ((j) - bbmm_A6_l1)) : bbmm_A7 + (bbmm_A7_o + ((i) - bbmm_A7_l0) * bbmm_A7_s0 + ((j) - bbmm_A7_l1)))) + (*(((j) >= bbmm_A0_l0 && (j) < bbmm_A0_h0 && (i) >= bbmm_A0_l1 && (i) < bbmm_A0_h1) ? bbmm_A0 + (bbmm_A0_o + ((j) - bbmm_A0_l0) * bbmm_A0_s0 + ((i) - bbmm_A0_l1)) : ((j) >= bbmm_A1_l0 && (j) < bbmm_A1_h0 && (i) >= bbmm_A1_l1 && (i) < bbmm_A1_h1) ? bbmm_A1 + (bbmm_A1_o + ((j) - bbmm_A1_l0) * bbmm_A1_s0 + ((i) - bbmm_A1_l1)) : ((j) >= bbmm_A2_l0 && (j) < bbmm_A2_h0 && (i) >= bbmm_A2_l1 && (i) < bbmm_A2_h1) ? bbmm_A2 + (bbmm_A2_o + ((j) - bbmm_A2_l0) * bbmm_A2_s0 + ((i) - bbmm_A2_l1)) : ((j) >= bbmm_A3_l0 && (j) < bbmm_A3_h0 && (i) >= bbmm_A3_l1 && (i) < bbmm_A3_h1) ? bbmm_A3 + (bbmm_A3_o + ((j) - bbmm_A3_l0) * bbmm_A3_s0 + ((i) - bbmm_A3_l1)) : ((j) >= bbmm_A4_l0 && (j) < bbmm_A4_h0 && (i) >= bbmm_A4_l1 && (i) < bbmm_A4_h1) ? bbmm_A4 + (bbmm_A4_o + ((j) - bbmm_A4_l0) * bbmm_A4_s0 + ((i) - bbmm_A4_l1)) : ((j) >= bbmm_A5_l0 && (j) < bbmm_A5_h0 && (i) >= bbmm_A5_l1 && (i) < bbmm_A5_h1) ? bbmm_A5 + (bbmm_A5_o + ((j) - bbmm_A5_l0) * bbmm_A5_s0 + ((i) - bbmm_A5_l1)) : ((j) >= bbmm_A6_l0 && (j) < bbmm_A6_h0 && (i) >= bbmm_A6_l1 && (i) < bbmm_A6_h1) ? bbmm_A6 + (bbmm_A6_o + ((j) - bbmm_A6_l0) * bbmm_A6_s0 + ((i) - bbmm_A6_l1)) : bbmm_A7 + (bbmm_A7_o + ((j) - bbmm_A7_l0) * bbmm_A7_s0 + ((i) - bbmm_A7_l1))));\n"
-    "      }\n"
+    "  /* L[i][j] */\n"
+    "  __global double* const bbmm_ref0_d = bbmm_L_b[bbmm_tab[1]];\n"
+    "  const long bbmm_ref0_o = bbmm_tab[2], bbmm_ref0_s0 = bbmm_tab[3];\n"
+    "  /* A[i][j] */\n"
+    "  __global double* const bbmm_ref1_d = bbmm_A_b[bbmm_tab[4]];\n"
+    "  const long bbmm_ref1_o = bbmm_tab[5], bbmm_ref1_s0 = bbmm_tab[6];\n"
+    "  /* A[j][i] */\n"
+    "  __global double* const bbmm_ref2_d = bbmm_A_b[bbmm_tab[7]];\n"
+    "  const long bbmm_ref2_o = bbmm_tab[8], bbmm_ref2_s0 = bbmm_tab[9];\n"
+    "  if (bbmm_tab[0]) {\n"
+    "    if (bbmm_hi >= bbmm_x + 1 && N >= bbmm_x + 1 && bbmm_x >= bbmm_lo)\n"
+    "      for (int64_t bbmm_k3 = 0; bbmm_k3 <= bbmm_x; bbmm_k3 += 1)\n"
+    "        {\n"
+    "          /* S1: L[i][j] = A[i][j] + A[j][i]; */\n"
+    "          const long i = bbmm_x, j = bbmm_k3;\n"
+    "          bbmm_ref0_d[bbmm_ref0_o + (i) * bbmm_ref0_s0 + (j)] = bbmm_ref1_d[bbmm_ref1_o + (i) * bbmm_ref1_s0 + (j)] + bbmm_ref2_d[bbmm_ref2_o + (j) * bbmm_ref2_s0 + (i)];\n"
+    "        }\n"
+    "  } else {\n"
+    "    if (bbmm_hi >= bbmm_x + 1 && N >= bbmm_x + 1 && bbmm_x >= bbmm_lo)\n"
+    "      for (int64_t bbmm_k3 = 0; bbmm_k3 <= bbmm_x; bbmm_k3 += 1)\n"
+    "        {\n"
+    "          /* S1: L[i][j] = A[i][j] + A[j][i]; */\n"
+    "          const long i = bbmm_x, j = bbmm_k3;\n"
+    "          (*bbmm_s0_p0_L_at(bbmm_tab + bbmm_L_t, bbmm_L_n, bbmm_L_b, i, j)) = (*bbmm_s0_p0_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, i, j)) + (*bbmm_s0_p0_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, j, i));\n"
+    "        }\n"
+    "  }\n"
     "}\n"
     , NULL, NULL, {NULL, NULL}};
 
@@ -65,16 +96,8 @@ static void bbmm_s0_p0_launch(const bbmm_launch_info* bbmm_info, void* bbmm_argp
   { cl_long bbmm_v = bbmm_a->N; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  {
-    const bbmm_piece* bbmm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
-    const int bbmm_n = (int)bbmm_a->npieces[0];
-    bbmm_cl_piece(bbmm_k, &bbmm_i, bbmm_p, bbmm_n, 0, 2, sizeof(double), 0);
-  }
-  {
-    const bbmm_piece* bbmm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
-    const int bbmm_n = (int)bbmm_a->npieces[1];
-    bbmm_cl_piece(bbmm_k, &bbmm_i, bbmm_p, bbmm_n, 0, 2, sizeof(double), 0);
-  }
+  bbmm_cl_piece(bbmm_k, &bbmm_i, (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]), 2, sizeof(double));
+  bbmm_cl_piece(bbmm_k, &bbmm_i, (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]), 2, sizeof(double));
   const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
   if (bbmm_global > 0)
     bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
@@ -82,53 +105,76 @@ static void bbmm_s0_p0_launch(const bbmm_launch_info* bbmm_info, void* bbmm_argp
 
 static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
   const struct bbmm_s0_p0_args* bbmm_a = (const struct bbmm_s0_p0_args*)bbmm_argp;
+  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
+  if (bbmm_global == 0) return;
   cl_command_queue bbmm_q = (cl_command_queue)bbmm_info->queue;
   cl_kernel bbmm_k = bbmm_cl_kernel(&bbmm_s0_p0_cl, bbmm_q, 1, "bbmm_s0_p0_pieces");
+  cl_context bbmm_ctx = bbmm_s0_p0_cl.context;
+  const int64_t N = bbmm_a->N;
+  const int64_t bbmm_lo = bbmm_a->bbmm_lo;
+  const int64_t bbmm_hi = bbmm_a->bbmm_hi;
+  (void)N;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
+  size_t bbmm_size = 10;  /* bbmm_direct, the references' records */
+  const bbmm_piece* const bbmm_L_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  const int bbmm_L_n = (int)bbmm_a->npieces[0];
+  const size_t bbmm_L_t = bbmm_size;
+  bbmm_size += (size_t)bbmm_L_n * 7;
+  const bbmm_piece* const bbmm_A_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
+  const int bbmm_A_n = (int)bbmm_a->npieces[1];
+  const size_t bbmm_A_t = bbmm_size;
+  bbmm_size += (size_t)bbmm_A_n * 7;
+  cl_long* bbmm_tab = (cl_long*)bbmm_gen_calloc(bbmm_size * sizeof(cl_long));
+  bbmm_cl_array bbmm_L_a;
+  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_L_p, bbmm_L_n, 2, sizeof(double), 8, bbmm_tab + bbmm_L_t, &bbmm_L_a);
+  bbmm_cl_array bbmm_A_a;
+  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_A_p, bbmm_A_n, 2, sizeof(double), 8, bbmm_tab + bbmm_A_t, &bbmm_A_a);
+  int bbmm_direct = !bbmm_gen_per_element;
+  /* L[i][j] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {bbmm_lo, 0};
+    const int64_t bbmm_rhi[2] = {bbmm_hi, bbmm_hi};
+    if (!bbmm_cl_ref(bbmm_L_p, bbmm_L_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_L_t, bbmm_tab + 1)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* A[i][j] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {bbmm_lo, 0};
+    const int64_t bbmm_rhi[2] = {bbmm_hi, bbmm_hi};
+    if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 4)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* A[j][i] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {0, bbmm_lo};
+    const int64_t bbmm_rhi[2] = {bbmm_hi, bbmm_hi};
+    if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 7)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  bbmm_tab[0] = bbmm_direct;
+  cl_mem bbmm_tabm = bbmm_cl_table(bbmm_ctx, bbmm_tab, bbmm_size);
   cl_uint bbmm_i = 0;
   { cl_long bbmm_v = bbmm_a->N; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  {
-    const bbmm_piece* bbmm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
-    const int bbmm_n = (int)bbmm_a->npieces[0];
-    if (bbmm_n > 8) {
-      fprintf(stderr, "bbmm: the tile's view of 'L' has %d pieces; the generated OpenCL kernel takes at most 8\n", bbmm_n);
-      exit(1);
-    }
-    if (bbmm_n == 0) {
-      /* Not accessed by this tile: bind the first argument's placeholders. */
-      bbmm_piece bbmm_none;
-      memset(&bbmm_none, 0, sizeof bbmm_none);
-      bbmm_none.data = NULL;
-      for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
-        bbmm_cl_piece(bbmm_k, &bbmm_i, &bbmm_none, 1, 0, 2, sizeof(double), 1);
-    } else {
-      for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
-        bbmm_cl_piece(bbmm_k, &bbmm_i, bbmm_p, bbmm_n, bbmm_j, 2, sizeof(double), 1);
-    }
-  }
-  {
-    const bbmm_piece* bbmm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
-    const int bbmm_n = (int)bbmm_a->npieces[1];
-    if (bbmm_n > 8) {
-      fprintf(stderr, "bbmm: the tile's view of 'A' has %d pieces; the generated OpenCL kernel takes at most 8\n", bbmm_n);
-      exit(1);
-    }
-    if (bbmm_n == 0) {
-      /* Not accessed by this tile: bind the first argument's placeholders. */
-      bbmm_piece bbmm_none;
-      memset(&bbmm_none, 0, sizeof bbmm_none);
-      bbmm_none.data = NULL;
-      for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
-        bbmm_cl_piece(bbmm_k, &bbmm_i, &bbmm_none, 1, 0, 2, sizeof(double), 1);
-    } else {
-      for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
-        bbmm_cl_piece(bbmm_k, &bbmm_i, bbmm_p, bbmm_n, bbmm_j, 2, sizeof(double), 1);
-    }
-  }
-  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
-  if (bbmm_global > 0)
-    bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
+  bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_tabm, &bbmm_tabm);
+  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
+    bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_L_a.slot[bbmm_j]);
+  { cl_long bbmm_v = (cl_long)bbmm_L_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_L_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
+    bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_A_a.slot[bbmm_j]);
+  { cl_long bbmm_v = (cl_long)bbmm_A_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_A_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
+  bbmm_cl_pieces_out(bbmm_q, bbmm_L_p, bbmm_L_n, 2, sizeof(double), bbmm_tab + bbmm_L_t, &bbmm_L_a, 1);
+  bbmm_cl_pieces_out(bbmm_q, bbmm_A_p, bbmm_A_n, 2, sizeof(double), bbmm_tab + bbmm_A_t, &bbmm_A_a, 0);
+  clReleaseMemObject(bbmm_tabm);  /* freed once the kernel has run */
+  free(bbmm_tab);
 }
 
 /* Phase 0: the bytes of the boxes a tile requires. */
