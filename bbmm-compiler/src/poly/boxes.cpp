@@ -1,9 +1,11 @@
 #include "poly/boxes.h"
 
+#include <isl/point.h>
 #include <isl/set.h>
 
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 
 #include "poly/box_util.h"
 #include "poly/flow_out.h"
@@ -57,6 +59,95 @@ std::optional<std::vector<TileBox>> exact_boxes(const isl::set& w, const isl::se
   return std::nullopt;
 }
 
+// The serial iterations that first_middle_last enumerates at most (a few milliseconds; lu's
+// 4,960 at n = 32 are enumerated); beyond, it computes them.
+constexpr size_t kMaxEnumeratedIterations = 8192;
+
+// Appends the coordinates of the lexicographic minimum of "s" (bounded, nonempty, no
+// parameters) to "out".
+void append_lexmin(const isl::set& s, std::vector<int64_t>& out) {
+  isl_point* pt = isl_set_sample_point(isl_set_lexmin(s.copy()));
+  if (!pt || isl_point_is_void(pt)) {
+    isl_point_free(pt);
+    throw std::logic_error("boxes: no lexicographic minimum of the serial iterations");
+  }
+  for (unsigned i = 0; i < s.tuple_dim(); ++i) {
+    isl_val* v = isl_point_get_coordinate_val(pt, isl_dim_set, i);
+    out.push_back(isl_val_get_num_si(v));
+    isl_val_free(v);
+  }
+  isl_point_free(pt);
+}
+
+// A point of "s" (bounded, nonempty, no parameters) near its lexicographic median: the middle
+// value of the first dimension (the lower one of two), then recursively the middle of that
+// slice, or the lexicographic minimum of the rest when the first dimension has an even number
+// of values. For a box this is exactly the median; a hole in the slice moves to the next point.
+std::vector<int64_t> middle_point(const isl::set& s) {
+  std::vector<int64_t> out;
+  if (s.tuple_dim() == 0) return out;
+  const isl::set first = isl::manage(isl_set_project_out(s.copy(), isl_dim_set, 1, s.tuple_dim() - 1));
+  std::vector<int64_t> b;
+  append_lexmin(first, b);
+  append_lexmin(first.lexmax(), b);
+  const int64_t lo = b[0], hi = b[1], len = hi - lo + 1;
+  const int64_t v = lo + (len % 2 == 0 ? len / 2 : (len - 1) / 2);
+  isl::set slice = isl::manage(isl_set_fix_si(s.copy(), isl_dim_set, 0, v));
+  if (len % 2 == 1 && !slice.is_empty()) {
+    isl::set rest = isl::manage(isl_set_project_out(slice.release(), isl_dim_set, 0, 1));
+    out.push_back(v);
+    std::vector<int64_t> tail = middle_point(rest);
+    out.insert(out.end(), tail.begin(), tail.end());
+    return out;
+  }
+  isl::set from = isl::manage(isl_set_lower_bound_si(s.copy(), isl_dim_set, 0, v));
+  append_lexmin(from, out);
+  return out;
+}
+
+// The first, middle and last points of "s" (the serial iterations of a phase for the report's
+// parameter values) in lexicographic order: exact by enumeration for up to
+// kMaxEnumeratedIterations points, else lexmin, middle_point and lexmax (enumerating 32^5
+// iterations of a 5-deep serial nest did not finish in a minute).
+std::vector<std::vector<int64_t>> first_middle_last(const isl::set& s) {
+  std::vector<std::vector<int64_t>> points;
+  struct Acc {
+    std::vector<std::vector<int64_t>>* pts;
+    unsigned n;
+  } acc{&points, s.tuple_dim()};
+  const isl_stat r = isl_set_foreach_point(
+      s.get(),
+      [](isl_point* pt, void* user) -> isl_stat {
+        Acc* a = static_cast<Acc*>(user);
+        std::vector<int64_t> c;
+        for (unsigned i = 0; i < a->n; ++i) {
+          isl_val* v = isl_point_get_coordinate_val(pt, isl_dim_set, i);
+          c.push_back(isl_val_get_num_si(v));
+          isl_val_free(v);
+        }
+        isl_point_free(pt);
+        a->pts->push_back(std::move(c));
+        return a->pts->size() > kMaxEnumeratedIterations ? isl_stat_error : isl_stat_ok;
+      },
+      &acc);
+  if (r == isl_stat_ok) {
+    std::sort(points.begin(), points.end());
+    if (points.size() > 3) points = {points.front(), points[points.size() / 2], points.back()};
+    return points;
+  }
+  if (points.size() <= kMaxEnumeratedIterations) {
+    // isl failed (out of operations): the caller's budget check reports it.
+    throw std::logic_error("boxes: cannot enumerate the serial iterations");
+  }
+  points.clear();
+  points.emplace_back();
+  append_lexmin(s, points.back());
+  points.push_back(middle_point(s));
+  points.emplace_back();
+  append_lexmin(s.lexmax(), points.back());
+  return points;
+}
+
 // Representative values: the report's scop parameters, up to three serial iterations
 // (first, middle, last) and the tiles of an even split of the partition range.
 struct Samples {
@@ -86,30 +177,14 @@ Samples make_samples(const Scop& scop, int p, const Partition& part, const TileF
       isl_size nd = isl_set_dim(x, isl_dim_set);
       x = isl_set_move_dims(x, isl_dim_set, nd, isl_dim_param, pos, 1);
     }
-    isl::set xs = isl::manage(x);
-    struct Acc { std::vector<std::vector<int64_t>>* pts; size_t n; } acc{&points, ns};
-    isl::set fixed = xs;
+    isl::set fixed = isl::manage(x);
     for (const auto& [name, v] : params) {
       int pos = isl_set_find_dim_by_name(fixed.get(), isl_dim_param, name.c_str());
       if (pos >= 0) fixed = isl::manage(isl_set_fix_si(fixed.release(), isl_dim_param, pos, v));
     }
-    isl_set_foreach_point(
-        fixed.get(),
-        [](isl_point* pt, void* user) -> isl_stat {
-          Acc* a = static_cast<Acc*>(user);
-          std::vector<int64_t> c;
-          for (size_t i = 0; i < a->n; ++i) {
-            isl_val* v = isl_point_get_coordinate_val(pt, isl_dim_set, i);
-            c.push_back(isl_val_get_num_si(v));
-            isl_val_free(v);
-          }
-          a->pts->push_back(std::move(c));
-          isl_point_free(pt);
-          return isl_stat_ok;
-        },
-        &acc);
-    std::sort(points.begin(), points.end());
-    if (points.size() > 3) points = {points.front(), points[points.size() / 2], points.back()};
+    // Every parameter is fixed: dropping them leaves the serial iterations alone.
+    isl_size np = isl_set_dim(fixed.get(), isl_dim_param);
+    points = first_middle_last(isl::manage(isl_set_project_out(fixed.release(), isl_dim_param, 0, np)));
   }
   for (size_t si = 0; si < points.size(); ++si) {
     Values v = params;
