@@ -1,6 +1,7 @@
 #include "codegen/generate.h"
 
 #include "poly/boxes.h"
+#include "poly/budget.h"
 
 namespace bbmm::compiler {
 
@@ -8,10 +9,21 @@ bool generate_code(const Program& prog, const CodegenOptions& opts, GenerateWhat
                    Diagnostics& diag, std::string& out, std::string* device_out) {
   std::vector<GeneratedScop> gen;
   for (const Scop& s : prog.scops) {
-    // Not stored: isl 0.25's C++ objects cannot be copied while null.
-    const ScopBoxes boxes = compute_boxes(s, BoxOptions{});
     GeneratedScop g;
-    if (!generate_scop(s, boxes, opts, diag, g)) return false;
+    bool ok = true;
+    const char* pass = "computing its tiles' boxes";
+    // isl work per scop is bounded like the analysis (poly/budget.h).
+    const bool within = run_within_isl_budget(*prog.isl, [&] {
+      // Not stored: isl 0.25's C++ objects cannot be copied while null.
+      const ScopBoxes boxes = compute_boxes(s, BoxOptions{});
+      pass = "generating its code";
+      ok = generate_scop(s, boxes, opts, diag, g);
+    });
+    if (!within) {
+      report_scop_too_complex(diag, s.begin_loc, s.end_loc, s.function, pass, prog.isl->budget());
+      return false;
+    }
+    if (!ok) return false;
     gen.push_back(std::move(g));
   }
   if (what == GenerateWhat::kFile) {

@@ -11,6 +11,7 @@
 #include "codegen/generate.h"
 #include "driver/pipeline.h"
 #include "poly/boxes.h"
+#include "poly/budget.h"
 #include "poly/print.h"
 
 namespace bbmm::compiler {
@@ -154,6 +155,16 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
           }
           box_opts.params[item.substr(0, eq)] = v;
         }
+      } else if (a.rfind("--max-isl-operations=", 0) == 0) {
+        const std::string v = a.substr(21);
+        char* end = nullptr;
+        const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+        if (v.empty() || *end || v[0] == '-') {
+          err << "bbmmc: error: --max-isl-operations expects a non-negative integer (got '" << v
+              << "')\n";
+          return 1;
+        }
+        opts.max_isl_operations = n;
       } else if (a.rfind("--cpp=", 0) == 0) {
         opts.cpp = a.substr(6);
       } else if (a == "-o") {
@@ -241,9 +252,22 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
       }
     }
     for (const Scop& s : prog->scops) {
-      if (emit == "boxes") print_boxes(text, s, compute_boxes(s, box_opts));
-      else if (emit == "model") print_model(text, s);
-      else if (emit == "deps") print_deps(text, s);
+      if (emit == "boxes") {
+        // Computed within the budget, printed outside it.
+        std::optional<ScopBoxes> boxes;
+        if (!run_within_isl_budget(*prog->isl, [&] { boxes.emplace(compute_boxes(s, box_opts)); })) {
+          Diagnostics bdiag;
+          report_scop_too_complex(bdiag, s.begin_loc, s.end_loc, s.function,
+                                  "computing its tiles' boxes", prog->isl->budget());
+          bdiag.render(err, prog->sm.get());
+          return 1;
+        }
+        print_boxes(text, s, *boxes);
+      } else if (emit == "model") {
+        print_model(text, s);
+      } else if (emit == "deps") {
+        print_deps(text, s);
+      }
     }
     if (output.empty()) {
       out << text.str();

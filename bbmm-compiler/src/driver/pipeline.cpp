@@ -13,6 +13,7 @@
 
 #include "frontend/lexer.h"
 #include "frontend/parser.h"
+#include "poly/budget.h"
 #include "poly/deps.h"
 
 extern char** environ;
@@ -100,26 +101,17 @@ std::unique_ptr<Program> analyze(std::unique_ptr<Program> prog, const PipelineOp
       diag.set_last_hint("mark the loop nest to compile with '#pragma scop' and '#pragma endscop'");
       return prog;
     }
-    prog->isl->set_max_operations(opts.max_isl_operations);
+    prog->isl->set_budget(opts.max_isl_operations);
     prog->scops = build_models(*prog->tu, *prog->sm, diag, *prog->isl);
     if (diag.has_errors()) {
       prog->scops.clear();
       return prog;
     }
-    for (Scop& s : prog->scops) {
-      prog->isl->reset_operations();
-      try {
-        compute_dependences(s);
-      } catch (const isl::exception_quota&) {
-        diag.error(s.begin_loc) << "scop is too complex to analyse (isl's operation limit was reached)";
-      }
-    }
+    for (Scop& s : prog->scops)
+      if (!run_within_isl_budget(*prog->isl, [&] { compute_dependences(s); }))
+        report_scop_too_complex(diag, s.begin_loc, s.end_loc, s.function,
+                                "computing its dependences", prog->isl->budget());
     if (diag.has_errors()) prog->scops.clear();
-    // The cap protects the analysis only: later passes and printing of the
-    // models that came through must not trip over an exhausted counter
-    // (found by fuzzing: an uncaught isl::exception_quota in print_deps).
-    prog->isl->set_max_operations(0);
-    prog->isl->reset_operations();
   } catch (const isl::exception& e) {
     prog->scops.clear();
     diag.internal_error("poly", std::string("isl: ") + e.what());

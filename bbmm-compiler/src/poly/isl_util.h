@@ -23,9 +23,14 @@ class IslContext {
   // fail with isl::exception_quota (reported as "too complex").
   void set_max_operations(unsigned long n);
   void reset_operations();
+  // The operations each pass may spend on one scop (0: unlimited); armed by
+  // run_within_isl_budget (poly/budget.h).
+  void set_budget(unsigned long n) { budget_ = n; }
+  unsigned long budget() const { return budget_; }
 
  private:
   isl_ctx* ctx_;
+  unsigned long budget_ = 0;
 };
 
 // A set space with parameters "params", tuple "tuple" (may be empty) and dims "dims".

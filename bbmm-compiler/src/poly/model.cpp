@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "frontend/parser.h"
+#include "poly/budget.h"
 
 namespace bbmm::compiler {
 
@@ -1262,14 +1263,18 @@ std::vector<Scop> build_models(const TranslationUnit& tu, SourceManager& sm, Dia
   for (size_t i = 0; i < tu.scops.size(); ++i) {
     if (!tu.scops[i].terminated) continue;
     if (diag.too_many()) break;
-    isl.reset_operations();
     try {
-      ModelBuilder b(tu, tu.scops[i], static_cast<int>(i), sm, diag, isl);
-      auto s = b.build();
-      if (s) out.push_back(std::move(*s));
-    } catch (const isl::exception_quota&) {
-      diag.error(sm.resolve(tu.scops[i].begin_offset))
-          << "scop is too complex to analyse (isl's operation limit was reached)";
+      const bool within = run_within_isl_budget(isl, [&] {
+        ModelBuilder b(tu, tu.scops[i], static_cast<int>(i), sm, diag, isl);
+        auto s = b.build();
+        if (s) out.push_back(std::move(*s));
+      });
+      if (!within) {
+        const ScopAst& a = tu.scops[i];
+        report_scop_too_complex(diag, sm.resolve(a.begin_offset), sm.resolve(a.end_offset),
+                                a.function >= 0 ? tu.functions[a.function]->name : "",
+                                "building its polyhedral model", isl.budget());
+      }
     } catch (const isl::exception& e) {
       diag.internal_error("poly/model", std::string("isl: ") + e.what());
     }
