@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <regex>
 #include <sstream>
 
@@ -16,6 +17,12 @@
 
 namespace bbmm::compiler {
 namespace {
+
+// A file name in the build tree's tmp/ (TEST_TMPDIR, test/CMakeLists.txt).
+std::filesystem::path tmp_file(const std::string& name) {
+  const char* d = std::getenv("TEST_TMPDIR");
+  return std::filesystem::path(d ? d : ".") / name;
+}
 
 struct Expected {
   int line;
@@ -113,6 +120,81 @@ TEST(Driver, OptionsAndExitCodes) {
   std::ostringstream o3, e3;
   EXPECT_EQ(run_bbmmc({std::string(BBMM_GOLDEN_DIR) + "/gemm.c"}, o3, e3), 0) << e3.str();
   EXPECT_FALSE(o3.str().empty() && e3.str().empty());
+}
+
+// The --emit kinds that --help lists: the error for an unknown kind must list exactly these,
+// and each must be accepted (the two once drifted apart).
+TEST(Driver, UnknownEmitKindListsTheKindsOfHelp) {
+  std::ostringstream help, e0;
+  ASSERT_EQ(run_bbmmc({"--help"}, help, e0), 0);
+  std::vector<std::string> kinds;
+  static const std::regex line(R"(^  --emit=([a-z]+) .*)");
+  for (const std::string& l : testing::split_lines(help.str())) {
+    std::smatch m;
+    if (std::regex_match(l, m, line)) kinds.push_back(m[1]);
+  }
+  ASSERT_GE(kinds.size(), 5u) << help.str();
+  std::string listed;
+  for (const std::string& k : kinds) listed += (listed.empty() ? "" : ", ") + k;
+  std::ostringstream out, err;
+  EXPECT_EQ(run_bbmmc({std::string(BBMM_GOLDEN_DIR) + "/gemm.c", "--emit=bar"}, out, err), 1);
+  EXPECT_EQ(testing::split_lines(err.str()).at(0),
+            "bbmmc: error: unknown --emit kind 'bar' (use one of: " + listed + ")");
+  for (const std::string& k : kinds) {
+    std::ostringstream o, e;
+    EXPECT_EQ(run_bbmmc({std::string(BBMM_GOLDEN_DIR) + "/gemm.c", "--emit=" + k}, o, e), 0)
+        << k << ": " << e.str();
+    EXPECT_FALSE(o.str().empty()) << k;
+  }
+}
+
+TEST(Driver, UnknownOptionsSayWhatWasMeant) {
+  auto first_line = [](std::vector<std::string> args) {
+    std::ostringstream out, err;
+    EXPECT_EQ(run_bbmmc(args, out, err), 1);
+    return testing::split_lines(err.str()).at(0);
+  };
+  EXPECT_EQ(first_line({"x.c", "--emitt=deps"}),
+            "bbmmc: error: unknown option '--emitt=deps'; did you mean '--emit=deps'?");
+  EXPECT_EQ(first_line({"x.c", "-target=cuda"}),
+            "bbmmc: error: unknown option '-target=cuda'; did you mean '--target=cuda'?");
+  EXPECT_EQ(first_line({"x.c", "--hlep"}), "bbmmc: error: unknown option '--hlep'; did you mean '--help'?");
+  EXPECT_EQ(first_line({"x.c", "--emit"}),
+            "bbmmc: error: option '--emit' needs a value, as in '--emit=model|deps|boxes|host|kernel'");
+  EXPECT_EQ(first_line({"x.c", "--frobnicate"}), "bbmmc: error: unknown option '--frobnicate'");
+}
+
+// Code generation needs the type of every scalar the scop reads: an unknown type is named
+// where it is written, an undeclared scalar where it is used.
+TEST(Driver, ScalarTypesForCodeGeneration) {
+  const std::filesystem::path p = tmp_file("bbmmc_scalar_type_test.c");
+  std::ofstream(p) << "void f(int n, double A[n], real alpha) {\n#pragma scop\n"
+                      "  for (int i = 0; i < n; i++)\n    A[i] = alpha * A[i] + beta;\n"
+                      "#pragma endscop\n}\n";
+  std::ostringstream out, err;
+  EXPECT_EQ(run_bbmmc({p.string(), "--emit=deps"}, out, err), 0) << err.str();
+  std::ostringstream o2, e2;
+  EXPECT_EQ(run_bbmmc({p.string()}, o2, e2), 1);
+  const std::string name = p.string();
+  EXPECT_NE(e2.str().find(name + ":1:28: error: unknown type name 'real'"), std::string::npos) << e2.str();
+  EXPECT_NE(e2.str().find(name + ":4:27: error: code generation needs the type of 'beta'"), std::string::npos)
+      << e2.str();
+  std::filesystem::remove(p);
+}
+
+// A pointer from malloc: the hint says how to give bbmmc the extent.
+TEST(Diagnostics, MallocPointerHint) {
+  const std::filesystem::path p = tmp_file("bbmmc_malloc_test.c");
+  std::ofstream(p) << "void *malloc(unsigned long);\nvoid f(int n) {\n"
+                      "  double *A = (double *)malloc(n * sizeof(double));\n#pragma scop\n"
+                      "  for (int i = 0; i < n; i++)\n    A[i] = 0.0;\n#pragma endscop\n}\n";
+  std::ostringstream out, err;
+  EXPECT_EQ(run_bbmmc({p.string(), "--emit=deps"}, out, err), 1);
+  EXPECT_NE(err.str().find("hint: bbmmc cannot see the extent of memory from 'malloc': put the loop nest "
+                           "in a function with a C99 array parameter, e.g. 'void kernel(int n, double A[n])'"),
+            std::string::npos)
+      << err.str();
+  std::filesystem::remove(p);
 }
 
 TEST(Driver, DefinesReachThePreprocessor) {

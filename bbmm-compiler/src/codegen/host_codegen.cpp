@@ -115,6 +115,12 @@ class ScopGenerator {
                                 << "' written inside the scop yet";
         diag_.set_last_hint("use a one-element array, or compute the value outside the scop");
         ok = false;
+      } else if (!a.unknown_type.empty()) {
+        diag_.error(a.decl_loc) << "unknown type name '" << a.unknown_type << "'";
+        diag_.set_last_hint("'" + a.c_name + "' is declared with it and used in the scop: declare '" +
+                            a.unknown_type + "' before (for example 'typedef double " +
+                            a.unknown_type + ";') or include the header that defines it");
+        ok = false;
       } else if (a.elem_type == "?" || a.elem_type.empty()) {
         diag_.error(a.decl_loc) << "code generation needs the type of '" << a.c_name << "'";
         diag_.set_last_hint("declare it before the scop");

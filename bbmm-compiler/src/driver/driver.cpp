@@ -20,39 +20,114 @@ const char* const kBbmmcVersion = "0.1.0";
 
 namespace {
 
-const char* kUsage =
-    "usage: bbmmc FILE.c [-o OUT] [--target=host|cuda|opencl] [--emit=model|deps|host|kernel]\n"
-    "             [--block=X,Y,Z] [--march=R] [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND]\n"
-    "             [--help] [--version]\n"
-    "             [--emit=boxes [--partition=1d|2d] [--params NAME=V,...]]\n"
-    "\n"
-    "Reads sequential C with affine loop nests between '#pragma scop' and\n"
-    "'#pragma endscop', builds their polyhedral model with isl and analyses them.\n"
-    "\n"
-    "  -o OUT            write the output to OUT instead of standard output\n"
-    "  --target=T        code generation target: host (default), cuda or opencl;\n"
-    "                    cuda writes two files, STEM.c (the input with its scops replaced,\n"
-    "                    C) and STEM.cu (the kernels, CUDA C++), for -o STEM.c or STEM.cu\n"
-    "  --block=X,Y,Z     cuda: the default thread block (32,8,1; BBMM_CUDA_BLOCK at run\n"
-    "                    time overrides it); a kernel over fewer grid dimensions folds the\n"
-    "                    others into its last one\n"
-    "  --march=R         cuda: each thread of a 2-D or 3-D kernel runs R consecutive values\n"
-    "                    of the outermost mapped loop (default 32; BBMM_CUDA_MARCH at run\n"
-    "                    time overrides it)\n"
-    "  --emit=model      print domains, schedules and accesses (isl notation)\n"
-    "  --emit=deps       print dependences and the serial/parallel verdict per loop\n"
-    "  --emit=boxes      print the partition, tile boxes, flow-out boxes and exactness\n"
-    "  --partition=2d    split two nested parallel loops (blocked, e.g. gemm); default 1d\n"
-    "  --params N=64,... parameter values for the box choice and the exactness report\n"
-    "  --emit=host       print only the host code replacing each scop\n"
-    "  --emit=kernel     print only the generated definitions (kernels, per-phase host code;\n"
-    "                    cuda: the CUDA file)\n"
-    "  (no --emit)       generate code: the input with each scop replaced\n"
-    "  -D, -I, -U        passed to the C preprocessor\n"
-    "  --cpp=COMMAND     the preprocessor (default: $BBMM_CPP, else 'cc -E')\n"
-    "  --help, --version\n"
-    "\n"
-    "Exit status: 0 success, 1 error in the input or the options, 2 internal error.\n";
+// The --emit kinds, in the order --help lists them: the usage text and the option check
+// are both made from this table, so they cannot disagree.
+struct EmitKind {
+  const char* name;
+  const char* help;  // continuation lines start with '\n'
+};
+constexpr EmitKind kEmitKinds[] = {
+    {"model", "print domains, schedules and accesses (isl notation)"},
+    {"deps", "print dependences and the serial/parallel verdict per loop"},
+    {"boxes", "print the partition, tile boxes, flow-out boxes and exactness"},
+    {"host", "print only the host code replacing each scop"},
+    {"kernel",
+     "print only the generated definitions (kernels, per-phase host code;\ncuda: the CUDA "
+     "file)"},
+};
+constexpr const char* kTargets[] = {"host", "cuda", "opencl"};
+
+// "a|b|c" (sep "|") or "a, b, c" (sep ", ") of the names in "list".
+template <typename List, typename Name>
+std::string join_names(const List& list, const char* sep, Name name) {
+  std::string r;
+  for (const auto& x : list) r += (r.empty() ? "" : sep) + std::string(name(x));
+  return r;
+}
+std::string emit_kind_list(const char* sep) {
+  return join_names(kEmitKinds, sep, [](const EmitKind& k) { return k.name; });
+}
+std::string target_list(const char* sep) {
+  return join_names(kTargets, sep, [](const char* t) { return t; });
+}
+
+// The options that take "=VALUE", and the others (without "-D", "-I", "-U").
+constexpr const char* kValueOptions[] = {"--target", "--emit", "--block", "--march",
+                                         "--partition", "--params", "--cpp",
+                                         "--max-isl-operations"};
+constexpr const char* kFlagOptions[] = {"--help", "--version"};
+
+// The error for option "opt" that bbmmc does not know: the value an option lacks ("--emit"),
+// or the option a misspelling is closest to ("-emit=deps", "--taget=cuda").
+std::string unknown_option_message(const std::string& opt) {
+  const size_t eq = opt.find('=');
+  const std::string name = opt.substr(0, eq);
+  const std::string value = eq == std::string::npos ? "" : opt.substr(eq);
+  for (const char* o : kValueOptions)
+    if (name == o && value.empty()) {
+      std::string example = name == "--emit" ? "=" + emit_kind_list("|")
+                            : name == "--target" ? "=" + target_list("|")
+                                                 : "=VALUE";
+      return "option '" + name + "' needs a value, as in '" + name + example + "'";
+    }
+  std::string best;
+  size_t best_d = 3;  // suggest only close spellings
+  auto consider = [&](const std::string& o, const std::string& with) {
+    const size_t d = edit_distance(name, o);
+    if (d < best_d) {
+      best_d = d;
+      best = with;
+    }
+  };
+  for (const char* o : kValueOptions) consider(o, o + (value.empty() ? std::string("=VALUE") : value));
+  if (value.empty())
+    for (const char* o : kFlagOptions) consider(o, o);
+  return "unknown option '" + opt + "'" + (best.empty() ? "" : "; did you mean '" + best + "'?");
+}
+
+std::string usage() {
+  std::ostringstream u;
+  u << "usage: bbmmc FILE.c [-o OUT] [--target=" << target_list("|") << "] [--emit="
+    << emit_kind_list("|") << "]\n"
+    << "             [--partition=1d|2d] [--params NAME=V,...] [--block=X,Y,Z] [--march=R]\n"
+    << "             [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND]\n"
+    << "             [--max-isl-operations=N] [--help] [--version]\n"
+       "\n"
+       "Reads sequential C with affine loop nests between '#pragma scop' and\n"
+       "'#pragma endscop', builds their polyhedral model with isl, analyses them and\n"
+       "generates code that runs them on the BBMM runtime.\n"
+       "\n"
+       "  -o OUT            write the output to OUT instead of standard output\n"
+       "  --target=T        code generation target: host (default), cuda or opencl;\n"
+       "                    cuda writes two files, STEM.c (the input with its scops replaced,\n"
+       "                    C) and STEM.cu (the kernels, CUDA C++), for -o STEM.c or STEM.cu\n"
+       "  --block=X,Y,Z     cuda: the default thread block (32,8,1; BBMM_CUDA_BLOCK at run\n"
+       "                    time overrides it); a kernel over fewer grid dimensions folds the\n"
+       "                    others into its last one\n"
+       "  --march=R         cuda: each thread of a 2-D or 3-D kernel runs R consecutive values\n"
+       "                    of the outermost mapped loop (default 32; BBMM_CUDA_MARCH at run\n"
+       "                    time overrides it)\n";
+  for (const EmitKind& k : kEmitKinds) {
+    std::string name = std::string("  --emit=") + k.name;
+    u << name << std::string(name.size() < 20 ? 20 - name.size() : 1, ' ');
+    for (const char* c = k.help; *c; ++c) u << (*c == '\n' ? "\n                    " : std::string(1, *c));
+    u << "\n";
+  }
+  u << "  (no --emit)       generate code: the input with each scop replaced\n"
+       "  --partition=2d    split two nested parallel loops (blocked, e.g. gemm); default 1d\n"
+       "  --params N=64,... parameter values for the box choice and the exactness report\n"
+       "  -D, -I, -U        passed to the C preprocessor\n"
+       "  --cpp=COMMAND     the preprocessor (default: $BBMM_CPP, else 'cc -E')\n"
+       "  --max-isl-operations=N\n"
+       "                    isl operations allowed per scop and pass (default "
+    << PipelineOptions().max_isl_operations
+    << "; 0: no\n"
+       "                    limit); a scop that needs more is reported as too complex\n"
+       "  --help, --version\n"
+       "\n"
+       "Exit status: 0 success, 1 error in the input or the options, 2 internal error.\n";
+  return u.str();
+}
 
 // "bbmm_<input file name as an identifier>": the CUDA target's launch functions are
 // external symbols, so two generated files of one program must not share names.
@@ -83,7 +158,7 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
         return std::nullopt;
       };
       if (a == "--help" || a == "-h") {
-        out << kUsage;
+        out << usage();
         return 0;
       }
       if (a == "--version") {
@@ -92,16 +167,19 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
       }
       if (a.rfind("--emit=", 0) == 0) {
         emit = a.substr(7);
-        if (emit != "boxes" && emit != "model" && emit != "deps" && emit != "host" && emit != "kernel") {
-          err << "bbmmc: error: unknown --emit kind '" << emit
-              << "' (this version emits 'model' and 'deps'; boxes, host and kernel come with code "
-                 "generation)\n";
+        if (std::none_of(std::begin(kEmitKinds), std::end(kEmitKinds),
+                         [&](const EmitKind& k) { return emit == k.name; })) {
+          err << "bbmmc: error: unknown --emit kind '" << emit << "' (use one of: "
+              << emit_kind_list(", ") << ")\n"
+              << "run 'bbmmc --help' for what each prints\n";
           return 1;
         }
       } else if (a.rfind("--target=", 0) == 0) {
         target = a.substr(9);
-        if (target != "host" && target != "cuda" && target != "opencl") {
-          err << "bbmmc: error: unknown target '" << target << "' (use host, cuda or opencl)\n";
+        if (std::none_of(std::begin(kTargets), std::end(kTargets),
+                         [&](const char* t) { return target == t; })) {
+          err << "bbmmc: error: unknown target '" << target << "' (use one of: "
+              << target_list(", ") << ")\n";
           return 1;
         }
       } else if (a.rfind("--block=", 0) == 0) {
@@ -182,7 +260,8 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
         }
         opts.cpp_args.push_back(opt + *v);
       } else if (!a.empty() && a[0] == '-') {
-        err << "bbmmc: error: unknown option '" << a << "'\n" << "run 'bbmmc --help' for the options\n";
+        err << "bbmmc: error: " << unknown_option_message(a) << "\n"
+            << "run 'bbmmc --help' for the options\n";
         return 1;
       } else if (input.empty()) {
         input = a;
@@ -192,7 +271,7 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
       }
     }
     if (input.empty()) {
-      err << "bbmmc: error: no input file\n" << kUsage;
+      err << "bbmmc: error: no input file\n" << usage();
       return 1;
     }
 

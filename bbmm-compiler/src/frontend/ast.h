@@ -107,14 +107,26 @@ struct ScopAst {
   size_t begin_offset = 0;  // `#pragma scop` (byte of its `#`)
   size_t end_offset = 0;    // `#pragma endscop`
   bool terminated = false;
+  bool syntax_errors = false;  // the parser reported errors inside: no follow-on errors
   int function = -1;        // index into TranslationUnit::functions
   size_t locals_visible = 0;  // how many of the function's locals precede the scop
   std::vector<StmtPtr> body;
   std::vector<std::string> names_after;  // identifiers used after the scop in the function
 };
 
+// A declaration whose type is an identifier bbmmc does not know as a type (`foo_t A[n]` with
+// no typedef of foo_t in sight). Skimming never rejects it; a scop that needs the declaration
+// of "name" reports the unknown type instead of an undeclared name.
+struct UnknownTypeDecl {
+  std::string type;
+  size_t type_offset = 0;
+  std::string name;
+  int function = -1;  // index into TranslationUnit::functions; -1: a global
+};
+
 struct TranslationUnit {
   std::vector<Decl> globals;
+  std::vector<UnknownTypeDecl> unknown_types;  // in source order
   std::vector<std::unique_ptr<Function>> functions;
   std::vector<ScopAst> scops;
 };

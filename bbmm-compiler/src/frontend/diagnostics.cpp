@@ -1,5 +1,7 @@
 #include "frontend/diagnostics.h"
 
+#include <algorithm>
+
 namespace bbmm::compiler {
 
 void Diagnostics::add(Diagnostic d) {
@@ -46,6 +48,21 @@ void Diagnostics::render(std::ostream& os, SourceManager* sm) const {
     }
     if (!d.hint.empty()) os << "hint: " << d.hint << "\n";
   }
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
 }
 
 }  // namespace bbmm::compiler

@@ -5,6 +5,7 @@
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "frontend/source.h"
@@ -91,5 +92,9 @@ class Diagnostics {
   bool internal_ = false;
   bool last_kept_ = false;
 };
+
+// The Levenshtein distance of "a" and "b": how close a misspelling is to what was meant, for
+// "did you mean" hints.
+size_t edit_distance(std::string_view a, std::string_view b);
 
 }  // namespace bbmm::compiler

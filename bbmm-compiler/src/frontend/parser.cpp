@@ -1,5 +1,6 @@
 #include "frontend/parser.h"
 
+#include <cctype>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -64,6 +65,14 @@ class Parser {
     return cur().kind == Tok::kPragma && cur().text == word;
   }
   bool is_scop_end() const { return is_pragma("endscop"); }
+  // `#pragma endscope`, `#pragma end scop`, ...: meant to end the scop.
+  bool is_misspelled_scop_end() const {
+    if (cur().kind != Tok::kPragma || cur().text == "endscop") return false;
+    std::string w;
+    for (char c : cur().text)
+      if (std::isalpha(static_cast<unsigned char>(c))) w += static_cast<char>(std::tolower(c));
+    return w.rfind("endscop", 0) == 0 || (w.size() >= 5 && edit_distance(w, "endscop") <= 2);
+  }
 
   Diagnostics::Builder error_at(size_t offset) {
     failed_ = true;
@@ -108,6 +117,33 @@ class Parser {
     if (c.kind != Tok::kIdent) return false;
     return is_type_keyword(c.text) || (is_qualifier(c.text) && c.text != "typedef") ||
            typedefs_.count(std::string(c.text)) > 0;
+  }
+  // At `T name`, `T *name`: T an identifier that is neither a type nor a keyword, so this
+  // can only be a declaration of "name" with a type bbmmc does not know.
+  bool at_unknown_type_decl() const {
+    static const std::set<std::string_view> statement_words = {
+        "return", "goto", "else", "case", "do", "sizeof", "break", "continue", "default",
+        "if", "for", "while", "switch"};
+    const Token& t = cur();
+    if (t.kind != Tok::kIdent || is_type_keyword(t.text) || is_qualifier(t.text) ||
+        statement_words.count(t.text) || typedefs_.count(std::string(t.text)))
+      return false;
+    size_t k = 1;
+    while (peek(k).is("*")) ++k;
+    const Token& n = peek(k);
+    return n.kind == Tok::kIdent && !is_type_keyword(n.text) && !is_qualifier(n.text);
+  }
+  void record_unknown_type(int function) {
+    if (!at_unknown_type_decl()) return;
+    size_t k = 1;
+    while (peek(k).is("*")) ++k;
+    tu_.unknown_types.push_back(
+        {std::string(cur().text), cur().offset, std::string(peek(k).text), function});
+  }
+  void report_unknown_type() {
+    error_at(cur().offset) << "unknown type name '" << cur().text << "'";
+    diag_.set_last_hint("declare it before the function (for example 'typedef double " +
+                        std::string(cur().text) + ";') or include the header that defines it");
   }
   bool parse_specifiers(Decl& d);
   bool parse_declarator(Decl& d, bool allow_abstract);
@@ -443,6 +479,7 @@ void Parser::parse_external() {
       d.where = Decl::Where::kParam;
       nodes_ = 0;
       bool ok = parse_specifiers(d) && parse_declarator(d, true);
+      if (!ok && d.base_type.empty()) record_unknown_type(static_cast<int>(tu_.functions.size()));
       if (ok && (is(",") || p_ == rp) && !d.name.empty()) fn->params.push_back(std::move(d));
       // Skip to the next comma at depth 0.
       int dd = 0;
@@ -508,6 +545,10 @@ void Parser::parse_external() {
   if (ok) {
     for (Decl& d : decls)
       if (!d.is_typedef && !d.is_function && !d.name.empty()) tu_.globals.push_back(std::move(d));
+  } else {
+    p_ = start;
+    while (cur().kind == Tok::kIdent && is_qualifier(cur().text) && !is("typedef")) advance();
+    record_unknown_type(-1);
   }
   p_ = k + 1;
 }
@@ -547,6 +588,12 @@ void Parser::parse_function_body(Function& f, size_t open, size_t close, int fn_
       }
       p_ = save;
     }
+    if (stmt_start) {  // not a declaration bbmmc understands: `[const] foo_t x;`?
+      const size_t save = p_;
+      while (cur().kind == Tok::kIdent && is_qualifier(cur().text) && !is("typedef")) advance();
+      record_unknown_type(fn_index);
+      p_ = save;
+    }
     stmt_start = x.is(";") || x.is("{") || x.is("}") || x.is(")");
     advance();
   }
@@ -557,6 +604,7 @@ void Parser::parse_scop(Function& f, int fn_index, size_t close) {
   s.begin_offset = cur().offset;
   s.function = fn_index;
   s.locals_visible = f.locals.size();
+  const int errors_before = diag_.error_count();
   advance();
   while (true) {
     if (is_scop_end()) {
@@ -572,6 +620,15 @@ void Parser::parse_scop(Function& f, int fn_index, size_t close) {
       s.end_offset = cur().offset;
       break;
     }
+    if (is_misspelled_scop_end()) {
+      // Taken as the end: one error, not a second one for the missing '#pragma endscop'.
+      error_at(cur().offset) << "'#pragma " << cur().text << "' is not '#pragma endscop'";
+      diag_.set_last_hint("end the scop with '#pragma endscop'");
+      s.end_offset = cur().offset;
+      s.terminated = true;
+      advance();
+      break;
+    }
     if (is_pragma("scop")) {
       error_at(cur().offset) << "'#pragma scop' inside another scop";
       advance();
@@ -584,6 +641,7 @@ void Parser::parse_scop(Function& f, int fn_index, size_t close) {
     if (p_ == before) advance();  // always make progress
   }
   failed_ = false;
+  s.syntax_errors = diag_.error_count() > errors_before;
   for (size_t j = p_; j < close && j < t_.size(); ++j)
     if (t_[j].kind == Tok::kIdent) s.names_after.emplace_back(t_[j].text);
   tu_.scops.push_back(std::move(s));
@@ -711,6 +769,11 @@ StmtPtr Parser::parse_stmt() {
         x.text == "case" || x.text == "default")
       return reject_statement(x.text);
     if (peek().is(":") && !is_decl_start()) return reject_statement("label");
+    if (at_unknown_type_decl()) {
+      report_unknown_type();
+      sync_statement();
+      return nullptr;
+    }
     if (is_decl_start()) {
       auto s = std::make_unique<Stmt>(Stmt::Kind::kDecl, x.offset);
       if (!parse_declaration(s->decls, Decl::Where::kScop, true)) {
@@ -781,6 +844,18 @@ StmtPtr Parser::parse_for() {
         sync_statement();
         return nullptr;
       }
+    } else if (at_unknown_type_decl()) {
+      report_unknown_type();
+      // Skip the rest of the header, check and drop the body: no follow-on errors.
+      while (!at_eof() && !is(")") && !is_scop_end()) {
+        if (is("(") || is("[") || is("{")) skip_balanced();
+        else advance();
+      }
+      accept(")");
+      failed_ = false;
+      if (!at_eof() && !is_scop_end()) parse_stmt();
+      failed_ = false;
+      return nullptr;
     } else {
       s->init = parse_expr();
     }

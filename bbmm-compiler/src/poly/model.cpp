@@ -149,6 +149,16 @@ class ModelBuilder {
 
   // --- names ---------------------------------------------------------------------------
   const Decl* lookup(const std::string& name) const;
+  // The declaration of undeclared "name" with an unknown type before the scop, if any.
+  const UnknownTypeDecl* unknown_type_decl(const std::string& name) const {
+    for (size_t j = tu_.unknown_types.size(); j-- > 0;) {
+      const UnknownTypeDecl& u = tu_.unknown_types[j];
+      if (u.name == name && u.type_offset < ast_.begin_offset &&
+          (u.function < 0 || u.function == ast_.function))
+        return &u;
+    }
+    return nullptr;
+  }
   const LoopFrame* frame_of(const std::string& name, const std::vector<LoopFrame>& f) const {
     for (size_t i = f.size(); i-- > 0;)
       if (f[i].c_name == name) return &f[i];
@@ -217,6 +227,7 @@ class ModelBuilder {
   std::set<const Decl*> written_decls_;
   std::set<std::string> written_names_;
   std::set<const Decl*> iterator_decls_;
+  std::set<const UnknownTypeDecl*> reported_unknown_types_;
   std::vector<std::string> candidates_;
   std::vector<const Decl*> arrays_seen_;
   std::map<std::pair<const Decl*, std::string>, int> array_index_;
@@ -584,8 +595,12 @@ int ModelBuilder::array_for_decl(const Decl* d, const std::string& name, size_t 
   } else {
     a.elem_type = "?";
     a.where = Decl::Where::kGlobal;
+    a.decl_loc = loc(use_offset);
+    if (const UnknownTypeDecl* u = unknown_type_decl(name)) {
+      a.unknown_type = u->type;
+      a.decl_loc = loc(u->type_offset);
+    }
   }
-  (void)use_offset;
   int idx = static_cast<int>(scop_.arrays.size());
   scop_.arrays.push_back(std::move(a));
   array_index_[key] = idx;
@@ -612,6 +627,18 @@ bool ModelBuilder::array_access(const Expr& e, AccessKind kind, std::vector<Pend
     return false;
   }
   const Decl* d = lookup(name);
+  if (!d && unknown_type_decl(name)) {
+    const UnknownTypeDecl* u = unknown_type_decl(name);
+    if (reported_unknown_types_.insert(u).second) {
+      error(u->type_offset) << "unknown type name '" << u->type << "'";
+      diag_.set_last_hint("'" + name + "' is declared with it: declare '" + u->type +
+                          "' before (for example 'typedef double " + u->type +
+                          ";') or include the header that defines it");
+      diag_.note(loc(base->begin)) << "'" << name << "' is used in the scop here";
+    }
+    ok_ = false;
+    return false;
+  }
   if (!d) {
     error(base->begin) << "unknown array extent: '" << name << "' is not declared";
     diag_.set_last_hint("declare the array with its extents before the scop, e.g. as a C99 array parameter 'double " +
@@ -626,7 +653,15 @@ bool ModelBuilder::array_access(const Expr& e, AccessKind kind, std::vector<Pend
     } else {
       error(base->begin) << (kind == AccessKind::kWrite ? "write" : "read") << " through pointer '"
                          << name << "', which may alias another array";
-      diag_.set_last_hint("index the array it points to directly; bbmmc cannot see which array a pointer designates");
+      const Expr* init = d->init.get();
+      while (init && init->kind == Expr::Kind::kCast) init = init->kids[0].get();
+      if (init && init->kind == Expr::Kind::kCall)  // `double *A = malloc(...)`
+        diag_.set_last_hint("bbmmc cannot see the extent of memory from '" + text(*init->kids[0]) +
+                            "': put the loop nest in a function with a C99 array parameter, e.g. "
+                            "'void kernel(int n, " + d->base_type + " " + name +
+                            "[n])', and call it with the pointer");
+      else
+        diag_.set_last_hint("index the array it points to directly; bbmmc cannot see which array a pointer designates");
     }
     return false;
   }
@@ -1227,7 +1262,7 @@ std::optional<Scop> ModelBuilder::build() {
   build_list(top, c, scop_.body);
   scopes_.clear();
 
-  if (ok_ && scop_.statements.empty()) {
+  if (ok_ && scop_.statements.empty() && !ast_.syntax_errors) {
     error(ast_.begin_offset) << "scop contains no statements";
     diag_.set_last_hint("put the loop nest between '#pragma scop' and '#pragma endscop', or remove the pragmas");
   }

@@ -27,7 +27,8 @@ struct ArrayInfo {
   std::vector<std::string> extent_text;  // C spelling of each extent
   std::vector<isl::pw_aff> extents;      // each extent over the scop parameters
   Decl::Where where = Decl::Where::kGlobal;
-  SourceLoc decl_loc;
+  SourceLoc decl_loc;      // the declaration; the first use for undeclared scalars
+  std::string unknown_type;  // declared with a type name bbmmc does not know (elem_type "?")
   bool read = false;
   bool written = false;
   bool live_in = false;   // some read in the scop sees a value from before the scop

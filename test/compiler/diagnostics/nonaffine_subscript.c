@@ -1,6 +1,7 @@
 /* Non-affine subscripts: products of iterators, parameter times iterator
    (a linearised access), data-dependent (indirect) subscripts, division by a
-   variable. Several errors are reported in one run. */
+   variable, a function call. Several errors are reported in one run. */
+int g(int);
 void f(int n, double A[n][n], double B[n], int idx[n]) {
   int i, j;
 #pragma scop
@@ -14,6 +15,8 @@ void f(int n, double A[n][n], double B[n], int idx[n]) {
       B[idx[i]] = 2.0;
       // expected-error@+1:9 {{'i / j' divides by a non-constant}}
       B[i / j] = 3.0;
+      // expected-error@+1:9 {{subscript of 'B' 'g(i)' is not affine: 'g(i)' calls a function}}
+      B[g(i)] = 4.0;
     }
 #pragma endscop
 }
