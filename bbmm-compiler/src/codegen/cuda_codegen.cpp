@@ -1,5 +1,6 @@
 #include "codegen/cuda_codegen.h"
 
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -62,9 +63,11 @@ std::string grid_loop(int d, const std::string& ind) {
          " += (int64_t)gridDim." + a + " * blockDim." + a + ")\n";
 }
 
-// The kernel of "phase": "pieces" picks the multi-piece variant.
+// The kernel of "phase": "pieces" picks the multi-piece variant. "tile_loops_cache" keeps the
+// intra-tile loops, the same in both variants (built by the first call).
 std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const KernelSignature& sig,
-                   const ThreadMapping& map, const std::string& name, bool pieces) {
+                   const ThreadMapping& map, const std::string& name, bool pieces,
+                   std::unique_ptr<TileLoops>& tile_loops_cache) {
   const Phase& ph = scop.phases[phase];
   std::ostringstream os;
   const std::string fn = name + (pieces ? "_kernel_pieces" : "_kernel");
@@ -176,10 +179,12 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
     opts.known = map.known;
     opts.indent = static_cast<int>(ind.size()) + 2;
     os << ind << "{\n";
-    os << tile_loops(scop, boxes, phase, sig, opts,
-                     [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
-                       statement_block(scop, s, bind, "int64_t", printer, lines);
-                     });
+    if (!tile_loops_cache) tile_loops_cache = std::make_unique<TileLoops>(scop, boxes, phase, sig, opts);
+    os << tile_loops_cache->print(
+        [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
+          statement_block(scop, s, bind, "int64_t", printer, lines);
+        },
+        opts.indent);
     os << ind << "}\n";
   };
   if (pieces) {
@@ -237,8 +242,9 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
   os << "  int64_t march;  /* values of the outermost coordinate per thread (2-D, 3-D) */\n";
   os << "  int64_t per_element;  /* BBMM_PIECE_LOOKUP=element (multi-piece kernel) */\n";
   os << "};\n\n";
-  os << kernel(scop, boxes, phase, sig, map, name, false);
-  os << kernel(scop, boxes, phase, sig, map, name, true);
+  std::unique_ptr<TileLoops> loops;
+  os << kernel(scop, boxes, phase, sig, map, name, false, loops);
+  os << kernel(scop, boxes, phase, sig, map, name, true, loops);
 
   for (int variant = 0; variant < 2; ++variant) {
     const bool pieces = variant == 1;

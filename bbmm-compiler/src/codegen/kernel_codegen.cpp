@@ -295,15 +295,15 @@ isl::set tile_domain(const Scop& scop, const ScopBoxes& boxes, int phase,
   return tile_domain_with(scop, boxes, phase, sig, stmt, {}, {});
 }
 
-std::string tile_loops(const Scop& scop, const ScopBoxes& boxes, int phase,
-                       const KernelSignature& sig, const TileLoopOptions& opts,
-                       const std::function<void(int stmt, const std::vector<std::string>& bind,
-                                                std::vector<std::string>& lines)>& print_stmt) {
+TileLoops::TileLoops(const Scop& scop, const ScopBoxes& boxes, int phase,
+                     const KernelSignature& sig, const TileLoopOptions& opts)
+    : scop_(scop), indent_(opts.indent) {
   const Phase& ph = scop.phases[phase];
   const PhaseBoxes& pb = boxes.phases[phase];
   const Partition& part = boxes.partitions[pb.partition];
   const int slot = phase_slot(part, phase);
   const int ns = static_cast<int>(ph.serial_loops.size());
+  serial_ = ns;
 
   std::vector<std::string> extra = opts.extra_params;
   if (opts.one_iteration_per_item) extra.push_back("bbmm_x");
@@ -344,22 +344,39 @@ std::string tile_loops(const Scop& scop, const ScopBoxes& boxes, int phase,
   isl::union_map schedule = isl::union_map::empty(scop.context.ctx());
   for (isl::map& m : maps) schedule = schedule.unite(isl::union_map(pad_range(m, max_out)));
 
+  ast_ = std::make_unique<LoopAst>(schedule, context, "bbmm_k");
+}
+
+std::string TileLoops::print(const PrintStatement& print_stmt) const {
+  return print(print_stmt, indent_);
+}
+
+std::string TileLoops::print(const PrintStatement& print_stmt, int indent) const {
   PrintInstance print = [&](const std::string& name, const std::vector<std::string>& args,
                             std::vector<std::string>& lines) {
-    int s = scop.statement_index(name);
-    const Statement& st = scop.statements[s];
+    int s = scop_.statement_index(name);
+    const Statement& st = scop_.statements[s];
     std::vector<std::string> bind;
-    for (size_t d = ns; d < args.size() && d < st.loops.size(); ++d) {
-      bind.push_back(scop.loops[st.loops[d]].c_name + " = " + args[d]);
+    for (size_t d = serial_; d < args.size() && d < st.loops.size(); ++d) {
+      bind.push_back(scop_.loops[st.loops[d]].c_name + " = " + args[d]);
     }
     print_stmt(s, bind, lines);
   };
-  return print_loops(schedule, context, "bbmm_k", opts.indent, print);
+  return ast_->print(indent, print);
+}
+
+std::string tile_loops(const Scop& scop, const ScopBoxes& boxes, int phase,
+                       const KernelSignature& sig, const TileLoopOptions& opts,
+                       const PrintStatement& print_stmt) {
+  return TileLoops(scop, boxes, phase, sig, opts).print(print_stmt);
 }
 
 std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int phase,
                                   const KernelSignature& sig, const std::string& name) {
   std::ostringstream os;
+  TileLoopOptions opts;
+  opts.indent = 2;
+  const TileLoops loops(scop, boxes, phase, sig, opts);
   for (int variant = 0; variant < 2; ++variant) {
     const bool pieces = variant == 1;
     const std::string fn = name + (pieces ? "_pieces" : "");
@@ -419,21 +436,19 @@ std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int 
       }
       return p + "_d[" + idx + "]";
     };
-    TileLoopOptions opts;
-    opts.indent = pieces ? 4 : 2;
-    auto loops = [&](const AccessPrinter& printer) {
-      return tile_loops(scop, boxes, phase, sig, opts,
-                        [&](int s, const std::vector<std::string>& bind,
-                            std::vector<std::string>& lines) {
-                          statement_block(scop, s, bind, "int64_t", printer, lines);
-                        });
+    auto print_loops_with = [&](const AccessPrinter& printer, int indent) {
+      return loops.print(
+          [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
+            statement_block(scop, s, bind, "int64_t", printer, lines);
+          },
+          indent);
     };
     if (pieces) {
       // Every reference in one piece: direct addressing per reference; else per element.
-      os << "  if (bbmm_direct) {\n" << loops(ref_direct_access) << "  } else {\n"
-         << loops(access) << "  }\n";
+      os << "  if (bbmm_direct) {\n" << print_loops_with(ref_direct_access, 4) << "  } else {\n"
+         << print_loops_with(access, 4) << "  }\n";
     } else {
-      os << loops(access);
+      os << print_loops_with(access, 2);
     }
     os << "}\n\n";
   }

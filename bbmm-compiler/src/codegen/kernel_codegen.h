@@ -10,9 +10,11 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "codegen/loop_ast.h"
 #include "frontend/diagnostics.h"
 #include "poly/boxes.h"
 #include "poly/model.h"
@@ -61,10 +63,27 @@ struct TileLoopOptions {
   isl::set known;
   int indent = 2;
 };
+using PrintStatement =
+    std::function<void(int stmt, const std::vector<std::string>& bind, std::vector<std::string>& lines)>;
+// The loops built once (isl's AST generator is the costly part), printed with any statement
+// printer: the kernels of one phase with one piece and with several pieces per array.
+class TileLoops {
+ public:
+  TileLoops(const Scop& scop, const ScopBoxes& boxes, int phase, const KernelSignature& sig,
+            const TileLoopOptions& opts);
+  std::string print(const PrintStatement& print_stmt) const;  // indented as "opts" says
+  std::string print(const PrintStatement& print_stmt, int indent) const;
+
+ private:
+  const Scop& scop_;
+  int serial_ = 0;  // the phase's serial loops (bound outside the tile)
+  int indent_ = 2;
+  std::unique_ptr<LoopAst> ast_;
+};
+// TileLoops(scop, boxes, phase, sig, opts).print(print_stmt).
 std::string tile_loops(const Scop& scop, const ScopBoxes& boxes, int phase,
                        const KernelSignature& sig, const TileLoopOptions& opts,
-                       const std::function<void(int stmt, const std::vector<std::string>& bind,
-                                                std::vector<std::string>& lines)>& print_stmt);
+                       const PrintStatement& print_stmt);
 
 // The isl parameter names of a tile of "phase": the scop parameters, the serial
 // iterators, the tile parameters, then "extra".

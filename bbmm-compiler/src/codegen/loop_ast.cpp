@@ -89,9 +89,8 @@ std::string rename_isl_macros(const std::string& text) {
   return out;
 }
 
-std::string print_loops(const isl::union_map& schedule, const isl::set& context,
-                        const std::string& iterator_prefix, int indent,
-                        const PrintInstance& print_instance) {
+LoopAst::LoopAst(const isl::union_map& schedule, const isl::set& context,
+                 const std::string& iterator_prefix) {
   isl_ctx* ctx = schedule.ctx().get();
   isl_options_set_ast_iterator_type(ctx, "int64_t");
   isl_ast_build* build = isl_ast_build_from_context(context.copy());
@@ -105,10 +104,15 @@ std::string print_loops(const isl::union_map& schedule, const isl::set& context,
                             isl_id_alloc(ctx, (iterator_prefix + std::to_string(k)).c_str(), nullptr));
   }
   build = isl_ast_build_set_iterators(build, iters);
-  isl_ast_node* tree = isl_ast_build_node_from_schedule_map(build, schedule.copy());
+  tree_ = isl_ast_build_node_from_schedule_map(build, schedule.copy());
   isl_ast_build_free(build);
-  if (!tree) throw std::runtime_error("codegen: isl's AST generator failed");
+  if (!tree_) throw std::runtime_error("codegen: isl's AST generator failed");
+}
 
+LoopAst::~LoopAst() { isl_ast_node_free(tree_); }
+
+std::string LoopAst::print(int indent, const PrintInstance& print_instance) const {
+  isl_ctx* ctx = isl_ast_node_get_ctx(tree_);
   UserData data{&print_instance};
   isl_printer* p = isl_printer_to_str(ctx);
   p = isl_printer_set_output_format(p, ISL_FORMAT_C);
@@ -116,13 +120,18 @@ std::string print_loops(const isl::union_map& schedule, const isl::set& context,
   p = set_names(p);
   isl_ast_print_options* opts = isl_ast_print_options_alloc(ctx);
   opts = isl_ast_print_options_set_print_user(opts, &print_user, &data);
-  p = isl_ast_node_print(tree, p, opts);
+  p = isl_ast_node_print(tree_, p, opts);
   char* s = isl_printer_get_str(p);
   std::string r = s ? s : "";
   free(s);
   isl_printer_free(p);
-  isl_ast_node_free(tree);
   return r;
+}
+
+std::string print_loops(const isl::union_map& schedule, const isl::set& context,
+                        const std::string& iterator_prefix, int indent,
+                        const PrintInstance& print_instance) {
+  return LoopAst(schedule, context, iterator_prefix).print(indent, print_instance);
 }
 
 std::string c_expr_from_pw_aff(const isl::pw_aff& pa, const isl::set& context) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <isl/ast.h>
+
 #include "poly/isl_util.h"
 
 namespace bbmm::compiler {
@@ -17,9 +19,26 @@ using PrintInstance =
     std::function<void(const std::string& name, const std::vector<std::string>& args,
                        std::vector<std::string>& lines)>;
 
-// The C loops executing the domain of "schedule" (S[...] -> [time...]) in the order of its
-// range, under parameter constraints "context". Loop iterators are "<iterator_prefix>0", ...
-// (declared int64_t in the loops). Every line is indented by "indent" spaces. Deterministic.
+// The loops executing the domain of "schedule" (S[...] -> [time...]) in the order of its
+// range, under parameter constraints "context", as isl's AST: built once, printed as C any
+// number of times (the kernel variants of one phase differ only in their statements). Loop
+// iterators are "<iterator_prefix>0", ... (declared int64_t in the loops). Throws
+// std::runtime_error when isl fails. Not thread-safe (the isl context).
+class LoopAst {
+ public:
+  LoopAst(const isl::union_map& schedule, const isl::set& context,
+          const std::string& iterator_prefix);
+  ~LoopAst();
+  LoopAst(const LoopAst&) = delete;
+  LoopAst& operator=(const LoopAst&) = delete;
+  // The C loops, every line indented by "indent" spaces. Deterministic.
+  std::string print(int indent, const PrintInstance& print_instance) const;
+
+ private:
+  isl_ast_node* tree_ = nullptr;
+};
+
+// LoopAst(schedule, context, iterator_prefix).print(indent, print_instance).
 std::string print_loops(const isl::union_map& schedule, const isl::set& context,
                         const std::string& iterator_prefix, int indent,
                         const PrintInstance& print_instance);

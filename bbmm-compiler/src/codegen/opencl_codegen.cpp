@@ -108,7 +108,8 @@ std::vector<PieceRef> piece_refs(const Scop& scop, const ScopBoxes& boxes, int p
 
 // The OpenCL C source of the kernel "<name>" (one piece per array).
 std::string kernel_source(const Scop& scop, const ScopBoxes& boxes, int phase,
-                          const KernelSignature& sig, const std::string& name) {
+                          const KernelSignature& sig, const std::string& name,
+                          const TileLoops& loops) {
   const PhaseBoxes& pb = boxes.phases[phase];
   const bool partitioned = !boxes.partitions[pb.partition].dims.empty();
   std::ostringstream os;
@@ -142,13 +143,9 @@ std::string kernel_source(const Scop& scop, const ScopBoxes& boxes, int phase,
     }
     return "(*(" + p + " + (" + idx + ")))";
   };
-  TileLoopOptions opts;
-  opts.one_iteration_per_item = partitioned;
-  opts.indent = 2;
-  os << tile_loops(scop, boxes, phase, sig, opts,
-                   [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
-                     statement_block(scop, s, bind, "long", access, lines);
-                   });
+  os << loops.print([&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
+    statement_block(scop, s, bind, "long", access, lines);
+  });
   os << "}\n";
   return os.str();
 }
@@ -157,7 +154,8 @@ std::string kernel_source(const Scop& scop, const ScopBoxes& boxes, int phase,
 // the table "bbmm_tab": generated_support_opencl.h describes its records) and of its
 // per-array element lookups "bbmm_<name>_<array>_at".
 std::string pieces_kernel_source(const Scop& scop, const ScopBoxes& boxes, int phase,
-                                 const KernelSignature& sig, const std::string& name) {
+                                 const KernelSignature& sig, const std::string& name,
+                                 const TileLoops& loops) {
   const PhaseBoxes& pb = boxes.phases[phase];
   const bool partitioned = !boxes.partitions[pb.partition].dims.empty();
   const int nbuf = piece_buffers(sig);
@@ -232,18 +230,16 @@ std::string pieces_kernel_source(const Scop& scop, const ScopBoxes& boxes, int p
     return "(*" + name + "_" + arr.c_name + "_at(bbmm_tab + " + p + "_t, " + p + "_n, " + p + "_b, " +
            join(subs, ", ") + "))";
   };
-  TileLoopOptions opts;
-  opts.one_iteration_per_item = partitioned;
-  opts.indent = 4;
-  auto loops = [&](const AccessPrinter& printer) {
-    return tile_loops(scop, boxes, phase, sig, opts,
-                      [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
-                        statement_block(scop, s, bind, "long", printer, lines);
-                      });
+  auto print_loops_with = [&](const AccessPrinter& printer) {
+    return loops.print(
+        [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
+          statement_block(scop, s, bind, "long", printer, lines);
+        },
+        4);
   };
   // Every reference in one piece: direct addressing per reference; else per element.
-  os << "  if (bbmm_tab[0]) {\n" << loops(ref_direct_access) << "  } else {\n" << loops(access)
-     << "  }\n";
+  os << "  if (bbmm_tab[0]) {\n" << print_loops_with(ref_direct_access) << "  } else {\n"
+     << print_loops_with(access) << "  }\n";
   os << "}\n";
   return os.str();
 }
@@ -264,8 +260,14 @@ std::string opencl_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int
       "static inline long bbmm_max(long a, long b) { return a > b ? a : b; }\n"
       "static inline long bbmm_floord(long n, long d) { long q = n / d; "
       "return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q; }\n";
-  src += kernel_source(scop, boxes, phase, sig, name);
-  src += pieces_kernel_source(scop, boxes, phase, sig, name);
+  // Both kernels run the same loops: built once. The work-item's iterator value (bbmm_x) is
+  // one more parameter of the loops.
+  TileLoopOptions opts;
+  opts.one_iteration_per_item = partitioned;
+  opts.indent = 2;
+  const TileLoops loops(scop, boxes, phase, sig, opts);
+  src += kernel_source(scop, boxes, phase, sig, name, loops);
+  src += pieces_kernel_source(scop, boxes, phase, sig, name, loops);
   os << "/* The OpenCL C source of phase " << phase << "'s kernels (built at run time). */\n";
   os << "static bbmm_cl_program " << name << "_cl = {\n" << c_string_lines(src, "    ")
      << "    , NULL, NULL, {NULL, NULL}};\n\n";
