@@ -182,6 +182,25 @@ TEST(Driver, ScalarTypesForCodeGeneration) {
   std::filesystem::remove(p);
 }
 
+// A C file without the '.c' suffix: cc -E prints nothing for it; bbmmc says so (it said
+// "no '#pragma scop' region in the file").
+TEST(Driver, InputWithoutCSuffix) {
+  const std::filesystem::path p = tmp_file("bbmmc_gemm_without_suffix");
+  std::filesystem::copy_file(std::string(BBMM_GOLDEN_DIR) + "/gemm.c", p,
+                             std::filesystem::copy_options::overwrite_existing);
+  std::ostringstream out, err;
+  EXPECT_EQ(run_bbmmc({p.string(), "--emit=deps"}, out, err), 1);
+  EXPECT_EQ(testing::split_lines(err.str()).at(0).rfind(
+                p.string() + ": error: the preprocessor 'cc -E' produced no output for '" + p.string() + "'", 0),
+            0u)
+      << err.str();
+  EXPECT_NE(err.str().find("hint: bbmmc reads C: name the file with a '.c' suffix"), std::string::npos)
+      << err.str();
+  std::ostringstream o2, e2;
+  EXPECT_EQ(run_bbmmc({p.string(), "--emit=deps", "--cpp=cc -E -x c"}, o2, e2), 0) << e2.str();
+  std::filesystem::remove(p);
+}
+
 // A pointer from malloc: the hint says how to give bbmmc the extent.
 TEST(Diagnostics, MallocPointerHint) {
   const std::filesystem::path p = tmp_file("bbmmc_malloc_test.c");

@@ -155,6 +155,20 @@ std::unique_ptr<Program> analyze_file(const std::string& path, const PipelineOpt
     b.hint("check the -D/-I options, or choose another preprocessor with --cpp or BBMM_CPP");
     return prog;
   }
+  auto blank = [](const std::string& t) {
+    return t.find_first_not_of(" \t\r\n") == std::string::npos;
+  };
+  if (blank(out) && !blank(original)) {
+    // cc -E copies nothing from a file without a C suffix ('kernel', 'kernel.txt'): it takes
+    // it for a linker input. Without this check it read as 'no #pragma scop region'.
+    prog->sm = std::make_unique<SourceManager>("", path);
+    auto b = diag.error({path, 0, 0});
+    b << "the preprocessor '" << opts.cpp << "' produced no output for '" << path << "'";
+    if (!errors.empty()) b << ":\n" << errors;
+    b.hint("bbmmc reads C: name the file with a '.c' suffix, or have the preprocessor read it "
+           "as C (--cpp='cc -E -x c')");
+    return prog;
+  }
   prog->sm = std::make_unique<SourceManager>(std::move(out), path);
   prog->sm->add_file_contents(path, std::move(original));
   return analyze(std::move(prog), opts, diag);
