@@ -88,16 +88,7 @@ std::vector<PieceRef> piece_refs(const Scop& scop, const ScopBoxes& boxes, int p
   std::vector<PieceRef> refs;
   end = 1;
   for (int s : scop.phases[phase].statements) {
-    std::map<const Expr*, const Access*> by_expr;
-    for (int a : scop.statements[s].accesses) {
-      const Access& acc = scop.accesses[a];
-      if (acc.expr && !scop.arrays[acc.array].is_scalar) by_expr.emplace(acc.expr, &acc);
-    }
-    std::vector<const Access*> printed;
-    for (const auto& [expr, acc] : by_expr) printed.push_back(acc);
-    std::sort(printed.begin(), printed.end(),
-              [](const Access* x, const Access* y) { return x->id < y->id; });
-    for (const Access* acc : printed) {
+    for (const Access* acc : printed_references(scop, s)) {
       auto it = box_of.find(acc->id);
       refs.push_back({acc, it == box_of.end() ? nullptr : it->second, end});
       end += rank_of(scop.arrays[acc->array]) + 1;
@@ -132,6 +123,7 @@ std::string kernel_source(const Scop& scop, const ScopBoxes& boxes, int phase,
     os << "  const long bbmm_x = " << boxes.partitions[pb.partition].dims[0].lo_param
        << " + (long)get_global_id(0);\n";
   }
+  for (int a : sig.privates) os << "  " << private_scalar_decl(scop, a, cl_type) << "  /* private scalar */\n";
   auto access = [&](const Access& acc, const std::vector<std::string>& subs) -> std::string {
     const ArrayInfo& arr = scop.arrays[acc.array];
     const std::string p = "bbmm_" + arr.c_name + "0";
@@ -211,6 +203,7 @@ std::string pieces_kernel_source(const Scop& scop, const ScopBoxes& boxes, int p
     os << "  const long bbmm_x = " << boxes.partitions[pb.partition].dims[0].lo_param
        << " + (long)get_global_id(0);\n";
   }
+  for (int a : sig.privates) os << "  " << private_scalar_decl(scop, a, cl_type) << "  /* private scalar */\n";
   // Each reference's piece, looked up on the host (slot 0 and offsets 0 when it has none:
   // bbmm_tab[0], bbmm_direct, is then 0 and they are not used).
   int end = 0;

@@ -1,5 +1,7 @@
 #include "poly/deps.h"
 
+#include "poly/scalars.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -359,6 +361,11 @@ void compute_dependences(Scop& scop) {
     flush();
   };
   walk(scop.body);
+  for (Statement& st : scop.statements) st.phase = -1;
+  for (size_t p = 0; p < scop.phases.size(); ++p) {
+    for (int st : scop.phases[p].statements) scop.statements[st].phase = static_cast<int>(p);
+  }
+  classify_scalars(scop);
 }
 
 }  // namespace bbmm::compiler

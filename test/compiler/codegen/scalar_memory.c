@@ -1,0 +1,20 @@
+/* Scalars that carry values between phases are one-element arrays registered with the
+   runtime (gramschmidt's nrm, durbin's alpha): in the serial loop k, 'nrm' is reset,
+   accumulated over i (a serial loop: one phase per iteration), then read by the parallel
+   loop j and by a statement; 'scale' is set once before the loops and read in every
+   iteration of k. Both get their last values back in the host variables. */
+#include <math.h>
+void kernel(int n, int m, double A[n][m], double R[n]) {
+  double nrm, scale;
+#pragma scop
+  scale = 2.0;
+  for (int k = 1; k < n; k++) {
+    nrm = 0.0;
+    for (int i = 0; i < m; i++)
+      nrm += A[k][i] * A[k][i];
+    R[k] = sqrt(nrm);
+    for (int j = 0; j < m; j++)
+      A[k][j] = scale * A[k][j] / nrm + A[k - 1][j];
+  }
+#pragma endscop
+}

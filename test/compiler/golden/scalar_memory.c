@@ -1,0 +1,29 @@
+/* Scalars that no phase can keep private, so they become one-element arrays in memory
+   ("scalars in memory" in --emit=deps): 'sum' is a running sum reset in the serial loop k,
+   accumulated over i (one phase per iteration) and read by the parallel loop j; 'prev'
+   carries a value from one iteration of the serial loop i to the next inside one phase (the
+   guard i > 0 keeps its reads from seeing a value from before the scop); 'last' is
+   live-out (used after the scop) and its last value is written in the loop, so that phase
+   cannot keep it either. */
+void f(int n, double A[n][n], double B[n], double *out) {
+  double sum, prev, last;
+#pragma scop
+  for (int k = 0; k < n; k++) {
+    sum = 0.0;
+    for (int i = 0; i < n; i++)
+      sum += A[i][k];
+    for (int j = 0; j < n; j++)
+      A[k][j] = A[k][j] / sum;
+  }
+  for (int i = 0; i < n; i++) {
+    if (i > 0)
+      B[i] = prev * 0.5;
+    prev = A[i][0];
+  }
+  for (int i = 0; i < n; i++) {
+    last = B[i] + 1.0;
+    A[i][i] = last;
+  }
+#pragma endscop
+  *out = last;
+}
