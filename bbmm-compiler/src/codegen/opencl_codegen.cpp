@@ -1,7 +1,9 @@
 #include "codegen/opencl_codegen.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -43,6 +45,31 @@ std::string cl_type(const std::string& t) {
 }
 
 int rank_of(const ArrayInfo& a) { return static_cast<int>(a.extents.size()); }
+
+// C99's float math functions ("expf") called by the statements of "scop": OpenCL C has
+// none of them, its builtins ("exp") are overloaded for float instead (PolyBench's
+// deriche calls expf and powf).
+std::set<std::string> float_math_calls(const Scop& scop) {
+  static const std::set<std::string> known = {
+      "sqrtf", "cbrtf", "expf",  "exp2f", "expm1f", "logf",  "log2f", "log10f", "log1pf",
+      "powf",  "sinf",  "cosf",  "tanf",  "asinf",  "acosf", "atanf", "atan2f", "sinhf",
+      "coshf", "tanhf", "erff",  "erfcf", "fabsf",  "floorf", "ceilf", "roundf", "truncf",
+      "fminf", "fmaxf", "fmodf", "hypotf", "copysignf", "fmaf"};
+  std::set<std::string> used;
+  std::function<void(const Expr*)> walk = [&](const Expr* e) {
+    if (!e) return;
+    if (e->kind == Expr::Kind::kCall && !e->kids.empty() && e->kids[0]->kind == Expr::Kind::kIdent &&
+        known.count(e->kids[0]->text)) {
+      used.insert(e->kids[0]->text);
+    }
+    for (const ExprPtr& k : e->kids) walk(k.get());
+  };
+  for (const Statement& st : scop.statements) {
+    walk(st.expr);
+    if (st.decl) walk(st.decl->init.get());
+  }
+  return used;
+}
 
 // True when a statement of "ph" writes "array".
 bool phase_writes(const Scop& scop, const Phase& ph, int array) {
@@ -257,6 +284,9 @@ std::string opencl_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int
       "static inline long bbmm_max(long a, long b) { return a > b ? a : b; }\n"
       "static inline long bbmm_floord(long n, long d) { long q = n / d; "
       "return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q; }\n";
+  for (const std::string& f : float_math_calls(scop)) {
+    src += "#define " + f + " " + f.substr(0, f.size() - 1) + "\n";
+  }
   src += kernel_source(scop, boxes, phase, sig, name);
   src += pieces_kernel_source(scop, boxes, phase, sig, name);
   os << "/* The OpenCL C source of phase " << phase << "'s kernels (built at run time). */\n";

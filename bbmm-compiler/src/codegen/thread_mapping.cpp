@@ -122,18 +122,18 @@ bool legal(const Scop& scop, const Phase& ph, const std::vector<std::vector<int>
     if (um->is_null()) continue;
     for (const isl::map& m : sorted_maps(*um)) {
       isl::map u = untag(m);
-      const int src_access = scop.access_index_of_tag(tagged_ref(m.domain().space()));
-      if (src_access >= 0 && scop.is_private(phase, scop.accesses[src_access].array)) {
-        isl_map* x = u.release();
-        for (int d = 0; d < agree; ++d) x = isl_map_equate(x, isl_dim_in, d, isl_dim_out, d);
-        u = isl::manage(x);
-      }
       const char* src = isl_map_get_tuple_name(u.get(), isl_dim_in);
       const char* dst = isl_map_get_tuple_name(u.get(), isl_dim_out);
       if (!src || !dst) continue;
       if (std::find(names.begin(), names.end(), src) == names.end() ||
           std::find(names.begin(), names.end(), dst) == names.end()) {
         continue;
+      }
+      const int src_access = scop.access_index_of_tag(tagged_ref(m.domain().space()));
+      if (src_access >= 0 && scop.is_private(phase, scop.accesses[src_access].array)) {
+        isl_map* x = u.release();
+        for (int d = 0; d < agree; ++d) x = isl_map_equate(x, isl_dim_in, d, isl_dim_out, d);
+        u = isl::manage(x);
       }
       deps = deps.unite(isl::union_map(u));
     }
