@@ -2,12 +2,14 @@
 /* Scalars written inside the scop that a phase keeps private (kernel locals, one copy per
    tile, work-item or thread): 'acc' accumulates over the inner loop k and is read after it
    in the same iteration of the parallel loop j (symm's temp2); 't' is declared in the scop;
-   'a = b = ...' is a chained assignment (two statements). No scalar goes to memory. */
+   'a = b = ...' is a chained assignment (two statements). The second loop nest reuses
+   'acc' at another depth (the CUDA thread mapping must ignore that nest's dependences on
+   it). No scalar goes to memory. The loop i is serial (C[k][j] is updated for every i). */
 /* ---- bbmmc: helpers of the generated code (bbmm/generated_support.h) ---- */
 #define BBMM_GEN_TARGET BBMM_BACKEND_OPENCL
 #include "bbmm/generated_support_opencl.h"
 
-/* ---- bbmmc: scop 0 of kernel (lines 7-17), target opencl ---- */
+/* ---- bbmmc: scop 0 of kernel (lines 9-25), target opencl ---- */
 
 /* What every phase of the scop needs: the runtime, the scop parameters, read-only
    scalars and the registered arrays. */
@@ -17,21 +19,23 @@ struct bbmm_s0_ctx {
   uint64_t capacity;  /* the smallest device memory (bbmm_device_memory) */
   int64_t n, m;
   double alpha;
-  bbmm_array *B, *A, *C;
+  bbmm_array *C, *B, *A;
 };
 
-/* Phase 0: statements S1 S2 S3 S4 S5 S6, parallel loop i; partition 0. */
+/* Phase 0: statements S1 S2 S3 S4 S5 S6 S7, parallel loop j inside serial loops i; partition 0. */
 /*   S1: acc = 0.0; */
-/*   S2: acc += B[k][j] * A[i][k]; */
-/*   S3: double t = alpha * acc; */
-/*   S4: b = t + B[i][j]; */
-/*   S5: a = b; */
-/*   S6: C[i][j] = a * b; */
+/*   S2: C[k][j] += alpha * B[i][j] * A[i][k]; */
+/*   S3: acc += B[k][j] * A[i][k]; */
+/*   S4: double t = alpha * acc; */
+/*   S5: b = t + B[i][j]; */
+/*   S6: a = b; */
+/*   S7: C[i][j] = a * b; */
 struct bbmm_s0_p0_args {
   int64_t n, m;  /* scop parameters */
+  int64_t i;  /* serial iterators */
   int64_t bbmm_lo, bbmm_hi;  /* tile */
   double alpha;  /* read-only scalar */
-  /* per array (B, A, C): the number of pieces and the byte offset of the pieces after this struct */
+  /* per array (C, B, A): the number of pieces and the byte offset of the pieces after this struct */
   int64_t npieces[3], offset[3];
 };
 
@@ -43,43 +47,58 @@ static bbmm_cl_program bbmm_s0_p0_cl = {
     "static inline long bbmm_min(long a, long b) { return a < b ? a : b; }\n"
     "static inline long bbmm_max(long a, long b) { return a > b ? a : b; }\n"
     "static inline long bbmm_floord(long n, long d) { long q = n / d; return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q; }\n"
-    "__kernel void bbmm_s0_p0(long n, long m, long bbmm_lo, long bbmm_hi, double alpha, __global double* bbmm_B0, long bbmm_B0_o, long bbmm_B0_l0, long bbmm_B0_s0, long bbmm_B0_l1, __global double* bbmm_A0, long bbmm_A0_o, long bbmm_A0_l0, long bbmm_A0_s0, long bbmm_A0_l1, __global double* bbmm_C0, long bbmm_C0_o, long bbmm_C0_l0, long bbmm_C0_s0, long bbmm_C0_l1) {\n"
+    "__kernel void bbmm_s0_p0(long n, long m, long i, long bbmm_lo, long bbmm_hi, double alpha, __global double* bbmm_C0, long bbmm_C0_o, long bbmm_C0_l0, long bbmm_C0_s0, long bbmm_C0_l1, __global double* bbmm_B0, long bbmm_B0_o, long bbmm_B0_l0, long bbmm_B0_s0, long bbmm_B0_l1, __global double* bbmm_A0, long bbmm_A0_o, long bbmm_A0_l0, long bbmm_A0_s0, long bbmm_A0_l1) {\n"
     "  const long bbmm_x = bbmm_lo + (long)get_global_id(0);\n"
     "  double acc = 0;  /* private scalar */\n"
     "  double t = 0;  /* private scalar */\n"
     "  double b = 0;  /* private scalar */\n"
     "  double a = 0;  /* private scalar */\n"
-    "  if (bbmm_hi >= bbmm_x + 1 && n >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0)\n"
-    "    for (int64_t bbmm_k3 = 0; bbmm_k3 < m; bbmm_k3 += 1) {\n"
+    "  {\n"
+    "    if (n >= i + 1 && i >= 0 && bbmm_hi >= bbmm_x + 1 && m >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0)\n"
     "      {\n"
     "        /* S1: acc = 0.0; */\n"
     "        acc = 0.0;\n"
     "      }\n"
-    "      for (int64_t bbmm_k5 = 0; bbmm_k5 < bbmm_x; bbmm_k5 += 1)\n"
+    "    if (n >= i + 1 && bbmm_hi >= bbmm_x + 1 && m >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0) {\n"
+    "      for (int64_t bbmm_k3 = 0; bbmm_k3 < i; bbmm_k3 += 1) {\n"
     "        {\n"
-    "          /* S2: acc += B[k][j] * A[i][k]; */\n"
-    "          const long i = bbmm_x, j = bbmm_k3, k = bbmm_k5;\n"
+    "          /* S2: C[k][j] += alpha * B[i][j] * A[i][k]; */\n"
+    "          const long j = bbmm_x, k = bbmm_k3;\n"
+    "          (*(bbmm_C0 + (bbmm_C0_o + ((k) - bbmm_C0_l0) * bbmm_C0_s0 + ((j) - bbmm_C0_l1)))) += alpha * (*(bbmm_B0 + (bbmm_B0_o + ((i) - bbmm_B0_l0) * bbmm_B0_s0 + ((j) - bbmm_B0_l1)))) * (*(bbmm_A0 + (bbmm_A0_o + ((i) - bbmm_A0_l0) * bbmm_A0_s0 + ((k) - bbmm_A0_l1))));\n"
+    "        }\n"
+    "        {\n"
+    "          /* S3: acc += B[k][j] * A[i][k]; */\n"
+    "          const long j = bbmm_x, k = bbmm_k3;\n"
     "          acc += (*(bbmm_B0 + (bbmm_B0_o + ((k) - bbmm_B0_l0) * bbmm_B0_s0 + ((j) - bbmm_B0_l1)))) * (*(bbmm_A0 + (bbmm_A0_o + ((i) - bbmm_A0_l0) * bbmm_A0_s0 + ((k) - bbmm_A0_l1))));\n"
     "        }\n"
-    "      {\n"
-    "        /* S3: double t = alpha * acc; */\n"
-    "        t = alpha * acc;\n"
     "      }\n"
-    "      {\n"
-    "        /* S4: b = t + B[i][j]; */\n"
-    "        const long i = bbmm_x, j = bbmm_k3;\n"
-    "        b = t + (*(bbmm_B0 + (bbmm_B0_o + ((i) - bbmm_B0_l0) * bbmm_B0_s0 + ((j) - bbmm_B0_l1))));\n"
-    "      }\n"
-    "      {\n"
-    "        /* S5: a = b; */\n"
-    "        a = b;\n"
-    "      }\n"
-    "      {\n"
-    "        /* S6: C[i][j] = a * b; */\n"
-    "        const long i = bbmm_x, j = bbmm_k3;\n"
-    "        (*(bbmm_C0 + (bbmm_C0_o + ((i) - bbmm_C0_l0) * bbmm_C0_s0 + ((j) - bbmm_C0_l1)))) = a * b;\n"
+    "      if (i >= 0) {\n"
+    "        {\n"
+    "          /* S4: double t = alpha * acc; */\n"
+    "          t = alpha * acc;\n"
+    "        }\n"
+    "        {\n"
+    "          /* S5: b = t + B[i][j]; */\n"
+    "          const long j = bbmm_x;\n"
+    "          b = t + (*(bbmm_B0 + (bbmm_B0_o + ((i) - bbmm_B0_l0) * bbmm_B0_s0 + ((j) - bbmm_B0_l1))));\n"
+    "        }\n"
+    "        {\n"
+    "          /* S6: a = b; */\n"
+    "          a = b;\n"
+    "        }\n"
+    "        {\n"
+    "          /* S7: C[i][j] = a * b; */\n"
+    "          const long j = bbmm_x;\n"
+    "          (*(bbmm_C0 + (bbmm_C0_o + ((i) - bbmm_C0_l0) * bbmm_C0_s0 + ((j) - bbmm_C0_l1)))) = a * b;\n"
+    "        }\n"
     "      }\n"
     "    }\n"
+    "  }\n"
+    "}\n"
+    "static __global double* bbmm_s0_p0_C_at(__global const long* t, long n, __global double* const* b, long x0, long x1) {\n"
+    "  for (long k = 0; k < n; ++k, t += 7)\n"
+    "    if (x0 >= t[2] && x0 < t[4] && x1 >= t[3] && x1 < t[5]) return b[t[0]] + (t[1] + x0 * t[6] + x1);\n"
+    "  return b[0];  /* not reached: the pieces cover every access */\n"
     "}\n"
     "static __global double* bbmm_s0_p0_B_at(__global const long* t, long n, __global double* const* b, long x0, long x1) {\n"
     "  for (long k = 0; k < n; ++k, t += 7)\n"
@@ -91,96 +110,120 @@ static bbmm_cl_program bbmm_s0_p0_cl = {
     "    if (x0 >= t[2] && x0 < t[4] && x1 >= t[3] && x1 < t[5]) return b[t[0]] + (t[1] + x0 * t[6] + x1);\n"
     "  return b[0];  /* not reached: the pieces cover every access */\n"
     "}\n"
-    "static __global double* bbmm_s0_p0_C_at(__global const long* t, long n, __global double* const* b, long x0, long x1) {\n"
-    "  for (long k = 0; k < n; ++k, t += 7)\n"
-    "    if (x0 >= t[2] && x0 < t[4] && x1 >= t[3] && x1 < t[5]) return b[t[0]] + (t[1] + x0 * t[6] + x1);\n"
-    "  return b[0];  /* not reached: the pieces cover every access */\n"
-    "}\n"
-    "__kernel void bbmm_s0_p0_pieces(long n, long m, long bbmm_lo, long bbmm_hi, double alpha, __global const long* bbmm_tab, __global double* bbmm_B_b0, __global double* bbmm_B_b1, __global double* bbmm_B_b2, __global double* bbmm_B_b3, __global double* bbmm_B_b4, __global double* bbmm_B_b5, __global double* bbmm_B_b6, __global double* bbmm_B_b7, long bbmm_B_t, long bbmm_B_n, __global double* bbmm_A_b0, __global double* bbmm_A_b1, __global double* bbmm_A_b2, __global double* bbmm_A_b3, __global double* bbmm_A_b4, __global double* bbmm_A_b5, __global double* bbmm_A_b6, __global double* bbmm_A_b7, long bbmm_A_t, long bbmm_A_n, __global double* bbmm_C_b0, __global double* bbmm_C_b1, __global double* bbmm_C_b2, __global double* bbmm_C_b3, __global double* bbmm_C_b4, __global double* bbmm_C_b5, __global double* bbmm_C_b6, __global double* bbmm_C_b7, long bbmm_C_t, long bbmm_C_n) {\n"
+    "__kernel void bbmm_s0_p0_pieces(long n, long m, long i, long bbmm_lo, long bbmm_hi, double alpha, __global const long* bbmm_tab, __global double* bbmm_C_b0, __global double* bbmm_C_b1, __global double* bbmm_C_b2, __global double* bbmm_C_b3, __global double* bbmm_C_b4, __global double* bbmm_C_b5, __global double* bbmm_C_b6, __global double* bbmm_C_b7, long bbmm_C_t, long bbmm_C_n, __global double* bbmm_B_b0, __global double* bbmm_B_b1, __global double* bbmm_B_b2, __global double* bbmm_B_b3, __global double* bbmm_B_b4, __global double* bbmm_B_b5, __global double* bbmm_B_b6, __global double* bbmm_B_b7, long bbmm_B_t, long bbmm_B_n, __global double* bbmm_A_b0, __global double* bbmm_A_b1, __global double* bbmm_A_b2, __global double* bbmm_A_b3, __global double* bbmm_A_b4, __global double* bbmm_A_b5, __global double* bbmm_A_b6, __global double* bbmm_A_b7, long bbmm_A_t, long bbmm_A_n) {\n"
+    "  __global double* const bbmm_C_b[8] = {bbmm_C_b0, bbmm_C_b1, bbmm_C_b2, bbmm_C_b3, bbmm_C_b4, bbmm_C_b5, bbmm_C_b6, bbmm_C_b7};\n"
     "  __global double* const bbmm_B_b[8] = {bbmm_B_b0, bbmm_B_b1, bbmm_B_b2, bbmm_B_b3, bbmm_B_b4, bbmm_B_b5, bbmm_B_b6, bbmm_B_b7};\n"
     "  __global double* const bbmm_A_b[8] = {bbmm_A_b0, bbmm_A_b1, bbmm_A_b2, bbmm_A_b3, bbmm_A_b4, bbmm_A_b5, bbmm_A_b6, bbmm_A_b7};\n"
-    "  __global double* const bbmm_C_b[8] = {bbmm_C_b0, bbmm_C_b1, bbmm_C_b2, bbmm_C_b3, bbmm_C_b4, bbmm_C_b5, bbmm_C_b6, bbmm_C_b7};\n"
     "  const long bbmm_x = bbmm_lo + (long)get_global_id(0);\n"
     "  double acc = 0;  /* private scalar */\n"
     "  double t = 0;  /* private scalar */\n"
     "  double b = 0;  /* private scalar */\n"
     "  double a = 0;  /* private scalar */\n"
-    "  /* B[k][j] */\n"
-    "  __global double* const bbmm_ref3_d = bbmm_B_b[bbmm_tab[1]];\n"
-    "  const long bbmm_ref3_o = bbmm_tab[2], bbmm_ref3_s0 = bbmm_tab[3];\n"
-    "  /* A[i][k] */\n"
-    "  __global double* const bbmm_ref4_d = bbmm_A_b[bbmm_tab[4]];\n"
-    "  const long bbmm_ref4_o = bbmm_tab[5], bbmm_ref4_s0 = bbmm_tab[6];\n"
+    "  /* C[k][j] */\n"
+    "  __global double* const bbmm_ref1_d = bbmm_C_b[bbmm_tab[1]];\n"
+    "  const long bbmm_ref1_o = bbmm_tab[2], bbmm_ref1_s0 = bbmm_tab[3];\n"
     "  /* B[i][j] */\n"
-    "  __global double* const bbmm_ref10_d = bbmm_B_b[bbmm_tab[7]];\n"
-    "  const long bbmm_ref10_o = bbmm_tab[8], bbmm_ref10_s0 = bbmm_tab[9];\n"
+    "  __global double* const bbmm_ref4_d = bbmm_B_b[bbmm_tab[4]];\n"
+    "  const long bbmm_ref4_o = bbmm_tab[5], bbmm_ref4_s0 = bbmm_tab[6];\n"
+    "  /* A[i][k] */\n"
+    "  __global double* const bbmm_ref5_d = bbmm_A_b[bbmm_tab[7]];\n"
+    "  const long bbmm_ref5_o = bbmm_tab[8], bbmm_ref5_s0 = bbmm_tab[9];\n"
+    "  /* B[k][j] */\n"
+    "  __global double* const bbmm_ref8_d = bbmm_B_b[bbmm_tab[10]];\n"
+    "  const long bbmm_ref8_o = bbmm_tab[11], bbmm_ref8_s0 = bbmm_tab[12];\n"
+    "  /* A[i][k] */\n"
+    "  __global double* const bbmm_ref9_d = bbmm_A_b[bbmm_tab[13]];\n"
+    "  const long bbmm_ref9_o = bbmm_tab[14], bbmm_ref9_s0 = bbmm_tab[15];\n"
+    "  /* B[i][j] */\n"
+    "  __global double* const bbmm_ref15_d = bbmm_B_b[bbmm_tab[16]];\n"
+    "  const long bbmm_ref15_o = bbmm_tab[17], bbmm_ref15_s0 = bbmm_tab[18];\n"
     "  /* C[i][j] */\n"
-    "  __global double* const bbmm_ref13_d = bbmm_C_b[bbmm_tab[10]];\n"
-    "  const long bbmm_ref13_o = bbmm_tab[11], bbmm_ref13_s0 = bbmm_tab[12];\n"
+    "  __global double* const bbmm_ref18_d = bbmm_C_b[bbmm_tab[19]];\n"
+    "  const long bbmm_ref18_o = bbmm_tab[20], bbmm_ref18_s0 = bbmm_tab[21];\n"
     "  if (bbmm_tab[0]) {\n"
-    "    if (bbmm_hi >= bbmm_x + 1 && n >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0)\n"
-    "      for (int64_t bbmm_k3 = 0; bbmm_k3 < m; bbmm_k3 += 1) {\n"
+    "    {\n"
+    "      if (n >= i + 1 && i >= 0 && bbmm_hi >= bbmm_x + 1 && m >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0)\n"
     "        {\n"
     "          /* S1: acc = 0.0; */\n"
     "          acc = 0.0;\n"
     "        }\n"
-    "        for (int64_t bbmm_k5 = 0; bbmm_k5 < bbmm_x; bbmm_k5 += 1)\n"
+    "      if (n >= i + 1 && bbmm_hi >= bbmm_x + 1 && m >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0) {\n"
+    "        for (int64_t bbmm_k3 = 0; bbmm_k3 < i; bbmm_k3 += 1) {\n"
     "          {\n"
-    "            /* S2: acc += B[k][j] * A[i][k]; */\n"
-    "            const long i = bbmm_x, j = bbmm_k3, k = bbmm_k5;\n"
-    "            acc += bbmm_ref3_d[bbmm_ref3_o + (k) * bbmm_ref3_s0 + (j)] * bbmm_ref4_d[bbmm_ref4_o + (i) * bbmm_ref4_s0 + (k)];\n"
+    "            /* S2: C[k][j] += alpha * B[i][j] * A[i][k]; */\n"
+    "            const long j = bbmm_x, k = bbmm_k3;\n"
+    "            bbmm_ref1_d[bbmm_ref1_o + (k) * bbmm_ref1_s0 + (j)] += alpha * bbmm_ref4_d[bbmm_ref4_o + (i) * bbmm_ref4_s0 + (j)] * bbmm_ref5_d[bbmm_ref5_o + (i) * bbmm_ref5_s0 + (k)];\n"
     "          }\n"
-    "        {\n"
-    "          /* S3: double t = alpha * acc; */\n"
-    "          t = alpha * acc;\n"
+    "          {\n"
+    "            /* S3: acc += B[k][j] * A[i][k]; */\n"
+    "            const long j = bbmm_x, k = bbmm_k3;\n"
+    "            acc += bbmm_ref8_d[bbmm_ref8_o + (k) * bbmm_ref8_s0 + (j)] * bbmm_ref9_d[bbmm_ref9_o + (i) * bbmm_ref9_s0 + (k)];\n"
+    "          }\n"
     "        }\n"
-    "        {\n"
-    "          /* S4: b = t + B[i][j]; */\n"
-    "          const long i = bbmm_x, j = bbmm_k3;\n"
-    "          b = t + bbmm_ref10_d[bbmm_ref10_o + (i) * bbmm_ref10_s0 + (j)];\n"
-    "        }\n"
-    "        {\n"
-    "          /* S5: a = b; */\n"
-    "          a = b;\n"
-    "        }\n"
-    "        {\n"
-    "          /* S6: C[i][j] = a * b; */\n"
-    "          const long i = bbmm_x, j = bbmm_k3;\n"
-    "          bbmm_ref13_d[bbmm_ref13_o + (i) * bbmm_ref13_s0 + (j)] = a * b;\n"
+    "        if (i >= 0) {\n"
+    "          {\n"
+    "            /* S4: double t = alpha * acc; */\n"
+    "            t = alpha * acc;\n"
+    "          }\n"
+    "          {\n"
+    "            /* S5: b = t + B[i][j]; */\n"
+    "            const long j = bbmm_x;\n"
+    "            b = t + bbmm_ref15_d[bbmm_ref15_o + (i) * bbmm_ref15_s0 + (j)];\n"
+    "          }\n"
+    "          {\n"
+    "            /* S6: a = b; */\n"
+    "            a = b;\n"
+    "          }\n"
+    "          {\n"
+    "            /* S7: C[i][j] = a * b; */\n"
+    "            const long j = bbmm_x;\n"
+    "            bbmm_ref18_d[bbmm_ref18_o + (i) * bbmm_ref18_s0 + (j)] = a * b;\n"
+    "          }\n"
     "        }\n"
     "      }\n"
+    "    }\n"
     "  } else {\n"
-    "    if (bbmm_hi >= bbmm_x + 1 && n >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0)\n"
-    "      for (int64_t bbmm_k3 = 0; bbmm_k3 < m; bbmm_k3 += 1) {\n"
+    "    {\n"
+    "      if (n >= i + 1 && i >= 0 && bbmm_hi >= bbmm_x + 1 && m >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0)\n"
     "        {\n"
     "          /* S1: acc = 0.0; */\n"
     "          acc = 0.0;\n"
     "        }\n"
-    "        for (int64_t bbmm_k5 = 0; bbmm_k5 < bbmm_x; bbmm_k5 += 1)\n"
+    "      if (n >= i + 1 && bbmm_hi >= bbmm_x + 1 && m >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0) {\n"
+    "        for (int64_t bbmm_k3 = 0; bbmm_k3 < i; bbmm_k3 += 1) {\n"
     "          {\n"
-    "            /* S2: acc += B[k][j] * A[i][k]; */\n"
-    "            const long i = bbmm_x, j = bbmm_k3, k = bbmm_k5;\n"
+    "            /* S2: C[k][j] += alpha * B[i][j] * A[i][k]; */\n"
+    "            const long j = bbmm_x, k = bbmm_k3;\n"
+    "            (*bbmm_s0_p0_C_at(bbmm_tab + bbmm_C_t, bbmm_C_n, bbmm_C_b, k, j)) += alpha * (*bbmm_s0_p0_B_at(bbmm_tab + bbmm_B_t, bbmm_B_n, bbmm_B_b, i, j)) * (*bbmm_s0_p0_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, i, k));\n"
+    "          }\n"
+    "          {\n"
+    "            /* S3: acc += B[k][j] * A[i][k]; */\n"
+    "            const long j = bbmm_x, k = bbmm_k3;\n"
     "            acc += (*bbmm_s0_p0_B_at(bbmm_tab + bbmm_B_t, bbmm_B_n, bbmm_B_b, k, j)) * (*bbmm_s0_p0_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, i, k));\n"
     "          }\n"
-    "        {\n"
-    "          /* S3: double t = alpha * acc; */\n"
-    "          t = alpha * acc;\n"
     "        }\n"
-    "        {\n"
-    "          /* S4: b = t + B[i][j]; */\n"
-    "          const long i = bbmm_x, j = bbmm_k3;\n"
-    "          b = t + (*bbmm_s0_p0_B_at(bbmm_tab + bbmm_B_t, bbmm_B_n, bbmm_B_b, i, j));\n"
-    "        }\n"
-    "        {\n"
-    "          /* S5: a = b; */\n"
-    "          a = b;\n"
-    "        }\n"
-    "        {\n"
-    "          /* S6: C[i][j] = a * b; */\n"
-    "          const long i = bbmm_x, j = bbmm_k3;\n"
-    "          (*bbmm_s0_p0_C_at(bbmm_tab + bbmm_C_t, bbmm_C_n, bbmm_C_b, i, j)) = a * b;\n"
+    "        if (i >= 0) {\n"
+    "          {\n"
+    "            /* S4: double t = alpha * acc; */\n"
+    "            t = alpha * acc;\n"
+    "          }\n"
+    "          {\n"
+    "            /* S5: b = t + B[i][j]; */\n"
+    "            const long j = bbmm_x;\n"
+    "            b = t + (*bbmm_s0_p0_B_at(bbmm_tab + bbmm_B_t, bbmm_B_n, bbmm_B_b, i, j));\n"
+    "          }\n"
+    "          {\n"
+    "            /* S6: a = b; */\n"
+    "            a = b;\n"
+    "          }\n"
+    "          {\n"
+    "            /* S7: C[i][j] = a * b; */\n"
+    "            const long j = bbmm_x;\n"
+    "            (*bbmm_s0_p0_C_at(bbmm_tab + bbmm_C_t, bbmm_C_n, bbmm_C_b, i, j)) = a * b;\n"
+    "          }\n"
     "        }\n"
     "      }\n"
+    "    }\n"
     "  }\n"
     "}\n"
     , NULL, NULL, {NULL, NULL}};
@@ -192,6 +235,7 @@ static void bbmm_s0_p0_launch(const bbmm_launch_info* bbmm_info, void* bbmm_argp
   cl_uint bbmm_i = 0;
   { cl_long bbmm_v = bbmm_a->n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->m; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->i; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_a->alpha, &bbmm_a->alpha);
@@ -212,62 +256,88 @@ static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
   cl_context bbmm_ctx = bbmm_s0_p0_cl.context;
   const int64_t n = bbmm_a->n;
   const int64_t m = bbmm_a->m;
+  const int64_t i = bbmm_a->i;
   const int64_t bbmm_lo = bbmm_a->bbmm_lo;
   const int64_t bbmm_hi = bbmm_a->bbmm_hi;
   (void)n;
   (void)m;
+  (void)i;
   (void)bbmm_lo;
   (void)bbmm_hi;
-  size_t bbmm_size = 13;  /* bbmm_direct, the references' records */
-  const bbmm_piece* const bbmm_B_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
-  const int bbmm_B_n = (int)bbmm_a->npieces[0];
-  const size_t bbmm_B_t = bbmm_size;
-  bbmm_size += (size_t)bbmm_B_n * 7;
-  const bbmm_piece* const bbmm_A_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
-  const int bbmm_A_n = (int)bbmm_a->npieces[1];
-  const size_t bbmm_A_t = bbmm_size;
-  bbmm_size += (size_t)bbmm_A_n * 7;
-  const bbmm_piece* const bbmm_C_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[2]);
-  const int bbmm_C_n = (int)bbmm_a->npieces[2];
+  size_t bbmm_size = 22;  /* bbmm_direct, the references' records */
+  const bbmm_piece* const bbmm_C_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  const int bbmm_C_n = (int)bbmm_a->npieces[0];
   const size_t bbmm_C_t = bbmm_size;
   bbmm_size += (size_t)bbmm_C_n * 7;
+  const bbmm_piece* const bbmm_B_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
+  const int bbmm_B_n = (int)bbmm_a->npieces[1];
+  const size_t bbmm_B_t = bbmm_size;
+  bbmm_size += (size_t)bbmm_B_n * 7;
+  const bbmm_piece* const bbmm_A_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[2]);
+  const int bbmm_A_n = (int)bbmm_a->npieces[2];
+  const size_t bbmm_A_t = bbmm_size;
+  bbmm_size += (size_t)bbmm_A_n * 7;
   cl_long* bbmm_tab = (cl_long*)bbmm_gen_calloc(bbmm_size * sizeof(cl_long));
+  bbmm_cl_array bbmm_C_a;
+  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_C_p, bbmm_C_n, 2, sizeof(double), 8, bbmm_tab + bbmm_C_t, &bbmm_C_a);
   bbmm_cl_array bbmm_B_a;
   bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_B_p, bbmm_B_n, 2, sizeof(double), 8, bbmm_tab + bbmm_B_t, &bbmm_B_a);
   bbmm_cl_array bbmm_A_a;
   bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_A_p, bbmm_A_n, 2, sizeof(double), 8, bbmm_tab + bbmm_A_t, &bbmm_A_a);
-  bbmm_cl_array bbmm_C_a;
-  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_C_p, bbmm_C_n, 2, sizeof(double), 8, bbmm_tab + bbmm_C_t, &bbmm_C_a);
   int bbmm_direct = !bbmm_gen_per_element;
-  /* B[k][j] */
-  if (bbmm_hi >= 2) {
-    const int64_t bbmm_rlo[2] = {0, 0};
-    const int64_t bbmm_rhi[2] = {bbmm_hi - 1, m};
-    if (!bbmm_cl_ref(bbmm_B_p, bbmm_B_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_B_t, bbmm_tab + 1)) bbmm_direct = 0;
+  /* C[k][j] */
+  if (i >= 1) {
+    const int64_t bbmm_rlo[2] = {0, bbmm_lo};
+    const int64_t bbmm_rhi[2] = {i, bbmm_hi};
+    if (!bbmm_cl_ref(bbmm_C_p, bbmm_C_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_C_t, bbmm_tab + 1)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* B[i][j] */
+  if (i >= 1) {
+    const int64_t bbmm_rlo[2] = {i, bbmm_lo};
+    const int64_t bbmm_rhi[2] = {i + 1, bbmm_hi};
+    if (!bbmm_cl_ref(bbmm_B_p, bbmm_B_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_B_t, bbmm_tab + 4)) bbmm_direct = 0;
   } else {
     bbmm_direct = 0;
   }
   /* A[i][k] */
-  if (bbmm_hi >= 2) {
-    const int64_t bbmm_rlo[2] = {bbmm_lo == 0 ? 1 : bbmm_lo, 0};
-    const int64_t bbmm_rhi[2] = {bbmm_hi, bbmm_hi - 1};
-    if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 4)) bbmm_direct = 0;
+  if (i >= 1) {
+    const int64_t bbmm_rlo[2] = {i, 0};
+    const int64_t bbmm_rhi[2] = {i + 1, i};
+    if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 7)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* B[k][j] */
+  if (i >= 1) {
+    const int64_t bbmm_rlo[2] = {0, bbmm_lo};
+    const int64_t bbmm_rhi[2] = {i, bbmm_hi};
+    if (!bbmm_cl_ref(bbmm_B_p, bbmm_B_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_B_t, bbmm_tab + 10)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* A[i][k] */
+  if (i >= 1) {
+    const int64_t bbmm_rlo[2] = {i, 0};
+    const int64_t bbmm_rhi[2] = {i + 1, i};
+    if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 13)) bbmm_direct = 0;
   } else {
     bbmm_direct = 0;
   }
   /* B[i][j] */
   if (1) {
-    const int64_t bbmm_rlo[2] = {bbmm_lo, 0};
-    const int64_t bbmm_rhi[2] = {bbmm_hi, m};
-    if (!bbmm_cl_ref(bbmm_B_p, bbmm_B_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_B_t, bbmm_tab + 7)) bbmm_direct = 0;
+    const int64_t bbmm_rlo[2] = {i, bbmm_lo};
+    const int64_t bbmm_rhi[2] = {i + 1, bbmm_hi};
+    if (!bbmm_cl_ref(bbmm_B_p, bbmm_B_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_B_t, bbmm_tab + 16)) bbmm_direct = 0;
   } else {
     bbmm_direct = 0;
   }
   /* C[i][j] */
   if (1) {
-    const int64_t bbmm_rlo[2] = {bbmm_lo, 0};
-    const int64_t bbmm_rhi[2] = {bbmm_hi, m};
-    if (!bbmm_cl_ref(bbmm_C_p, bbmm_C_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_C_t, bbmm_tab + 10)) bbmm_direct = 0;
+    const int64_t bbmm_rlo[2] = {i, bbmm_lo};
+    const int64_t bbmm_rhi[2] = {i + 1, bbmm_hi};
+    if (!bbmm_cl_ref(bbmm_C_p, bbmm_C_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_C_t, bbmm_tab + 19)) bbmm_direct = 0;
   } else {
     bbmm_direct = 0;
   }
@@ -276,10 +346,15 @@ static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
   cl_uint bbmm_i = 0;
   { cl_long bbmm_v = bbmm_a->n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->m; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->i; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_a->alpha, &bbmm_a->alpha);
   bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_tabm, &bbmm_tabm);
+  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
+    bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_C_a.slot[bbmm_j]);
+  { cl_long bbmm_v = (cl_long)bbmm_C_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_C_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
     bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_B_a.slot[bbmm_j]);
   { cl_long bbmm_v = (cl_long)bbmm_B_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
@@ -288,74 +363,91 @@ static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
     bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_A_a.slot[bbmm_j]);
   { cl_long bbmm_v = (cl_long)bbmm_A_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_A_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
-    bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_C_a.slot[bbmm_j]);
-  { cl_long bbmm_v = (cl_long)bbmm_C_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  { cl_long bbmm_v = bbmm_C_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
+  bbmm_cl_pieces_out(bbmm_q, bbmm_C_p, bbmm_C_n, 2, sizeof(double), bbmm_tab + bbmm_C_t, &bbmm_C_a, 1);
   bbmm_cl_pieces_out(bbmm_q, bbmm_B_p, bbmm_B_n, 2, sizeof(double), bbmm_tab + bbmm_B_t, &bbmm_B_a, 0);
   bbmm_cl_pieces_out(bbmm_q, bbmm_A_p, bbmm_A_n, 2, sizeof(double), bbmm_tab + bbmm_A_t, &bbmm_A_a, 0);
-  bbmm_cl_pieces_out(bbmm_q, bbmm_C_p, bbmm_C_n, 2, sizeof(double), bbmm_tab + bbmm_C_t, &bbmm_C_a, 1);
   clReleaseMemObject(bbmm_tabm);  /* freed once the kernel has run */
   free(bbmm_tab);
 }
 
 /* Phase 0: the bytes of the boxes a tile requires. */
-static uint64_t bbmm_s0_p0_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, int64_t bbmm_hi) {
+static uint64_t bbmm_s0_p0_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t i, int64_t bbmm_lo, int64_t bbmm_hi) {
   const int64_t n = bbmm_x->n;
   (void)n;
   const int64_t m = bbmm_x->m;
   (void)m;
+  (void)i;
   (void)bbmm_lo;
   (void)bbmm_hi;
   uint64_t bbmm_bytes = 0;
   uint64_t* const bbmm_t = &bbmm_bytes;
   {
-    const int64_t bbmm_blo[2] = {0, 0};
-    const int64_t bbmm_bhi[2] = {bbmm_hi, m};
-    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
-  }
-  if (bbmm_hi >= 2) {
-    const int64_t bbmm_blo[2] = {bbmm_lo == 0 ? 1 : bbmm_lo, 0};
-    const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_hi - 1};
+    const int64_t bbmm_blo[2] = {0, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {i + 1, bbmm_hi};
     bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
   }
   {
-    const int64_t bbmm_blo[2] = {bbmm_lo, 0};
-    const int64_t bbmm_bhi[2] = {bbmm_hi, m};
+    const int64_t bbmm_blo[2] = {0, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {i + 1, bbmm_hi};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  if (i >= 1) {
+    const int64_t bbmm_blo[2] = {i, 0};
+    const int64_t bbmm_bhi[2] = {i + 1, i};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  return bbmm_bytes;
+}
+
+/* Phase 0: the bytes of a tile's flow-out boxes (rows not counted). */
+static uint64_t bbmm_s0_p0_flow_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t i, int64_t bbmm_lo, int64_t bbmm_hi) {
+  const int64_t n = bbmm_x->n;
+  (void)n;
+  const int64_t m = bbmm_x->m;
+  (void)m;
+  (void)i;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
+  uint64_t bbmm_bytes = 0;
+  uint64_t* const bbmm_t = &bbmm_bytes;
+  if (bbmm_lo == 0 && i + 1 == n) {
+    const int64_t bbmm_blo[2] = {0, 0};
+    const int64_t bbmm_bhi[2] = {n, 1};
     bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
   }
   return bbmm_bytes;
 }
 
 /* One tile of phase 0 on device "bbmm_dev": require, acquire, launch, flow out, release. */
-static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, int64_t bbmm_hi, int bbmm_dev) {
+static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t i, int64_t bbmm_lo, int64_t bbmm_hi, int bbmm_dev) {
   const int64_t n = bbmm_x->n;
   (void)n;
   const int64_t m = bbmm_x->m;
   (void)m;
+  (void)i;
   (void)bbmm_lo;
   (void)bbmm_hi;
   bbmm_tile* bbmm_t;
   int bbmm_required[3] = {0};
   bbmm_gen_check(bbmm_tile_begin(bbmm_x->rt, bbmm_dev, &bbmm_t), "bbmm_tile_begin");
+  /* C: read, written (exact boxes); convex hull */
+  {
+    const int64_t bbmm_blo[2] = {0, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {i + 1, bbmm_hi};
+    bbmm_gen_require(bbmm_t, bbmm_x->C, 2, bbmm_blo, bbmm_bhi, BBMM_READ_WRITE, &bbmm_required[0]);
+  }
   /* B: read; convex hull */
   {
-    const int64_t bbmm_blo[2] = {0, 0};
-    const int64_t bbmm_bhi[2] = {bbmm_hi, m};
-    bbmm_gen_require(bbmm_t, bbmm_x->B, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[0]);
+    const int64_t bbmm_blo[2] = {0, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {i + 1, bbmm_hi};
+    bbmm_gen_require(bbmm_t, bbmm_x->B, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[1]);
   }
   /* A: read; convex hull */
-  if (bbmm_hi >= 2) {
-    const int64_t bbmm_blo[2] = {bbmm_lo == 0 ? 1 : bbmm_lo, 0};
-    const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_hi - 1};
-    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[1]);
-  }
-  /* C: written (exact boxes); convex hull */
-  {
-    const int64_t bbmm_blo[2] = {bbmm_lo, 0};
-    const int64_t bbmm_bhi[2] = {bbmm_hi, m};
-    bbmm_gen_require(bbmm_t, bbmm_x->C, 2, bbmm_blo, bbmm_bhi, BBMM_WRITE, &bbmm_required[2]);
+  if (i >= 1) {
+    const int64_t bbmm_blo[2] = {i, 0};
+    const int64_t bbmm_bhi[2] = {i + 1, i};
+    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[2]);
   }
   bbmm_gen_check(bbmm_tile_acquire(bbmm_t), "bbmm_tile_acquire");
   {
@@ -363,9 +455,9 @@ static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, i
     size_t bbmm_size = sizeof(struct bbmm_s0_p0_args);
     int bbmm_single = 1;
     memset(bbmm_v, 0, sizeof bbmm_v);
-    if (bbmm_required[0]) bbmm_gen_check(bbmm_tile_view(bbmm_t, bbmm_x->B, &bbmm_v[0]), "bbmm_tile_view");
-    if (bbmm_required[1]) bbmm_gen_check(bbmm_tile_view(bbmm_t, bbmm_x->A, &bbmm_v[1]), "bbmm_tile_view");
-    if (bbmm_required[2]) bbmm_gen_check(bbmm_tile_view(bbmm_t, bbmm_x->C, &bbmm_v[2]), "bbmm_tile_view");
+    if (bbmm_required[0]) bbmm_gen_check(bbmm_tile_view(bbmm_t, bbmm_x->C, &bbmm_v[0]), "bbmm_tile_view");
+    if (bbmm_required[1]) bbmm_gen_check(bbmm_tile_view(bbmm_t, bbmm_x->B, &bbmm_v[1]), "bbmm_tile_view");
+    if (bbmm_required[2]) bbmm_gen_check(bbmm_tile_view(bbmm_t, bbmm_x->A, &bbmm_v[2]), "bbmm_tile_view");
     for (int bbmm_k = 0; bbmm_k < 3; ++bbmm_k) {
       bbmm_size += (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece);
       if (bbmm_v[bbmm_k].npieces != 1) bbmm_single = 0;
@@ -373,6 +465,7 @@ static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, i
     struct bbmm_s0_p0_args* bbmm_a = (struct bbmm_s0_p0_args*)bbmm_gen_calloc(bbmm_size);
     bbmm_a->n = n;
     bbmm_a->m = m;
+    bbmm_a->i = i;
     bbmm_a->bbmm_lo = bbmm_lo;
     bbmm_a->bbmm_hi = bbmm_hi;
     bbmm_a->alpha = bbmm_x->alpha;
@@ -386,12 +479,290 @@ static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, i
     bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? bbmm_s0_p0_launch : bbmm_s0_p0_launch_pieces, bbmm_a, bbmm_size), "bbmm_tile_launch");
     free(bbmm_a);
   }
+  /* C: what other tiles read of what this tile wrote */
+  if (bbmm_lo == 0 && i + 1 == n) {
+    const int64_t bbmm_blo[2] = {0, 0};
+    const int64_t bbmm_bhi[2] = {n, 1};
+    bbmm_gen_flow_out(bbmm_t, bbmm_x->C, 2, bbmm_blo, bbmm_bhi);
+  }
   bbmm_gen_check(bbmm_tile_release(bbmm_t), "bbmm_tile_release");
 }
 
 /* Phase 0: splits the partitioned range into tiles (owner computes: every phase of
    partition 0 gives tile k to the same device). */
-static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
+static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t i) {
+  const int64_t n = bbmm_x->n;
+  (void)n;
+  const int64_t m = bbmm_x->m;
+  (void)m;
+  (void)i;
+  const int64_t bbmm_from0 = 0, bbmm_to0 = m;
+  if (bbmm_from0 >= bbmm_to0) return;
+  int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
+  if (bbmm_n > bbmm_to0 - bbmm_from0) bbmm_n = bbmm_to0 - bbmm_from0;
+  while (bbmm_x->capacity > 0) {
+    uint64_t bbmm_worst = 0;
+    for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
+      const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
+      const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+      if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p0_bytes(bbmm_x, i, bbmm_lo, bbmm_hi));
+    }
+    if (bbmm_worst <= bbmm_x->capacity / 2) break;
+    if (bbmm_n >= bbmm_to0 - bbmm_from0) {
+      bbmm_gen_tile_too_large("phase 0 of scop 0 in kernel", bbmm_worst, bbmm_x->capacity, 1);
+      break;
+    }
+    bbmm_n = bbmm_min(2 * bbmm_n, bbmm_to0 - bbmm_from0);
+  }
+  bbmm_gen_tile_rank* bbmm_rank = (bbmm_gen_tile_rank*)bbmm_gen_calloc((size_t)bbmm_n * sizeof(bbmm_gen_tile_rank));
+  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
+    const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
+    const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+    bbmm_rank[bbmm_k].k = bbmm_k;
+    const int64_t bbmm_dk = bbmm_k * bbmm_x->devices / bbmm_n;
+    const int bbmm_edge = (bbmm_k > 0 && (bbmm_k - 1) * bbmm_x->devices / bbmm_n != bbmm_dk) ||
+                          (bbmm_k + 1 < bbmm_n && (bbmm_k + 1) * bbmm_x->devices / bbmm_n != bbmm_dk);
+    bbmm_rank[bbmm_k].bytes = bbmm_edge && bbmm_lo < bbmm_hi ? bbmm_s0_p0_flow_bytes(bbmm_x, i, bbmm_lo, bbmm_hi) : 0;
+  }
+  bbmm_gen_order_tiles(bbmm_rank, bbmm_n);
+  for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {
+    const int64_t bbmm_k = bbmm_rank[bbmm_j].k;
+    const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
+    const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+    bbmm_s0_p0_tile(bbmm_x, i, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
+  }
+  free(bbmm_rank);
+}
+
+/* Phase 1: statements S8 S9, parallel loop i; partition 1. */
+/*   S8: acc = C[i][0]; */
+/*   S9: C[i][m - 1] = acc * 2.0; */
+struct bbmm_s0_p1_args {
+  int64_t n, m;  /* scop parameters */
+  int64_t bbmm_lo, bbmm_hi;  /* tile */
+  /* per array (C): the number of pieces and the byte offset of the pieces after this struct */
+  int64_t npieces[1], offset[1];
+};
+
+/* The OpenCL C source of phase 1's kernels (built at run time). */
+static bbmm_cl_program bbmm_s0_p1_cl = {
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    "#pragma OPENCL FP_CONTRACT OFF\n"
+    "typedef long int64_t;\n"
+    "static inline long bbmm_min(long a, long b) { return a < b ? a : b; }\n"
+    "static inline long bbmm_max(long a, long b) { return a > b ? a : b; }\n"
+    "static inline long bbmm_floord(long n, long d) { long q = n / d; return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q; }\n"
+    "__kernel void bbmm_s0_p1(long n, long m, long bbmm_lo, long bbmm_hi, __global double* bbmm_C0, long bbmm_C0_o, long bbmm_C0_l0, long bbmm_C0_s0, long bbmm_C0_l1) {\n"
+    "  const long bbmm_x = bbmm_lo + (long)get_global_id(0);\n"
+    "  double acc = 0;  /* private scalar */\n"
+    "  if (bbmm_hi >= bbmm_x + 1 && n >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0) {\n"
+    "    {\n"
+    "      /* S8: acc = C[i][0]; */\n"
+    "      const long i = bbmm_x;\n"
+    "      acc = (*(bbmm_C0 + (bbmm_C0_o + ((i) - bbmm_C0_l0) * bbmm_C0_s0 + ((0) - bbmm_C0_l1))));\n"
+    "    }\n"
+    "    {\n"
+    "      /* S9: C[i][m - 1] = acc * 2.0; */\n"
+    "      const long i = bbmm_x;\n"
+    "      (*(bbmm_C0 + (bbmm_C0_o + ((i) - bbmm_C0_l0) * bbmm_C0_s0 + ((m - 1) - bbmm_C0_l1)))) = acc * 2.0;\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+    "static __global double* bbmm_s0_p1_C_at(__global const long* t, long n, __global double* const* b, long x0, long x1) {\n"
+    "  for (long k = 0; k < n; ++k, t += 7)\n"
+    "    if (x0 >= t[2] && x0 < t[4] && x1 >= t[3] && x1 < t[5]) return b[t[0]] + (t[1] + x0 * t[6] + x1);\n"
+    "  return b[0];  /* not reached: the pieces cover every access */\n"
+    "}\n"
+    "__kernel void bbmm_s0_p1_pieces(long n, long m, long bbmm_lo, long bbmm_hi, __global const long* bbmm_tab, __global double* bbmm_C_b0, __global double* bbmm_C_b1, __global double* bbmm_C_b2, __global double* bbmm_C_b3, __global double* bbmm_C_b4, __global double* bbmm_C_b5, __global double* bbmm_C_b6, __global double* bbmm_C_b7, long bbmm_C_t, long bbmm_C_n) {\n"
+    "  __global double* const bbmm_C_b[8] = {bbmm_C_b0, bbmm_C_b1, bbmm_C_b2, bbmm_C_b3, bbmm_C_b4, bbmm_C_b5, bbmm_C_b6, bbmm_C_b7};\n"
+    "  const long bbmm_x = bbmm_lo + (long)get_global_id(0);\n"
+    "  double acc = 0;  /* private scalar */\n"
+    "  /* C[i][0] */\n"
+    "  __global double* const bbmm_ref22_d = bbmm_C_b[bbmm_tab[1]];\n"
+    "  const long bbmm_ref22_o = bbmm_tab[2], bbmm_ref22_s0 = bbmm_tab[3];\n"
+    "  /* C[i][m - 1] */\n"
+    "  __global double* const bbmm_ref23_d = bbmm_C_b[bbmm_tab[4]];\n"
+    "  const long bbmm_ref23_o = bbmm_tab[5], bbmm_ref23_s0 = bbmm_tab[6];\n"
+    "  if (bbmm_tab[0]) {\n"
+    "    if (bbmm_hi >= bbmm_x + 1 && n >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0) {\n"
+    "      {\n"
+    "        /* S8: acc = C[i][0]; */\n"
+    "        const long i = bbmm_x;\n"
+    "        acc = bbmm_ref22_d[bbmm_ref22_o + (i) * bbmm_ref22_s0 + (0)];\n"
+    "      }\n"
+    "      {\n"
+    "        /* S9: C[i][m - 1] = acc * 2.0; */\n"
+    "        const long i = bbmm_x;\n"
+    "        bbmm_ref23_d[bbmm_ref23_o + (i) * bbmm_ref23_s0 + (m - 1)] = acc * 2.0;\n"
+    "      }\n"
+    "    }\n"
+    "  } else {\n"
+    "    if (bbmm_hi >= bbmm_x + 1 && n >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0) {\n"
+    "      {\n"
+    "        /* S8: acc = C[i][0]; */\n"
+    "        const long i = bbmm_x;\n"
+    "        acc = (*bbmm_s0_p1_C_at(bbmm_tab + bbmm_C_t, bbmm_C_n, bbmm_C_b, i, 0));\n"
+    "      }\n"
+    "      {\n"
+    "        /* S9: C[i][m - 1] = acc * 2.0; */\n"
+    "        const long i = bbmm_x;\n"
+    "        (*bbmm_s0_p1_C_at(bbmm_tab + bbmm_C_t, bbmm_C_n, bbmm_C_b, i, m - 1)) = acc * 2.0;\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+    , NULL, NULL, {NULL, NULL}};
+
+static void bbmm_s0_p1_launch(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p1_args* bbmm_a = (const struct bbmm_s0_p1_args*)bbmm_argp;
+  cl_command_queue bbmm_q = (cl_command_queue)bbmm_info->queue;
+  cl_kernel bbmm_k = bbmm_cl_kernel(&bbmm_s0_p1_cl, bbmm_q, 0, "bbmm_s0_p1");
+  cl_uint bbmm_i = 0;
+  { cl_long bbmm_v = bbmm_a->n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->m; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  bbmm_cl_piece(bbmm_k, &bbmm_i, (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]), 2, sizeof(double));
+  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
+  if (bbmm_global > 0)
+    bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
+}
+
+static void bbmm_s0_p1_launch_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p1_args* bbmm_a = (const struct bbmm_s0_p1_args*)bbmm_argp;
+  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
+  if (bbmm_global == 0) return;
+  cl_command_queue bbmm_q = (cl_command_queue)bbmm_info->queue;
+  cl_kernel bbmm_k = bbmm_cl_kernel(&bbmm_s0_p1_cl, bbmm_q, 1, "bbmm_s0_p1_pieces");
+  cl_context bbmm_ctx = bbmm_s0_p1_cl.context;
+  const int64_t n = bbmm_a->n;
+  const int64_t m = bbmm_a->m;
+  const int64_t bbmm_lo = bbmm_a->bbmm_lo;
+  const int64_t bbmm_hi = bbmm_a->bbmm_hi;
+  (void)n;
+  (void)m;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
+  size_t bbmm_size = 7;  /* bbmm_direct, the references' records */
+  const bbmm_piece* const bbmm_C_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  const int bbmm_C_n = (int)bbmm_a->npieces[0];
+  const size_t bbmm_C_t = bbmm_size;
+  bbmm_size += (size_t)bbmm_C_n * 7;
+  cl_long* bbmm_tab = (cl_long*)bbmm_gen_calloc(bbmm_size * sizeof(cl_long));
+  bbmm_cl_array bbmm_C_a;
+  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_C_p, bbmm_C_n, 2, sizeof(double), 8, bbmm_tab + bbmm_C_t, &bbmm_C_a);
+  int bbmm_direct = !bbmm_gen_per_element;
+  /* C[i][0] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {bbmm_lo, 0};
+    const int64_t bbmm_rhi[2] = {bbmm_hi, 1};
+    if (!bbmm_cl_ref(bbmm_C_p, bbmm_C_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_C_t, bbmm_tab + 1)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* C[i][m - 1] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {bbmm_lo, m - 1};
+    const int64_t bbmm_rhi[2] = {bbmm_hi, m};
+    if (!bbmm_cl_ref(bbmm_C_p, bbmm_C_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_C_t, bbmm_tab + 4)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  bbmm_tab[0] = bbmm_direct;
+  cl_mem bbmm_tabm = bbmm_cl_table(bbmm_ctx, bbmm_tab, bbmm_size);
+  cl_uint bbmm_i = 0;
+  { cl_long bbmm_v = bbmm_a->n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->m; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_tabm, &bbmm_tabm);
+  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
+    bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_C_a.slot[bbmm_j]);
+  { cl_long bbmm_v = (cl_long)bbmm_C_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_C_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
+  bbmm_cl_pieces_out(bbmm_q, bbmm_C_p, bbmm_C_n, 2, sizeof(double), bbmm_tab + bbmm_C_t, &bbmm_C_a, 1);
+  clReleaseMemObject(bbmm_tabm);  /* freed once the kernel has run */
+  free(bbmm_tab);
+}
+
+/* Phase 1: the bytes of the boxes a tile requires. */
+static uint64_t bbmm_s0_p1_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, int64_t bbmm_hi) {
+  const int64_t n = bbmm_x->n;
+  (void)n;
+  const int64_t m = bbmm_x->m;
+  (void)m;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
+  uint64_t bbmm_bytes = 0;
+  uint64_t* const bbmm_t = &bbmm_bytes;
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, 0};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, 1};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, m - 1};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, m};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  return bbmm_bytes;
+}
+
+/* One tile of phase 1 on device "bbmm_dev": require, acquire, launch, flow out, release. */
+static void bbmm_s0_p1_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, int64_t bbmm_hi, int bbmm_dev) {
+  const int64_t n = bbmm_x->n;
+  (void)n;
+  const int64_t m = bbmm_x->m;
+  (void)m;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
+  bbmm_tile* bbmm_t;
+  int bbmm_required[1] = {0};
+  bbmm_gen_check(bbmm_tile_begin(bbmm_x->rt, bbmm_dev, &bbmm_t), "bbmm_tile_begin");
+  /* C: read, written (exact boxes); disjoint boxes */
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, 0};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, 1};
+    bbmm_gen_require(bbmm_t, bbmm_x->C, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[0]);
+  }
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, m - 1};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, m};
+    bbmm_gen_require(bbmm_t, bbmm_x->C, 2, bbmm_blo, bbmm_bhi, BBMM_WRITE, &bbmm_required[0]);
+  }
+  bbmm_gen_check(bbmm_tile_acquire(bbmm_t), "bbmm_tile_acquire");
+  {
+    bbmm_view bbmm_v[1];
+    size_t bbmm_size = sizeof(struct bbmm_s0_p1_args);
+    int bbmm_single = 1;
+    memset(bbmm_v, 0, sizeof bbmm_v);
+    if (bbmm_required[0]) bbmm_gen_check(bbmm_tile_view(bbmm_t, bbmm_x->C, &bbmm_v[0]), "bbmm_tile_view");
+    for (int bbmm_k = 0; bbmm_k < 1; ++bbmm_k) {
+      bbmm_size += (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece);
+      if (bbmm_v[bbmm_k].npieces != 1) bbmm_single = 0;
+    }
+    struct bbmm_s0_p1_args* bbmm_a = (struct bbmm_s0_p1_args*)bbmm_gen_calloc(bbmm_size);
+    bbmm_a->n = n;
+    bbmm_a->m = m;
+    bbmm_a->bbmm_lo = bbmm_lo;
+    bbmm_a->bbmm_hi = bbmm_hi;
+    size_t bbmm_off = sizeof(struct bbmm_s0_p1_args);
+    for (int bbmm_k = 0; bbmm_k < 1; ++bbmm_k) {
+      bbmm_a->npieces[bbmm_k] = bbmm_v[bbmm_k].npieces;
+      bbmm_a->offset[bbmm_k] = (int64_t)bbmm_off;
+      if (bbmm_v[bbmm_k].npieces > 0) memcpy((char*)bbmm_a + bbmm_off, bbmm_v[bbmm_k].pieces, (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece));
+      bbmm_off += (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece);
+    }
+    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? bbmm_s0_p1_launch : bbmm_s0_p1_launch_pieces, bbmm_a, bbmm_size), "bbmm_tile_launch");
+    free(bbmm_a);
+  }
+  bbmm_gen_check(bbmm_tile_release(bbmm_t), "bbmm_tile_release");
+}
+
+/* Phase 1: splits the partitioned range into tiles (owner computes: every phase of
+   partition 1 gives tile k to the same device). */
+static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x) {
   const int64_t n = bbmm_x->n;
   (void)n;
   const int64_t m = bbmm_x->m;
@@ -405,11 +776,11 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
       const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
       const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
-      if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p0_bytes(bbmm_x, bbmm_lo, bbmm_hi));
+      if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p1_bytes(bbmm_x, bbmm_lo, bbmm_hi));
     }
     if (bbmm_worst <= bbmm_x->capacity / 2) break;
     if (bbmm_n >= bbmm_to0 - bbmm_from0) {
-      bbmm_gen_tile_too_large("phase 0 of scop 0 in kernel", bbmm_worst, bbmm_x->capacity, 1);
+      bbmm_gen_tile_too_large("phase 1 of scop 0 in kernel", bbmm_worst, bbmm_x->capacity, 1);
       break;
     }
     bbmm_n = bbmm_min(2 * bbmm_n, bbmm_to0 - bbmm_from0);
@@ -417,7 +788,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
   for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
     const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
     const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
-    bbmm_s0_p0_tile(bbmm_x, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
+    bbmm_s0_p1_tile(bbmm_x, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
   }
 }
 
@@ -436,6 +807,10 @@ void kernel(int n, int m, double alpha, double C[n][m], double A[n][n], double B
     bbmm_ctx.alpha = alpha;
     {
       const int64_t bbmm_ext[2] = {n, m};
+      bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "C", (void*)(C), sizeof(double), 2, bbmm_ext, NULL, 0, &bbmm_ctx.C), "bbmm_array_register(C)");
+    }
+    {
+      const int64_t bbmm_ext[2] = {n, m};
       bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "B", (void*)(B), sizeof(double), 2, bbmm_ext, NULL, BBMM_ARRAY_READ_ONLY, &bbmm_ctx.B), "bbmm_array_register(B)");
     }
     {
@@ -443,40 +818,15 @@ void kernel(int n, int m, double alpha, double C[n][m], double A[n][n], double B
       bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "A", (void*)(A), sizeof(double), 2, bbmm_ext, NULL, BBMM_ARRAY_READ_ONLY, &bbmm_ctx.A), "bbmm_array_register(A)");
     }
     {
-      const int64_t bbmm_ext[2] = {n, m};
-      bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "C", (void*)(C), sizeof(double), 2, bbmm_ext, NULL, 0, &bbmm_ctx.C), "bbmm_array_register(C)");
+      if (m >= 1)
+        for (int64_t bbmm_c1 = 0; bbmm_c1 < n; bbmm_c1 += 1)
+          bbmm_s0_phase0(&bbmm_ctx, bbmm_c1);
+      if (n >= 1)
+        bbmm_s0_phase1(&bbmm_ctx);
     }
-    /* Allocation hints of partition 0: each device's hull of the boxes its tiles require, over all iterations. */
-    if (bbmm_gen_reserve_enabled()) {
-      const int64_t bbmm_from = 0, bbmm_to = n;
-      for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {
-        const int64_t bbmm_lo = bbmm_from + (bbmm_to - bbmm_from) * bbmm_d / bbmm_ctx.devices;
-        const int64_t bbmm_hi = bbmm_from + (bbmm_to - bbmm_from) * (bbmm_d + 1) / bbmm_ctx.devices;
-        if (bbmm_lo >= bbmm_hi) continue;
-        const int bbmm_h0_ok = n >= 1 && m >= 1 && n >= bbmm_lo + 1 && bbmm_hi >= 1;
-        const int64_t bbmm_h0_lo[2] = {0, 0};
-        const int64_t bbmm_h0_hi[2] = {n >= bbmm_lo + 1 && bbmm_hi >= n + 1 ? n : bbmm_hi, m};
-        const int bbmm_h1_ok = n >= 2 && m >= 1 && n >= bbmm_lo + 1 && bbmm_hi >= 2;
-        const int64_t bbmm_h1_lo[2] = {bbmm_lo <= 0 && bbmm_hi >= 2 ? 1 : bbmm_lo, 0};
-        const int64_t bbmm_h1_hi[2] = {n >= bbmm_lo + 1 && bbmm_hi >= n + 1 ? n : bbmm_hi, n >= bbmm_lo + 1 && bbmm_hi >= n + 1 ? n - 1 : bbmm_hi - 1};
-        const int bbmm_h2_ok = n >= 1 && m >= 1 && n >= bbmm_lo + 1 && bbmm_hi >= 1;
-        const int64_t bbmm_h2_lo[2] = {bbmm_lo <= -1 && bbmm_hi >= 1 ? 0 : bbmm_lo, 0};
-        const int64_t bbmm_h2_hi[2] = {n >= bbmm_lo + 1 && bbmm_hi >= n + 1 ? n : bbmm_hi, m};
-        uint64_t bbmm_bytes = 0;
-        if (bbmm_h0_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h0_lo, bbmm_h0_hi);
-        if (bbmm_h1_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h1_lo, bbmm_h1_hi);
-        if (bbmm_h2_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h2_lo, bbmm_h2_hi);
-        if (bbmm_bytes > bbmm_device_memory(bbmm_ctx.rt, bbmm_d) / 2) continue;
-        if (bbmm_h0_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.B, 2, bbmm_h0_lo, bbmm_h0_hi);
-        if (bbmm_h1_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.A, 2, bbmm_h1_lo, bbmm_h1_hi);
-        if (bbmm_h2_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.C, 2, bbmm_h2_lo, bbmm_h2_hi);
-      }
-    }
-    if (n >= 1 && m >= 1)
-      bbmm_s0_phase0(&bbmm_ctx);
     /* The host copies become current; the device instances are freed. */
+    bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.C), "bbmm_array_unregister(C)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.B), "bbmm_array_unregister(B)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.A), "bbmm_array_unregister(A)");
-    bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.C), "bbmm_array_unregister(C)");
   }
 }
