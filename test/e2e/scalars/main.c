@@ -14,6 +14,8 @@ void kernel_carried(int n, double A[n], double B[n], double C[n], double* result
 void kernel_carried_seq(int n, double A[n], double B[n], double C[n], double* result, double beta0);
 void kernel_chain(int n, float alpha, float X[n], float Y[n], float Z[n], float out[4]);
 void kernel_chain_seq(int n, float alpha, float X[n], float Y[n], float Z[n], float out[4]);
+void kernel_declared(int n, double A[n], int out[1]);
+void kernel_declared_seq(int n, double A[n], int out[1]);
 
 static int failures = 0;
 
@@ -80,6 +82,15 @@ int main(int argc, char** argv) {
     compare("kernel_chain: Z", Z, Z2, sizeof(float) * n);
     compare("kernel_chain: a1, a5, c1, c2", out, out2, sizeof out);
     free(X), free(Y), free(Z), free(X2), free(Y2), free(Z2);
+  }
+  {
+    double *A = values(n, 9), *A2 = copy(A, n);
+    int c[1], c2[1];
+    kernel_declared_seq(n, A, c);
+    kernel_declared(n, A2, c2);
+    compare("kernel_declared: A", A, A2, sizeof(double) * n);
+    compare("kernel_declared: c", c, c2, sizeof c);
+    free(A), free(A2);
   }
   printf("scalars: n=%d: verification against the sequential program: %s\n", n,
          failures ? "FAILED" : "PASSED");

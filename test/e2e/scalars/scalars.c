@@ -94,3 +94,19 @@ void kernel_chain(int n, float alpha, float X[n], float Y[n], float Z[n], float 
   out[2] = c1;
   out[3] = c2;
 }
+
+/* Declared in the scop: 's' (a running sum, so in memory: the generated code declares it
+   beside the registered arrays) and 'c' (an integer counter, also in memory). */
+void kernel_declared(int n, double A[n], int out[1]) {
+#pragma scop
+  double s = 0.0;
+  int c = 0;
+  for (int i = 0; i < n; i++) {
+    s += A[i];
+    c += i % 3;
+  }
+  for (int i = 0; i < n; i++)
+    A[i] = A[i] / s + c;
+  out[0] = c;
+#pragma endscop
+}
