@@ -54,6 +54,13 @@ KernelSignature kernel_signature(const Scop& scop, const ScopBoxes& boxes, int p
     const ArrayInfo& arr = scop.arrays[a];
     if (arr.is_scalar && scop.is_private(phase, static_cast<int>(a))) {
       sig.privates.push_back(static_cast<int>(a));
+      // Its last value copied out: its memory too.
+      for (const CopyOut& c : ph.copy_outs) {
+        if (scop.accesses[c.access].array == static_cast<int>(a)) {
+          sig.arrays.push_back(static_cast<int>(a));
+          break;
+        }
+      }
     } else if (arr.is_scalar && !arr.promoted) {
       // A scalar that is also a parameter is passed as a parameter already.
       if (std::find(sig.params.begin(), sig.params.end(), arr.c_name) == sig.params.end()) {
@@ -152,6 +159,34 @@ std::map<const Expr*, const Access*> printed_accesses(const Scop& scop, int stmt
   return by_expr;
 }
 
+// The C condition of "c.last" over the scop parameters, the serial iterators and the
+// statement's iterators (by their C names, as bound in its block), knowing the instance
+// is in the statement's domain.
+std::string copy_out_guard(const Scop& scop, const CopyOut& c) {
+  const Statement& st = scop.statements[scop.accesses[c.access].statement];
+  const int depth = static_cast<int>(st.iterators.size());
+  auto as_params = [&](isl_set* s) {
+    for (int d = 0; d < depth; ++d) {
+      s = isl_set_set_dim_name(s, isl_dim_set, d, scop.loops[st.loops[d]].c_name.c_str());
+    }
+    const int np = static_cast<int>(isl_set_dim(s, isl_dim_param));
+    s = isl_set_move_dims(s, isl_dim_param, np, isl_dim_set, 0, depth);
+    return isl::manage(isl_set_params(s));
+  };
+  return rename_isl_macros(c_condition_from_set(as_params(c.last.copy()), as_params(st.domain.copy())));
+}
+
+// The copy-outs (Phase::copy_outs) after the instances of statement "stmt".
+std::vector<const CopyOut*> copy_outs_of(const Scop& scop, int stmt) {
+  std::vector<const CopyOut*> r;
+  const int phase = scop.statements[stmt].phase;
+  if (phase < 0) return r;
+  for (const CopyOut& c : scop.phases[phase].copy_outs) {
+    if (scop.accesses[c.access].statement == stmt) r.push_back(&c);
+  }
+  return r;
+}
+
 }  // namespace
 
 void statement_block(const Scop& scop, int stmt, const std::vector<std::string>& bind0,
@@ -164,14 +199,23 @@ void statement_block(const Scop& scop, int stmt, const std::vector<std::string>&
   identifiers(st.rhs_value ? st.expr->kids[0].get() : st.expr, used);
   identifiers(st.rhs_value, used);
   if (st.decl) identifiers(st.decl->init.get(), used);
+  const std::vector<const CopyOut*> copy = copy_outs_of(scop, stmt);
   std::vector<std::string> bind;
   for (const std::string& b : bind0) {
-    if (used.count(b.substr(0, b.find(' ')))) bind.push_back(b);
+    if (!copy.empty() || used.count(b.substr(0, b.find(' ')))) bind.push_back(b);
   }
   lines.push_back("{");
   lines.push_back("  /* " + st.name + ": " + comment_safe(st.text) + " */");
   if (!bind.empty()) lines.push_back("  const " + iter_type + " " + join(bind, ", ") + ";");
   lines.push_back("  " + rewrite_statement(scop, stmt, access));
+  for (const CopyOut* c : copy) {
+    // The last value of a live-out private scalar: into its memory (poly/scalars.h).
+    const int a = scop.accesses[c->access].array;
+    const std::string guard = copy_out_guard(scop, *c);
+    lines.push_back("  " + (guard == "1" ? std::string() : "if (" + guard + ") ") +
+                    access(scop.accesses[c->access], {"0"}) + " = " + scop.arrays[a].c_name +
+                    ";  /* last value */");
+  }
   lines.push_back("}");
 }
 
@@ -209,6 +253,7 @@ std::vector<const Access*> printed_references(const Scop& scop, int stmt) {
   const Access* decl_write = nullptr;
   for (const auto& [expr, acc] : printed_accesses(scop, stmt, &decl_write)) printed.push_back(acc);
   if (decl_write) printed.push_back(decl_write);
+  for (const CopyOut* c : copy_outs_of(scop, stmt)) printed.push_back(&scop.accesses[c->access]);
   std::sort(printed.begin(), printed.end(),
             [](const Access* x, const Access* y) { return x->id < y->id; });
   return printed;

@@ -125,8 +125,9 @@ std::string ref_name(const Access& acc);
 
 // The access references statement "stmt" prints ("access" is called for them), in access
 // id order: its accesses in memory (Scop::in_memory), one per access expression (a compound
-// assignment's read and write share one, the first in the model's order), and a
-// declaration's write of a scalar in memory.
+// assignment's read and write share one, the first in the model's order), a
+// declaration's write of a scalar in memory, and the write whose last value a private
+// scalar's copy-out stores (Phase::copy_outs).
 std::vector<const Access*> printed_references(const Scop& scop, int stmt);
 
 }  // namespace bbmm::compiler

@@ -380,6 +380,13 @@ ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
       isl::set inst = tile_instances(scop.statements[s], f);
       for (int a : scop.statements[s].accesses) {
         const Access& acc = scop.accesses[a];
+        // A private scalar's last value copied out: a write of s[0] by the last instances.
+        for (const CopyOut& c : scop.phases[p].copy_outs) {
+          if (c.access != a) continue;
+          isl::set last = isl::manage(isl_set_align_params(c.last.copy(), inst.get_space().release()));
+          by_array[acc.array].push_back(
+              {a, true, inst.intersect(last).apply(scop.memory_relation(a)).coalesce(), false});
+        }
         // Arrays and promoted scalars outside the phases that keep them private.
         if (!scop.in_memory(a)) continue;
         const bool write = acc.kind == AccessKind::kWrite;

@@ -185,7 +185,8 @@ std::vector<LoopAnalysis> analyse_loops(const Scop& scop, const isl::set* params
       auto it = priv.find(array);
       if (it != priv.end()) return it->second;
       const ArrayInfo& a = scop.arrays[array];
-      bool ok = a.is_scalar && !a.live_out;
+      // (d) live-out is fine: the phase copies the last value out (poly/scalars.h).
+      bool ok = a.is_scalar;
       bool written_inside = false;
       for (const Access& acc : scop.accesses)
         if (acc.array == array && acc.kind == AccessKind::kWrite && in_loop(L, acc.statement))

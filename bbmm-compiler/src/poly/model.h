@@ -102,6 +102,14 @@ struct Statement {
   int phase = -1;  // index into Scop::phases (set with the dependences)
 };
 
+// The last value of a live-out scalar that a phase keeps private: after each instance in
+// "last" of the statement of write access "access", the kernel stores its local copy into
+// the scalar's memory (s[0]), from which it returns to the host at the end of the scop.
+struct CopyOut {
+  int access = -1;  // a write of the scalar (index into Scop::accesses)
+  isl::set last;    // the instances whose write no later write overwrites
+};
+
 // A phase: a parallel loop (or a serial group of statements) inside serial loops.
 struct Phase {
   std::vector<int> serial_loops;  // outermost first
@@ -112,6 +120,7 @@ struct Phase {
   // used within one iteration of the parallel loop (one execution of the phase when it
   // has none), so each tile, work-item or thread has its own copy.
   std::vector<int> private_scalars;
+  std::vector<CopyOut> copy_outs;  // private scalars' last values (live-out ones)
 };
 
 struct Dependences {

@@ -156,7 +156,15 @@ void print_deps(std::ostream& os, const Scop& s) {
     for (int st : p.statements) os << " " << s.statements[st].name;
     if (!p.private_scalars.empty()) {
       os << ", private scalars";
-      for (int a : p.private_scalars) os << " " << s.arrays[a].name;
+      for (int a : p.private_scalars) {
+        os << " " << s.arrays[a].name;
+        for (const CopyOut& c : p.copy_outs) {
+          if (s.accesses[c.access].array == a) {
+            os << " (last value copied out)";
+            break;
+          }
+        }
+      }
     }
     os << "\n";
   }

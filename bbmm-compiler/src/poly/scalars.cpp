@@ -20,7 +20,10 @@ bool differs_in_first(const isl::map& m, int k) {
 }  // namespace
 
 void classify_scalars(Scop& scop) {
-  for (Phase& p : scop.phases) p.private_scalars.clear();
+  for (Phase& p : scop.phases) {
+    p.private_scalars.clear();
+    p.copy_outs.clear();
+  }
   struct Flow {
     int src, sink;
     isl::map map;  // untagged
@@ -70,20 +73,27 @@ void classify_scalars(Scop& scop) {
       for (int r : live_in_reads) {
         if (ok && scop.accesses[r].array == static_cast<int>(a) && in_phase(r)) ok = false;
       }
+      // A live-out scalar's last value, when written here, is copied out of the local.
+      std::vector<CopyOut> copy;
       if (ok && arr.live_out) {
-        for (size_t w = 0; w < scop.accesses.size() && ok; ++w) {
+        for (size_t w = 0; w < scop.accesses.size(); ++w) {
           const Access& acc = scop.accesses[w];
           if (acc.array != static_cast<int>(a) || acc.kind != AccessKind::kWrite || !in_phase(w)) continue;
           isl::set last = acc.relation.domain();
           if (!overwritten[w].is_null()) last = last.subtract(overwritten[w]);
-          ok = last.is_empty();
+          if (last.is_empty()) continue;
+          // A copy-out only where it keeps a loop parallel: a phase without a parallel
+          // loop just writes the scalar in memory.
+          if (ph.parallel_loop < 0) ok = false;
+          copy.push_back({static_cast<int>(w), last.coalesce()});
         }
+        if (!ok) copy.clear();
       }
       if (ok) {
         scop.phases[p].private_scalars.push_back(static_cast<int>(a));
-      } else {
-        arr.promoted = true;
+        for (CopyOut& c : copy) scop.phases[p].copy_outs.push_back(std::move(c));
       }
+      if (!ok || !copy.empty()) arr.promoted = true;
     }
     if (arr.promoted) {
       arr.extent_text = {"1"};

@@ -8,10 +8,12 @@
 // - every flow dependence on s from or to a statement of the phase joins two instances
 //   of the phase with the same serial iterators and the same parallel-loop iteration;
 // - no read of s in the phase sees a value from before the scop;
-// - when s is live-out, no write of s in the phase is a last write (one that no later
-//   write overwrites, from the output dependences): its value must reach the host.
 // Each tile, work-item or thread then has its own copy (a local declared at the top of
-// the kernel), and the loop stays parallel. This is the loop analysis' privatisation
+// the kernel), and the loop stays parallel. When s is live-out and a write of s in the
+// phase is a last write (one that no later write overwrites: the output dependences'
+// sources are the others), the phase copies the local out after that instance
+// (Phase::copy_outs: "live-out only from the last iteration"), so s is also promoted; a
+// phase without a parallel loop has nothing to gain and writes such a scalar in memory. This is the loop analysis' privatisation
 // (deps.h) applied per phase; a loop whose scalars are privatised is a parallel loop
 // whose phase keeps them private.
 // Every other phase accessing s reads and writes it in memory: s is *promoted*, a
@@ -24,7 +26,8 @@
 
 namespace bbmm::compiler {
 
-// Fills Phase::private_scalars of every phase and ArrayInfo::promoted (with extents {1})
+// Fills Phase::private_scalars and Phase::copy_outs of every phase and ArrayInfo::promoted
+// (with extents {1})
 // of every scalar of "scop" ("scop" has its dependences and phases, Statement::phase set).
 // Throws isl::exception on isl failure.
 void classify_scalars(Scop& scop);

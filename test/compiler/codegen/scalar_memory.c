@@ -2,10 +2,12 @@
    runtime (gramschmidt's nrm, durbin's alpha): in the serial loop k, 'nrm' is reset,
    accumulated over i (a serial loop: one phase per iteration), then read by the parallel
    loop j and by a statement; 'scale' is set once before the loops and read in every
-   iteration of k. Both get their last values back in the host variables. */
+   iteration of k. Both get their last values back in the host variables. 'last' is
+   live-out and last written in the last iteration of a parallel loop: private, with its
+   last value copied out to its memory under a guard. */
 #include <math.h>
-void kernel(int n, int m, double A[n][m], double R[n]) {
-  double nrm, scale;
+void kernel(int n, int m, double A[n][m], double R[n], double* out) {
+  double nrm, scale, last;
 #pragma scop
   scale = 2.0;
   for (int k = 1; k < n; k++) {
@@ -16,5 +18,10 @@ void kernel(int n, int m, double A[n][m], double R[n]) {
     for (int j = 0; j < m; j++)
       A[k][j] = scale * A[k][j] / nrm + A[k - 1][j];
   }
+  for (int j = 0; j < m; j++) {
+    last = A[n - 1][j] + 1.0;
+    A[0][j] = last;
+  }
 #pragma endscop
+  *out = last;
 }

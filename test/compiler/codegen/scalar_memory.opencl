@@ -3,13 +3,15 @@
    runtime (gramschmidt's nrm, durbin's alpha): in the serial loop k, 'nrm' is reset,
    accumulated over i (a serial loop: one phase per iteration), then read by the parallel
    loop j and by a statement; 'scale' is set once before the loops and read in every
-   iteration of k. Both get their last values back in the host variables. */
+   iteration of k. Both get their last values back in the host variables. 'last' is
+   live-out and last written in the last iteration of a parallel loop: private, with its
+   last value copied out to its memory under a guard. */
 #include <math.h>
 /* ---- bbmmc: helpers of the generated code (bbmm/generated_support.h) ---- */
 #define BBMM_GEN_TARGET BBMM_BACKEND_OPENCL
 #include "bbmm/generated_support_opencl.h"
 
-/* ---- bbmmc: scop 0 of kernel (lines 9-19), target opencl ---- */
+/* ---- bbmmc: scop 0 of kernel (lines 11-25), target opencl ---- */
 
 /* What every phase of the scop needs: the runtime, the scop parameters, read-only
    scalars and the registered arrays. */
@@ -18,7 +20,7 @@ struct bbmm_s0_ctx {
   int devices, tiles_per_device;
   uint64_t capacity;  /* the smallest device memory (bbmm_device_memory) */
   int64_t n, m;
-  bbmm_array *scale, *nrm, *A, *R;
+  bbmm_array *scale, *nrm, *A, *R, *last;
 };
 
 /* Phase 0: statements S1; partition 0. */
@@ -812,6 +814,25 @@ static uint64_t bbmm_s0_p2_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t k, in
   return bbmm_bytes;
 }
 
+/* Phase 2: the bytes of a tile's flow-out boxes (rows not counted). */
+static uint64_t bbmm_s0_p2_flow_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t k, int64_t bbmm_lo, int64_t bbmm_hi) {
+  const int64_t n = bbmm_x->n;
+  (void)n;
+  const int64_t m = bbmm_x->m;
+  (void)m;
+  (void)k;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
+  uint64_t bbmm_bytes = 0;
+  uint64_t* const bbmm_t = &bbmm_bytes;
+  if (k + 1 == n) {
+    const int64_t bbmm_blo[2] = {n - 1, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {n, bbmm_hi};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  return bbmm_bytes;
+}
+
 /* One tile of phase 2 on device "bbmm_dev": require, acquire, launch, flow out, release. */
 static void bbmm_s0_p2_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t k, int64_t bbmm_lo, int64_t bbmm_hi, int bbmm_dev) {
   const int64_t n = bbmm_x->n;
@@ -871,6 +892,12 @@ static void bbmm_s0_p2_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t k, int64_t
     bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? bbmm_s0_p2_launch : bbmm_s0_p2_launch_pieces, bbmm_a, bbmm_size), "bbmm_tile_launch");
     free(bbmm_a);
   }
+  /* A: what other tiles read of what this tile wrote */
+  if (k + 1 == n) {
+    const int64_t bbmm_blo[2] = {n - 1, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {n, bbmm_hi};
+    bbmm_gen_flow_out(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi);
+  }
   bbmm_gen_check(bbmm_tile_release(bbmm_t), "bbmm_tile_release");
 }
 
@@ -900,15 +927,330 @@ static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t k) {
     }
     bbmm_n = bbmm_min(2 * bbmm_n, bbmm_to0 - bbmm_from0);
   }
+  bbmm_gen_tile_rank* bbmm_rank = (bbmm_gen_tile_rank*)bbmm_gen_calloc((size_t)bbmm_n * sizeof(bbmm_gen_tile_rank));
   for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
+    const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
+    const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+    bbmm_rank[bbmm_k].k = bbmm_k;
+    const int64_t bbmm_dk = bbmm_k * bbmm_x->devices / bbmm_n;
+    const int bbmm_edge = (bbmm_k > 0 && (bbmm_k - 1) * bbmm_x->devices / bbmm_n != bbmm_dk) ||
+                          (bbmm_k + 1 < bbmm_n && (bbmm_k + 1) * bbmm_x->devices / bbmm_n != bbmm_dk);
+    bbmm_rank[bbmm_k].bytes = bbmm_edge && bbmm_lo < bbmm_hi ? bbmm_s0_p2_flow_bytes(bbmm_x, k, bbmm_lo, bbmm_hi) : 0;
+  }
+  bbmm_gen_order_tiles(bbmm_rank, bbmm_n);
+  for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {
+    const int64_t bbmm_k = bbmm_rank[bbmm_j].k;
     const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
     const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
     bbmm_s0_p2_tile(bbmm_x, k, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
   }
+  free(bbmm_rank);
 }
 
-void kernel(int n, int m, double A[n][m], double R[n]) {
-  double nrm, scale;
+/* Phase 3: statements S6 S7, parallel loop j; partition 3. */
+/*   S6: last = A[n - 1][j] + 1.0; */
+/*   S7: A[0][j] = last; */
+struct bbmm_s0_p3_args {
+  int64_t n, m;  /* scop parameters */
+  int64_t bbmm_lo, bbmm_hi;  /* tile */
+  /* per array (A, last): the number of pieces and the byte offset of the pieces after this struct */
+  int64_t npieces[2], offset[2];
+};
+
+/* The OpenCL C source of phase 3's kernels (built at run time). */
+static bbmm_cl_program bbmm_s0_p3_cl = {
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    "#pragma OPENCL FP_CONTRACT OFF\n"
+    "typedef long int64_t;\n"
+    "static inline long bbmm_min(long a, long b) { return a < b ? a : b; }\n"
+    "static inline long bbmm_max(long a, long b) { return a > b ? a : b; }\n"
+    "static inline long bbmm_floord(long n, long d) { long q = n / d; return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q; }\n"
+    "__kernel void bbmm_s0_p3(long n, long m, long bbmm_lo, long bbmm_hi, __global double* bbmm_A0, long bbmm_A0_o, long bbmm_A0_l0, long bbmm_A0_s0, long bbmm_A0_l1, __global double* bbmm_last0, long bbmm_last0_o, long bbmm_last0_l0) {\n"
+    "  const long bbmm_x = bbmm_lo + (long)get_global_id(0);\n"
+    "  double last = 0;  /* private scalar */\n"
+    "  if (bbmm_hi >= bbmm_x + 1 && m >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0) {\n"
+    "    {\n"
+    "      /* S6: last = A[n - 1][j] + 1.0; */\n"
+    "      const long j = bbmm_x;\n"
+    "      last = (*(bbmm_A0 + (bbmm_A0_o + ((n - 1) - bbmm_A0_l0) * bbmm_A0_s0 + ((j) - bbmm_A0_l1)))) + 1.0;\n"
+    "      if (j + 1 == m) (*(bbmm_last0 + (bbmm_last0_o + ((0) - bbmm_last0_l0)))) = last;  /* last value */\n"
+    "    }\n"
+    "    {\n"
+    "      /* S7: A[0][j] = last; */\n"
+    "      const long j = bbmm_x;\n"
+    "      (*(bbmm_A0 + (bbmm_A0_o + ((0) - bbmm_A0_l0) * bbmm_A0_s0 + ((j) - bbmm_A0_l1)))) = last;\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+    "static __global double* bbmm_s0_p3_A_at(__global const long* t, long n, __global double* const* b, long x0, long x1) {\n"
+    "  for (long k = 0; k < n; ++k, t += 7)\n"
+    "    if (x0 >= t[2] && x0 < t[4] && x1 >= t[3] && x1 < t[5]) return b[t[0]] + (t[1] + x0 * t[6] + x1);\n"
+    "  return b[0];  /* not reached: the pieces cover every access */\n"
+    "}\n"
+    "static __global double* bbmm_s0_p3_last_at(__global const long* t, long n, __global double* const* b, long x0) {\n"
+    "  for (long k = 0; k < n; ++k, t += 4)\n"
+    "    if (x0 >= t[2] && x0 < t[3]) return b[t[0]] + (t[1] + x0);\n"
+    "  return b[0];  /* not reached: the pieces cover every access */\n"
+    "}\n"
+    "__kernel void bbmm_s0_p3_pieces(long n, long m, long bbmm_lo, long bbmm_hi, __global const long* bbmm_tab, __global double* bbmm_A_b0, __global double* bbmm_A_b1, __global double* bbmm_A_b2, __global double* bbmm_A_b3, __global double* bbmm_A_b4, __global double* bbmm_A_b5, __global double* bbmm_A_b6, __global double* bbmm_A_b7, long bbmm_A_t, long bbmm_A_n, __global double* bbmm_last_b0, __global double* bbmm_last_b1, __global double* bbmm_last_b2, __global double* bbmm_last_b3, __global double* bbmm_last_b4, __global double* bbmm_last_b5, __global double* bbmm_last_b6, __global double* bbmm_last_b7, long bbmm_last_t, long bbmm_last_n) {\n"
+    "  __global double* const bbmm_A_b[8] = {bbmm_A_b0, bbmm_A_b1, bbmm_A_b2, bbmm_A_b3, bbmm_A_b4, bbmm_A_b5, bbmm_A_b6, bbmm_A_b7};\n"
+    "  __global double* const bbmm_last_b[8] = {bbmm_last_b0, bbmm_last_b1, bbmm_last_b2, bbmm_last_b3, bbmm_last_b4, bbmm_last_b5, bbmm_last_b6, bbmm_last_b7};\n"
+    "  const long bbmm_x = bbmm_lo + (long)get_global_id(0);\n"
+    "  double last = 0;  /* private scalar */\n"
+    "  /* last */\n"
+    "  __global double* const bbmm_ref13_d = bbmm_last_b[bbmm_tab[1]];\n"
+    "  const long bbmm_ref13_o = bbmm_tab[2];\n"
+    "  /* A[n - 1][j] */\n"
+    "  __global double* const bbmm_ref14_d = bbmm_A_b[bbmm_tab[3]];\n"
+    "  const long bbmm_ref14_o = bbmm_tab[4], bbmm_ref14_s0 = bbmm_tab[5];\n"
+    "  /* A[0][j] */\n"
+    "  __global double* const bbmm_ref15_d = bbmm_A_b[bbmm_tab[6]];\n"
+    "  const long bbmm_ref15_o = bbmm_tab[7], bbmm_ref15_s0 = bbmm_tab[8];\n"
+    "  if (bbmm_tab[0]) {\n"
+    "    if (bbmm_hi >= bbmm_x + 1 && m >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0) {\n"
+    "      {\n"
+    "        /* S6: last = A[n - 1][j] + 1.0; */\n"
+    "        const long j = bbmm_x;\n"
+    "        last = bbmm_ref14_d[bbmm_ref14_o + (n - 1) * bbmm_ref14_s0 + (j)] + 1.0;\n"
+    "        if (j + 1 == m) bbmm_ref13_d[bbmm_ref13_o + (0)] = last;  /* last value */\n"
+    "      }\n"
+    "      {\n"
+    "        /* S7: A[0][j] = last; */\n"
+    "        const long j = bbmm_x;\n"
+    "        bbmm_ref15_d[bbmm_ref15_o + (0) * bbmm_ref15_s0 + (j)] = last;\n"
+    "      }\n"
+    "    }\n"
+    "  } else {\n"
+    "    if (bbmm_hi >= bbmm_x + 1 && m >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0) {\n"
+    "      {\n"
+    "        /* S6: last = A[n - 1][j] + 1.0; */\n"
+    "        const long j = bbmm_x;\n"
+    "        last = (*bbmm_s0_p3_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, n - 1, j)) + 1.0;\n"
+    "        if (j + 1 == m) (*bbmm_s0_p3_last_at(bbmm_tab + bbmm_last_t, bbmm_last_n, bbmm_last_b, 0)) = last;  /* last value */\n"
+    "      }\n"
+    "      {\n"
+    "        /* S7: A[0][j] = last; */\n"
+    "        const long j = bbmm_x;\n"
+    "        (*bbmm_s0_p3_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, 0, j)) = last;\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+    , NULL, NULL, {NULL, NULL}};
+
+static void bbmm_s0_p3_launch(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p3_args* bbmm_a = (const struct bbmm_s0_p3_args*)bbmm_argp;
+  cl_command_queue bbmm_q = (cl_command_queue)bbmm_info->queue;
+  cl_kernel bbmm_k = bbmm_cl_kernel(&bbmm_s0_p3_cl, bbmm_q, 0, "bbmm_s0_p3");
+  cl_uint bbmm_i = 0;
+  { cl_long bbmm_v = bbmm_a->n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->m; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  bbmm_cl_piece(bbmm_k, &bbmm_i, (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]), 2, sizeof(double));
+  bbmm_cl_piece(bbmm_k, &bbmm_i, (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]), 1, sizeof(double));
+  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
+  if (bbmm_global > 0)
+    bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
+}
+
+static void bbmm_s0_p3_launch_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p3_args* bbmm_a = (const struct bbmm_s0_p3_args*)bbmm_argp;
+  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
+  if (bbmm_global == 0) return;
+  cl_command_queue bbmm_q = (cl_command_queue)bbmm_info->queue;
+  cl_kernel bbmm_k = bbmm_cl_kernel(&bbmm_s0_p3_cl, bbmm_q, 1, "bbmm_s0_p3_pieces");
+  cl_context bbmm_ctx = bbmm_s0_p3_cl.context;
+  const int64_t n = bbmm_a->n;
+  const int64_t m = bbmm_a->m;
+  const int64_t bbmm_lo = bbmm_a->bbmm_lo;
+  const int64_t bbmm_hi = bbmm_a->bbmm_hi;
+  (void)n;
+  (void)m;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
+  size_t bbmm_size = 9;  /* bbmm_direct, the references' records */
+  const bbmm_piece* const bbmm_A_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  const int bbmm_A_n = (int)bbmm_a->npieces[0];
+  const size_t bbmm_A_t = bbmm_size;
+  bbmm_size += (size_t)bbmm_A_n * 7;
+  const bbmm_piece* const bbmm_last_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
+  const int bbmm_last_n = (int)bbmm_a->npieces[1];
+  const size_t bbmm_last_t = bbmm_size;
+  bbmm_size += (size_t)bbmm_last_n * 4;
+  cl_long* bbmm_tab = (cl_long*)bbmm_gen_calloc(bbmm_size * sizeof(cl_long));
+  bbmm_cl_array bbmm_A_a;
+  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_A_p, bbmm_A_n, 2, sizeof(double), 8, bbmm_tab + bbmm_A_t, &bbmm_A_a);
+  bbmm_cl_array bbmm_last_a;
+  bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_last_p, bbmm_last_n, 1, sizeof(double), 8, bbmm_tab + bbmm_last_t, &bbmm_last_a);
+  int bbmm_direct = !bbmm_gen_per_element;
+  /* last */
+  if (bbmm_hi == m) {
+    const int64_t bbmm_rlo[1] = {0};
+    const int64_t bbmm_rhi[1] = {1};
+    if (!bbmm_cl_ref(bbmm_last_p, bbmm_last_n, 1, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_last_t, bbmm_tab + 1)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* A[n - 1][j] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {n - 1, bbmm_lo};
+    const int64_t bbmm_rhi[2] = {n, bbmm_hi};
+    if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 3)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  /* A[0][j] */
+  if (1) {
+    const int64_t bbmm_rlo[2] = {0, bbmm_lo};
+    const int64_t bbmm_rhi[2] = {1, bbmm_hi};
+    if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 6)) bbmm_direct = 0;
+  } else {
+    bbmm_direct = 0;
+  }
+  bbmm_tab[0] = bbmm_direct;
+  cl_mem bbmm_tabm = bbmm_cl_table(bbmm_ctx, bbmm_tab, bbmm_size);
+  cl_uint bbmm_i = 0;
+  { cl_long bbmm_v = bbmm_a->n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->m; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_tabm, &bbmm_tabm);
+  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
+    bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_A_a.slot[bbmm_j]);
+  { cl_long bbmm_v = (cl_long)bbmm_A_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_A_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
+    bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_last_a.slot[bbmm_j]);
+  { cl_long bbmm_v = (cl_long)bbmm_last_t; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_last_n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
+  bbmm_cl_pieces_out(bbmm_q, bbmm_A_p, bbmm_A_n, 2, sizeof(double), bbmm_tab + bbmm_A_t, &bbmm_A_a, 1);
+  bbmm_cl_pieces_out(bbmm_q, bbmm_last_p, bbmm_last_n, 1, sizeof(double), bbmm_tab + bbmm_last_t, &bbmm_last_a, 1);
+  clReleaseMemObject(bbmm_tabm);  /* freed once the kernel has run */
+  free(bbmm_tab);
+}
+
+/* Phase 3: the bytes of the boxes a tile requires. */
+static uint64_t bbmm_s0_p3_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, int64_t bbmm_hi) {
+  const int64_t n = bbmm_x->n;
+  (void)n;
+  const int64_t m = bbmm_x->m;
+  (void)m;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
+  uint64_t bbmm_bytes = 0;
+  uint64_t* const bbmm_t = &bbmm_bytes;
+  {
+    const int64_t bbmm_blo[2] = {n - 1, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {n, bbmm_hi};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  {
+    const int64_t bbmm_blo[2] = {0, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {1, bbmm_hi};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  if (bbmm_hi == m) {
+    const int64_t bbmm_blo[1] = {0};
+    const int64_t bbmm_bhi[1] = {1};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 1, bbmm_blo, bbmm_bhi);
+  }
+  return bbmm_bytes;
+}
+
+/* One tile of phase 3 on device "bbmm_dev": require, acquire, launch, flow out, release. */
+static void bbmm_s0_p3_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, int64_t bbmm_hi, int bbmm_dev) {
+  const int64_t n = bbmm_x->n;
+  (void)n;
+  const int64_t m = bbmm_x->m;
+  (void)m;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
+  bbmm_tile* bbmm_t;
+  int bbmm_required[2] = {0};
+  bbmm_gen_check(bbmm_tile_begin(bbmm_x->rt, bbmm_dev, &bbmm_t), "bbmm_tile_begin");
+  /* A: read, written (exact boxes); disjoint boxes */
+  {
+    const int64_t bbmm_blo[2] = {n - 1, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {n, bbmm_hi};
+    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[0]);
+  }
+  {
+    const int64_t bbmm_blo[2] = {0, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {1, bbmm_hi};
+    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_WRITE, &bbmm_required[0]);
+  }
+  /* last: written (exact boxes); convex hull */
+  if (bbmm_hi == m) {
+    const int64_t bbmm_blo[1] = {0};
+    const int64_t bbmm_bhi[1] = {1};
+    bbmm_gen_require(bbmm_t, bbmm_x->last, 1, bbmm_blo, bbmm_bhi, BBMM_WRITE, &bbmm_required[1]);
+  }
+  bbmm_gen_check(bbmm_tile_acquire(bbmm_t), "bbmm_tile_acquire");
+  {
+    bbmm_view bbmm_v[2];
+    size_t bbmm_size = sizeof(struct bbmm_s0_p3_args);
+    int bbmm_single = 1;
+    memset(bbmm_v, 0, sizeof bbmm_v);
+    if (bbmm_required[0]) bbmm_gen_check(bbmm_tile_view(bbmm_t, bbmm_x->A, &bbmm_v[0]), "bbmm_tile_view");
+    if (bbmm_required[1]) bbmm_gen_check(bbmm_tile_view(bbmm_t, bbmm_x->last, &bbmm_v[1]), "bbmm_tile_view");
+    for (int bbmm_k = 0; bbmm_k < 2; ++bbmm_k) {
+      bbmm_size += (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece);
+      if (bbmm_v[bbmm_k].npieces != 1) bbmm_single = 0;
+    }
+    struct bbmm_s0_p3_args* bbmm_a = (struct bbmm_s0_p3_args*)bbmm_gen_calloc(bbmm_size);
+    bbmm_a->n = n;
+    bbmm_a->m = m;
+    bbmm_a->bbmm_lo = bbmm_lo;
+    bbmm_a->bbmm_hi = bbmm_hi;
+    size_t bbmm_off = sizeof(struct bbmm_s0_p3_args);
+    for (int bbmm_k = 0; bbmm_k < 2; ++bbmm_k) {
+      bbmm_a->npieces[bbmm_k] = bbmm_v[bbmm_k].npieces;
+      bbmm_a->offset[bbmm_k] = (int64_t)bbmm_off;
+      if (bbmm_v[bbmm_k].npieces > 0) memcpy((char*)bbmm_a + bbmm_off, bbmm_v[bbmm_k].pieces, (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece));
+      bbmm_off += (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece);
+    }
+    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? bbmm_s0_p3_launch : bbmm_s0_p3_launch_pieces, bbmm_a, bbmm_size), "bbmm_tile_launch");
+    free(bbmm_a);
+  }
+  bbmm_gen_check(bbmm_tile_release(bbmm_t), "bbmm_tile_release");
+}
+
+/* Phase 3: splits the partitioned range into tiles (owner computes: every phase of
+   partition 3 gives tile k to the same device). */
+static void bbmm_s0_phase3(const struct bbmm_s0_ctx* bbmm_x) {
+  const int64_t n = bbmm_x->n;
+  (void)n;
+  const int64_t m = bbmm_x->m;
+  (void)m;
+  const int64_t bbmm_from0 = 0, bbmm_to0 = m;
+  if (bbmm_from0 >= bbmm_to0) return;
+  int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
+  if (bbmm_n > bbmm_to0 - bbmm_from0) bbmm_n = bbmm_to0 - bbmm_from0;
+  while (bbmm_x->capacity > 0) {
+    uint64_t bbmm_worst = 0;
+    for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
+      const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
+      const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+      if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p3_bytes(bbmm_x, bbmm_lo, bbmm_hi));
+    }
+    if (bbmm_worst <= bbmm_x->capacity / 2) break;
+    if (bbmm_n >= bbmm_to0 - bbmm_from0) {
+      bbmm_gen_tile_too_large("phase 3 of scop 0 in kernel", bbmm_worst, bbmm_x->capacity, 1);
+      break;
+    }
+    bbmm_n = bbmm_min(2 * bbmm_n, bbmm_to0 - bbmm_from0);
+  }
+  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
+    const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
+    const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+    bbmm_s0_p3_tile(bbmm_x, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
+  }
+}
+
+void kernel(int n, int m, double A[n][m], double R[n], double* out) {
+  double nrm, scale, last;
   /* bbmmc: scop 0 runs on the devices of libbbmm (generated code; see the definitions above the function) */
   {
     struct bbmm_s0_ctx bbmm_ctx;
@@ -938,17 +1280,26 @@ void kernel(int n, int m, double A[n][m], double R[n]) {
       bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "R", (void*)(R), sizeof(double), 1, bbmm_ext, NULL, 0, &bbmm_ctx.R), "bbmm_array_register(R)");
     }
     {
+      /* scalar written in the scop: one element */
+      const int64_t bbmm_ext[1] = {1};
+      bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "last", (void*)(&last), sizeof(double), 1, bbmm_ext, NULL, 0, &bbmm_ctx.last), "bbmm_array_register(last)");
+    }
+    {
       bbmm_s0_phase0(&bbmm_ctx);
       for (int64_t bbmm_c1 = 1; bbmm_c1 < n; bbmm_c1 += 1) {
         bbmm_s0_phase1(&bbmm_ctx, bbmm_c1);
         if (m >= 1)
           bbmm_s0_phase2(&bbmm_ctx, bbmm_c1);
       }
+      if (m >= 1)
+        bbmm_s0_phase3(&bbmm_ctx);
     }
     /* The host copies become current; the device instances are freed. */
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.scale), "bbmm_array_unregister(scale)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.nrm), "bbmm_array_unregister(nrm)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.A), "bbmm_array_unregister(A)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.R), "bbmm_array_unregister(R)");
+    bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.last), "bbmm_array_unregister(last)");
   }
+  *out = last;
 }

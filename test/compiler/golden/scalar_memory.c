@@ -1,10 +1,10 @@
-/* Scalars that no phase can keep private, so they become one-element arrays in memory
-   ("scalars in memory" in --emit=deps): 'sum' is a running sum reset in the serial loop k,
-   accumulated over i (one phase per iteration) and read by the parallel loop j; 'prev'
-   carries a value from one iteration of the serial loop i to the next inside one phase (the
-   guard i > 0 keeps its reads from seeing a value from before the scop); 'last' is
-   live-out (used after the scop) and its last value is written in the loop, so that phase
-   cannot keep it either. */
+/* Scalars in memory, one-element arrays ("scalars in memory" in --emit=deps): 'sum' is a
+   running sum reset in the serial loop k, accumulated over i (one phase per iteration) and
+   read by the parallel loop j; 'prev' carries a value from one iteration of the serial
+   loop i to the next inside one phase (the guard i > 0 keeps its reads from seeing a value
+   from before the scop). 'last' is live-out (used after the scop) and last written in the
+   last iteration of a parallel loop: the phase keeps it private and copies that value out
+   (so it is in memory too). */
 void f(int n, double A[n][n], double B[n], double *out) {
   double sum, prev, last;
 #pragma scop

@@ -45,7 +45,8 @@ void kernel_memory(int n, int m, double A[n][m], double R[n], double out[2]) {
 
 /* Carried inside one phase: 'prev' goes from one iteration of the serial loop i to the next
    (the guard keeps the first read from seeing a value from before the scop); 'last' is
-   live-out and last written in the last iteration; 'half' is written by one iteration of a
+   live-out and last written in the last iteration of a parallel loop (private, its last
+   value copied out); 'half' is written by one iteration of a
    parallel loop and read by the next loop; durbin-like 'beta' is read and rewritten in every
    iteration of the serial loop k, its first value coming from before the scop. */
 void kernel_carried(int n, double A[n], double B[n], double C[n], double* result, double beta0) {
