@@ -1,7 +1,7 @@
 /* Scalars that carry values between phases are one-element arrays registered with the
-   runtime (gramschmidt's nrm, durbin's alpha): in the serial loop k, 'nrm' is reset,
-   accumulated over i (a serial loop: one phase per iteration), then read by the parallel
-   loop j and by a statement; 'scale' is set once before the loops and read in every
+   runtime (durbin's alpha): in the serial loop k, 'nrm' is reset, accumulated over i and
+   read by a statement (a serial region: one tile per k), then read by the parallel loop j,
+   another phase; 'scale' is set once before the loops and read in every
    iteration of k. Both get their last values back in the host variables. 'last' is
    live-out and last written in the last iteration of a parallel loop: private, with its
    last value copied out to its memory under a guard. */

@@ -1,10 +1,11 @@
-/* Scalars in memory, one-element arrays ("scalars in memory" in --emit=deps): 'sum' is a
-   running sum reset in the serial loop k, accumulated over i (one phase per iteration) and
-   read by the parallel loop j; 'prev' carries a value from one iteration of the serial
-   loop i to the next inside one phase (the guard i > 0 keeps its reads from seeing a value
-   from before the scop). 'last' is live-out (used after the scop) and last written in the
-   last iteration of a parallel loop: the phase keeps it private and copies that value out
-   (so it is in memory too). */
+/* Scalars in memory, one-element arrays ("scalars in memory" in --emit=deps), and one that
+   is not: 'sum' is reset in the serial loop k and accumulated over i (a serial region:
+   one tile per k), then read by the parallel loop j, another phase: in memory. 'prev'
+   carries a value from one iteration of the serial loop i to the next (the guard i > 0
+   keeps its reads from seeing a value from before the scop), all inside one serial
+   region run by one tile: private. 'last' is live-out (used after the scop) and last
+   written in the last iteration of a parallel loop: the phase keeps it private and copies
+   that value out (so it is in memory too). */
 void f(int n, double A[n][n], double B[n], double *out) {
   double sum, prev, last;
 #pragma scop
