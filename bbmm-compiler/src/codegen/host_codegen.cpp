@@ -769,7 +769,8 @@ class ScopGenerator {
       if (arr.is_scalar) os << "      /* scalar written in the scop: one element */\n";
       os << "      const int64_t bbmm_ext[" << ext.size() << "] = {" << join(ext, ", ") << "};\n";
       os << "      bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, \"" << arr.c_name << "\", (void*)("
-         << (arr.is_scalar ? "&" : "") << arr.c_name << "), sizeof(" << arr.elem_type << "), " << ext.size()
+         << (arr.is_scalar ? "&" : "") << arr.c_name << "), sizeof(" << arr.elem_type << "), "
+         << ext.size()
          << ", bbmm_ext, NULL, " << (arr.written ? "0" : "BBMM_ARRAY_READ_ONLY") << ", &bbmm_ctx."
          << arr.c_name << "), \"bbmm_array_register(" << arr.c_name << ")\");\n";
       os << "    }\n";

@@ -173,7 +173,8 @@ std::string copy_out_guard(const Scop& scop, const CopyOut& c) {
     s = isl_set_move_dims(s, isl_dim_param, np, isl_dim_set, 0, depth);
     return isl::manage(isl_set_params(s));
   };
-  return rename_isl_macros(c_condition_from_set(as_params(c.last.copy()), as_params(st.domain.copy())));
+  return rename_isl_macros(
+      c_condition_from_set(as_params(c.last.copy()), as_params(st.domain.copy())));
 }
 
 // The copy-outs (Phase::copy_outs) after the instances of statement "stmt".

@@ -40,7 +40,8 @@ KernelSignature kernel_signature(const Scop& scop, const ScopBoxes& boxes, int p
 // their names are appended to "names".
 std::string kernel_arg_locals(const Scop& scop, const KernelSignature& sig, const std::string& from,
                               bool scalars, std::vector<std::string>& names,
-                              const std::function<std::string(const std::string&)>& type = nullptr);
+                              const std::function<std::string(const std::string&)>& type =
+                                  nullptr);
 
 // The declaration "<type> t = 0;" of private scalar "array" ("type" as above).
 std::string private_scalar_decl(const Scop& scop, int array,

@@ -58,8 +58,8 @@ std::set<std::string> float_math_calls(const Scop& scop) {
   std::set<std::string> used;
   std::function<void(const Expr*)> walk = [&](const Expr* e) {
     if (!e) return;
-    if (e->kind == Expr::Kind::kCall && !e->kids.empty() && e->kids[0]->kind == Expr::Kind::kIdent &&
-        known.count(e->kids[0]->text)) {
+    if (e->kind == Expr::Kind::kCall && !e->kids.empty() &&
+        e->kids[0]->kind == Expr::Kind::kIdent && known.count(e->kids[0]->text)) {
       used.insert(e->kids[0]->text);
     }
     for (const ExprPtr& k : e->kids) walk(k.get());
@@ -150,7 +150,9 @@ std::string kernel_source(const Scop& scop, const ScopBoxes& boxes, int phase,
     os << "  const long bbmm_x = " << boxes.partitions[pb.partition].dims[0].lo_param
        << " + (long)get_global_id(0);\n";
   }
-  for (int a : sig.privates) os << "  " << private_scalar_decl(scop, a, cl_type) << "  /* private scalar */\n";
+  for (int a : sig.privates) {
+    os << "  " << private_scalar_decl(scop, a, cl_type) << "  /* private scalar */\n";
+  }
   auto access = [&](const Access& acc, const std::vector<std::string>& subs) -> std::string {
     const ArrayInfo& arr = scop.arrays[acc.array];
     const std::string p = "bbmm_" + arr.c_name + "0";
@@ -230,7 +232,9 @@ std::string pieces_kernel_source(const Scop& scop, const ScopBoxes& boxes, int p
     os << "  const long bbmm_x = " << boxes.partitions[pb.partition].dims[0].lo_param
        << " + (long)get_global_id(0);\n";
   }
-  for (int a : sig.privates) os << "  " << private_scalar_decl(scop, a, cl_type) << "  /* private scalar */\n";
+  for (int a : sig.privates) {
+    os << "  " << private_scalar_decl(scop, a, cl_type) << "  /* private scalar */\n";
+  }
   // Each reference's piece, looked up on the host (slot 0 and offsets 0 when it has none:
   // bbmm_tab[0], bbmm_direct, is then 0 and they are not used).
   int end = 0;

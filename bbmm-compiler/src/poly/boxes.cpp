@@ -383,7 +383,8 @@ ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
         // A private scalar's last value copied out: a write of s[0] by the last instances.
         for (const CopyOut& c : scop.phases[p].copy_outs) {
           if (c.access != a) continue;
-          isl::set last = isl::manage(isl_set_align_params(c.last.copy(), inst.get_space().release()));
+          isl::set last =
+              isl::manage(isl_set_align_params(c.last.copy(), inst.get_space().release()));
           by_array[acc.array].push_back(
               {a, true, inst.intersect(last).apply(scop.memory_relation(a)).coalesce(), false});
         }

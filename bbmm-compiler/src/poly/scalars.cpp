@@ -61,7 +61,9 @@ void classify_scalars(Scop& scop) {
       if (p < 0) continue;
       const Phase& ph = scop.phases[p];
       const int same = static_cast<int>(ph.serial_loops.size()) + (ph.parallel_loop >= 0 ? 1 : 0);
-      auto in_phase = [&](int access) { return scop.statements[scop.accesses[access].statement].phase == p; };
+      auto in_phase = [&](int access) {
+        return scop.statements[scop.accesses[access].statement].phase == p;
+      };
       bool ok = true;
       for (const Flow& f : raw) {
         if (!ok) break;
@@ -78,7 +80,8 @@ void classify_scalars(Scop& scop) {
       if (ok && arr.live_out) {
         for (size_t w = 0; w < scop.accesses.size(); ++w) {
           const Access& acc = scop.accesses[w];
-          if (acc.array != static_cast<int>(a) || acc.kind != AccessKind::kWrite || !in_phase(w)) continue;
+          if (acc.array != static_cast<int>(a) || acc.kind != AccessKind::kWrite || !in_phase(w))
+            continue;
           isl::set last = acc.relation.domain();
           if (!overwritten[w].is_null()) last = last.subtract(overwritten[w]);
           if (last.is_empty()) continue;
@@ -98,7 +101,8 @@ void classify_scalars(Scop& scop) {
     if (arr.promoted) {
       arr.extent_text = {"1"};
       arr.extents = {isl::manage(isl_pw_aff_val_on_domain(
-          isl_set_universe(isl_space_set_from_params(isl_space_params(scop.context.get_space().release()))),
+          isl_set_universe(
+              isl_space_set_from_params(isl_space_params(scop.context.get_space().release()))),
           isl_val_one(scop.context.ctx().get())))};
     }
   }
