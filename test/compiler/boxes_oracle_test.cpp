@@ -146,6 +146,7 @@ struct Tally {
   int64_t flow = 0;        // oracle flow-out elements, summed
   int64_t flow_boxes = 0;  // elements in the flow-out boxes (union per check), summed
   int64_t flow_tiles = 0;  // triples with a nonempty flow-out
+  int64_t private_flows = 0;  // reads of private scalars checked
 };
 
 // Where each instance sits: its phase, serial values and partitioned coordinates.
@@ -166,6 +167,7 @@ class BoxesOracle {
     run_ = execute(s_, isl::manage(f));
     place();
     link_readers();
+    check_private_scalars(t);
     for (size_t p = 0; p < s_.phases.size() && !::testing::Test::HasFatalFailure(); ++p) check_phase(static_cast<int>(p), t);
   }
 
@@ -237,6 +239,53 @@ class BoxesOracle {
           break;
         }
     }
+  }
+
+  // The serial iterators and, when the phase has one, the parallel loop's iterator of
+  // instance "inst": a phase keeps a scalar private within one such iteration.
+  Elem iteration(int inst) const {
+    const Instance& in = run_.inst[inst];
+    const Phase& ph = s_.phases[placed_[inst].phase];
+    Elem r = placed_[inst].serial;
+    const std::vector<int>& loops = s_.statements[in.stmt].loops;
+    auto at = std::find(loops.begin(), loops.end(), ph.parallel_loop);
+    if (ph.parallel_loop >= 0 && at != loops.end()) r.push_back(in.it[at - loops.begin()]);
+    return r;
+  }
+
+  // The scalars a phase keeps private (poly/scalars.h), from the sequential trace: every
+  // read of one in the phase sees a write of the same phase and iteration, and every value
+  // written there is read only there. (A live-out scalar's last value written there must
+  // reach the host: check_tile takes that write as a write of s[0].)
+  void check_private_scalars(Tally& t) {
+    last_write_.clear();
+    for (size_t e = 0; e < run_.ev.size(); ++e) {
+      const Event& ev = run_.ev[e];
+      if (ev.write) last_write_[ev.array] = static_cast<int>(e);
+      if (ev.write || seq_writer_[e] < 0) {
+        if (!ev.write && s_.is_private(placed_[ev.inst].phase, ev.array)) {
+          ADD_FAILURE() << what_ << ": scalar " << s_.arrays[ev.array].c_name << " is private in phase "
+                        << placed_[ev.inst].phase << " but a read there sees a value from before the scop";
+        }
+        continue;
+      }
+      const int w = run_.ev[seq_writer_[e]].inst, r = ev.inst;
+      const bool wp = s_.is_private(placed_[w].phase, ev.array);
+      const bool rp = s_.is_private(placed_[r].phase, ev.array);
+      if (!wp && !rp) continue;
+      ++t.private_flows;
+      EXPECT_TRUE(placed_[w].phase == placed_[r].phase && iteration(w) == iteration(r))
+          << what_ << ": scalar " << s_.arrays[ev.array].c_name << " is private in phase "
+          << (wp ? placed_[w].phase : placed_[r].phase) << " but flows from phase " << placed_[w].phase
+          << " iteration " << show_elem(iteration(w)) << " to phase " << placed_[r].phase << " iteration "
+          << show_elem(iteration(r));
+    }
+  }
+
+  static std::string show_elem(const Elem& e) {
+    std::string r = "(";
+    for (size_t k = 0; k < e.size(); ++k) r += (k ? ", " : "") + std::to_string(e[k]);
+    return r + ")";
   }
 
   bool inside(int inst, int p, const std::vector<Range>& tile) const {
@@ -314,14 +363,23 @@ class BoxesOracle {
     std::map<int, ElemSet> reads, writes, flow, read_in;
     for (size_t e = 0; e < run_.ev.size(); ++e) {
       const Event& ev = run_.ev[e];
-      if (!mine.count(ev.inst) || s_.arrays[ev.array].is_scalar) continue;
-      (ev.write ? writes : reads)[ev.array].insert(ev.elem);
+      if (!mine.count(ev.inst)) continue;
+      // Scalars: read-only ones are arguments, private ones kernel locals; a promoted
+      // scalar elsewhere is the one element s[0]. The last write of a live-out scalar
+      // writes s[0] wherever it is (a private one is copied out).
+      const ArrayInfo& arr = s_.arrays[ev.array];
+      const auto lw = last_write_.find(ev.array);
+      const bool last_value = arr.is_scalar && arr.live_out && lw != last_write_.end() &&
+                              lw->second == static_cast<int>(e);
+      if (arr.is_scalar && !last_value && (!arr.promoted || s_.is_private(p, ev.array))) continue;
+      const Elem elem = arr.is_scalar ? Elem{0} : ev.elem;
+      (ev.write ? writes : reads)[ev.array].insert(elem);
       // A read of a value the tile produced itself needs no read-in.
       if (!ev.write && (seq_writer_[e] < 0 || !mine.count(run_.ev[seq_writer_[e]].inst)))
-        read_in[ev.array].insert(ev.elem);
+        read_in[ev.array].insert(elem);
       if (ev.write)
         for (int r : readers_[e])
-          if (outside(run_.ev[r].inst, p, tile)) flow[ev.array].insert(ev.elem);
+          if (outside(run_.ev[r].inst, p, tile)) flow[ev.array].insert(elem);
     }
     ++t.tiles;
     const std::string where = what_ + ": phase " + std::to_string(p) + " at " + show(v);
@@ -423,6 +481,7 @@ class BoxesOracle {
   Execution run_;
   std::vector<Placement> placed_;
   std::vector<std::vector<int>> readers_;
+  std::map<int, int> last_write_;  // array -> its last write event
   std::vector<int> seq_writer_;
 };
 
@@ -487,7 +546,7 @@ TEST(BoxesOracleRandom, RandomNestsMatchBruteForce) {
   Tally t;
   int programs = 0;
   for (int n = 0; n < 60; ++n) {
-    std::string src = random_program(rng, n % 2 == 1);
+    std::string src = random_program(rng, n % 2 == 1, n % 4 >= 2);
     Diagnostics diag;
     auto prog = analyze_text(src, "random.c", PipelineOptions{}, diag);
     if (diag.has_errors() || prog->scops.empty()) continue;
@@ -500,9 +559,11 @@ TEST(BoxesOracleRandom, RandomNestsMatchBruteForce) {
   }
   EXPECT_GT(programs, 40);
   EXPECT_GT(t.flow_tiles, 100);
+  EXPECT_GT(t.private_flows, 0);  // phases keeping the scalar s private are checked
   std::cout << programs << " random programs: " << t.tiles << " tiles, " << t.checks << " array checks, "
             << t.touched << " elements touched, flow-out in " << t.flow_tiles << " checks: " << t.flow
-            << " elements needed, boxes " << t.flow_boxes << "\n";
+            << " elements needed, boxes " << t.flow_boxes << "; " << t.private_flows
+            << " values of private scalars\n";
 }
 
 }  // namespace

@@ -120,12 +120,18 @@ inline Execution execute(const Scop& scop, const isl::set& fixed) {
 // Random affine loop nests: two arrays, a scalar, subscripts with small coefficients,
 // bounds that depend on outer iterators, some decreasing loops. Deterministic for a seed.
 // With "time_loop", the nests sit in a serial loop `for (t = 0; t < 3; t++)`, so that
-// values flow between its iterations (and between tiles).
-inline std::string random_program(std::mt19937& rng, bool time_loop = false) {
+// values flow between its iterations (and between tiles). With "local_scalar", the scalar
+// s is a local of the function that is not used after the scop (not live-out) instead of
+// a parameter (live-out); the programs are the same otherwise.
+inline std::string random_program(std::mt19937& rng, bool time_loop = false, bool local_scalar = false) {
   auto r = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const char* it[] = {"i", "j", "k"};
   std::ostringstream os;
-  os << "void f(int N, int M, double A[20][20], double B[20][20], double s) {\n#pragma scop\n";
+  if (local_scalar) {
+    os << "void f(int N, int M, double A[20][20], double B[20][20]) {\ndouble s;\n#pragma scop\n";
+  } else {
+    os << "void f(int N, int M, double A[20][20], double B[20][20], double s) {\n#pragma scop\n";
+  }
   if (time_loop) os << "for (int t = 0; t < 3; t++) {\n";
   int nests = r(1, 2);
   for (int n = 0; n < nests; ++n) {

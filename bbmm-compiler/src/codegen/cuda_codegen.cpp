@@ -323,9 +323,10 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
 bool cuda_check_statements(const Scop& scop, Diagnostics& diag) {
   bool ok = true;
   for (const Statement& st : scop.statements) {
-    if (!st.expr) continue;
+    const Expr* e = st.expr ? st.expr : (st.decl ? st.decl->init.get() : nullptr);
+    if (!e) continue;
     std::vector<std::string> bad;
-    check_calls(*st.expr, bad);
+    check_calls(*e, bad);
     for (const std::string& f : bad) {
       diag.error(st.loc) << "--target=cuda: the statement calls '" << f
                          << "', which has no CUDA device version";

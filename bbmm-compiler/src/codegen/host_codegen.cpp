@@ -111,27 +111,29 @@ class ScopGenerator {
  private:
   bool check() {
     bool ok = true;
-    for (const ArrayInfo& a : s_.arrays) {
-      if (a.is_scalar && a.written) {
-        diag_.error(a.decl_loc) << "code generation does not support the scalar '" << a.c_name
-                                << "' written inside the scop yet";
-        diag_.set_last_hint("use a one-element array, or compute the value outside the scop");
+    for (size_t a = 0; a < s_.arrays.size(); ++a) {
+      const ArrayInfo& arr = s_.arrays[a];
+      if (!arr.unknown_type.empty()) {
+        diag_.error(arr.decl_loc) << "unknown type name '" << arr.unknown_type << "'";
+        diag_.set_last_hint("'" + arr.c_name + "' is declared with it and used in the scop: declare '" +
+                            arr.unknown_type + "' before (for example 'typedef double " +
+                            arr.unknown_type + ";') or include the header that defines it");
         ok = false;
-      } else if (!a.unknown_type.empty()) {
-        diag_.error(a.decl_loc) << "unknown type name '" << a.unknown_type << "'";
-        diag_.set_last_hint("'" + a.c_name + "' is declared with it and used in the scop: declare '" +
-                            a.unknown_type + "' before (for example 'typedef double " +
-                            a.unknown_type + ";') or include the header that defines it");
-        ok = false;
-      } else if (a.elem_type == "?" || a.elem_type.empty()) {
-        diag_.error(a.decl_loc) << "code generation needs the type of '" << a.c_name << "'";
+        continue;
+      }
+      if (arr.elem_type == "?" || arr.elem_type.empty()) {
+        diag_.error(arr.decl_loc) << "code generation needs the type of '" << arr.c_name << "'";
         diag_.set_last_hint("declare it before the scop");
         ok = false;
+        continue;
       }
-    }
-    for (const Statement& st : s_.statements) {
-      if (!st.expr) {
-        diag_.error(st.loc) << "code generation does not support declarations inside the scop yet";
+      // Generated names come from the C names: two variables of one C name (a scalar
+      // declared in the scop that shadows another) would collide.
+      for (size_t b = 0; b < a; ++b) {
+        if (s_.arrays[b].c_name != arr.c_name) continue;
+        diag_.error(arr.decl_loc) << "code generation does not support two variables named '"
+                                  << arr.c_name << "' in one scop";
+        diag_.set_last_hint("rename one of them");
         ok = false;
       }
     }
@@ -143,18 +145,20 @@ class ScopGenerator {
     return ok;
   }
 
+  // The registered arrays: arrays and promoted scalars (one element).
   std::vector<int> arrays() const {
     std::vector<int> r;
     for (size_t a = 0; a < s_.arrays.size(); ++a) {
-      if (!s_.arrays[a].is_scalar) r.push_back(static_cast<int>(a));
+      if (!s_.arrays[a].is_scalar || s_.arrays[a].promoted) r.push_back(static_cast<int>(a));
     }
     return r;
   }
+  // The read-only scalars, passed by value (written ones are promoted or private).
   std::vector<int> scalars() const {
     std::vector<int> r;
     for (size_t a = 0; a < s_.arrays.size(); ++a) {
       const ArrayInfo& arr = s_.arrays[a];
-      if (arr.is_scalar &&
+      if (arr.is_scalar && !arr.written &&
           std::find(s_.params.begin(), s_.params.end(), arr.c_name) == s_.params.end()) {
         r.push_back(static_cast<int>(a));
       }
@@ -792,12 +796,21 @@ class ScopGenerator {
     for (int a : scalars()) os << "    bbmm_ctx." << s_.arrays[a].c_name << " = " << s_.arrays[a].c_name << ";\n";
     for (int a : arrays()) {
       const ArrayInfo& arr = s_.arrays[a];
+      if (arr.is_scalar && arr.where == Decl::Where::kScop) {
+        // Declared in the scop, which this block replaces: the host variable is here.
+        os << "    " << arr.elem_type << " " << arr.c_name << " = 0;\n";
+      }
+    }
+    for (int a : arrays()) {
+      const ArrayInfo& arr = s_.arrays[a];
       std::vector<std::string> ext;
       for (const isl::pw_aff& e : arr.extents) ext.push_back(c_expr_from_pw_aff(e, s_.context));
       os << "    {\n";
+      if (arr.is_scalar) os << "      /* scalar written in the scop: one element */\n";
       os << "      const int64_t bbmm_ext[" << ext.size() << "] = {" << join(ext, ", ") << "};\n";
       os << "      bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, \"" << arr.c_name << "\", (void*)("
-         << arr.c_name << "), sizeof(" << arr.elem_type << "), " << ext.size()
+         << (arr.is_scalar ? "&" : "") << arr.c_name << "), sizeof(" << arr.elem_type << "), "
+         << ext.size()
          << ", bbmm_ext, NULL, " << (arr.written ? "0" : "BBMM_ARRAY_READ_ONLY") << ", &bbmm_ctx."
          << arr.c_name << "), \"bbmm_array_register(" << arr.c_name << ")\");\n";
       os << "    }\n";

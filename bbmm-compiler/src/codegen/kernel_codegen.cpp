@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "codegen/box_printer.h"
@@ -51,7 +52,16 @@ KernelSignature kernel_signature(const Scop& scop, const ScopBoxes& boxes, int p
   for (size_t a = 0; a < scop.arrays.size(); ++a) {
     if (!used[a]) continue;
     const ArrayInfo& arr = scop.arrays[a];
-    if (arr.is_scalar) {
+    if (arr.is_scalar && scop.is_private(phase, static_cast<int>(a))) {
+      sig.privates.push_back(static_cast<int>(a));
+      // Its last value copied out: its memory too.
+      for (const CopyOut& c : ph.copy_outs) {
+        if (scop.accesses[c.access].array == static_cast<int>(a)) {
+          sig.arrays.push_back(static_cast<int>(a));
+          break;
+        }
+      }
+    } else if (arr.is_scalar && !arr.promoted) {
       // A scalar that is also a parameter is passed as a parameter already.
       if (std::find(sig.params.begin(), sig.params.end(), arr.c_name) == sig.params.end()) {
         sig.scalars.push_back(static_cast<int>(a));
@@ -63,8 +73,17 @@ KernelSignature kernel_signature(const Scop& scop, const ScopBoxes& boxes, int p
   return sig;
 }
 
+std::string private_scalar_decl(const Scop& scop, int array,
+                                const std::function<std::string(const std::string&)>& type) {
+  const ArrayInfo& arr = scop.arrays[array];
+  // Every read sees a write of the same iteration (poly/scalars.h): the 0 is never read,
+  // it only keeps compilers from warning.
+  return (type ? type(arr.elem_type) : arr.elem_type) + " " + arr.c_name + " = 0;";
+}
+
 std::string kernel_arg_locals(const Scop& scop, const KernelSignature& sig, const std::string& from,
-                              bool scalars, std::vector<std::string>& names) {
+                              bool scalars, std::vector<std::string>& names,
+                              const std::function<std::string(const std::string&)>& type) {
   std::ostringstream os;
   for (const auto* v : {&sig.params, &sig.serial, &sig.tile}) {
     for (const std::string& p : *v) {
@@ -77,6 +96,10 @@ std::string kernel_arg_locals(const Scop& scop, const KernelSignature& sig, cons
       const ArrayInfo& arr = scop.arrays[a];
       os << "  const " << arr.elem_type << " " << arr.c_name << " = " << from << arr.c_name << ";\n";
       names.push_back(arr.c_name);
+    }
+    for (int a : sig.privates) {
+      os << "  " << private_scalar_decl(scop, a, type) << "  /* private scalar */\n";
+      names.push_back(scop.arrays[a].c_name);
     }
   }
   return os.str();
@@ -106,38 +129,105 @@ std::string host_kernel_args_struct(const Scop& scop, const KernelSignature& sig
   return os.str();
 }
 
-void statement_block(const Scop& scop, int stmt, const std::vector<std::string>& bind,
-                     const std::string& iter_type, const AccessPrinter& access,
-                     std::vector<std::string>& lines) {
-  const Statement& st = scop.statements[stmt];
-  lines.push_back("{");
-  lines.push_back("  /* " + st.name + ": " + comment_safe(st.text) + " */");
-  if (!bind.empty()) lines.push_back("  const " + iter_type + " " + join(bind, ", ") + ";");
-  lines.push_back("  " + rewrite_statement(scop, stmt, access));
-  lines.push_back("}");
-}
-
 namespace {
 
-// The array accesses of statement "stmt" as its text spells them: one per access expression
-// (a compound assignment's read and write share one), the first in the model's order.
-std::map<const Expr*, const Access*> printed_accesses(const Scop& scop, int stmt) {
+// The identifiers "e" uses, added to "names".
+void identifiers(const Expr* e, std::set<std::string>& names) {
+  if (!e) return;
+  if (e->kind == Expr::Kind::kIdent) names.insert(e->text);
+  for (const ExprPtr& k : e->kids) identifiers(k.get(), names);
+}
+
+// The accesses in memory (Scop::in_memory: arrays, and promoted scalars outside the phases
+// that keep them private) of statement "stmt" as its text spells them: one per access
+// expression (a compound assignment's read and write share one), the first in the model's
+// order; "decl_write" is a declaration's write of a scalar in memory (it has no
+// expression), or null.
+std::map<const Expr*, const Access*> printed_accesses(const Scop& scop, int stmt,
+                                                      const Access** decl_write = nullptr) {
   std::map<const Expr*, const Access*> by_expr;
+  if (decl_write) *decl_write = nullptr;
   for (int a : scop.statements[stmt].accesses) {
     const Access& acc = scop.accesses[a];
-    if (acc.expr && !scop.arrays[acc.array].is_scalar) by_expr.emplace(acc.expr, &acc);
+    if (!scop.in_memory(a)) continue;
+    if (acc.expr) {
+      by_expr.emplace(acc.expr, &acc);
+    } else if (acc.kind == AccessKind::kWrite && decl_write) {
+      *decl_write = &acc;
+    }
   }
   return by_expr;
 }
 
+// The C condition of "c.last" over the scop parameters, the serial iterators and the
+// statement's iterators (by their C names, as bound in its block), knowing the instance
+// is in the statement's domain.
+std::string copy_out_guard(const Scop& scop, const CopyOut& c) {
+  const Statement& st = scop.statements[scop.accesses[c.access].statement];
+  const int depth = static_cast<int>(st.iterators.size());
+  auto as_params = [&](isl_set* s) {
+    for (int d = 0; d < depth; ++d) {
+      s = isl_set_set_dim_name(s, isl_dim_set, d, scop.loops[st.loops[d]].c_name.c_str());
+    }
+    const int np = static_cast<int>(isl_set_dim(s, isl_dim_param));
+    s = isl_set_move_dims(s, isl_dim_param, np, isl_dim_set, 0, depth);
+    return isl::manage(isl_set_params(s));
+  };
+  return rename_isl_macros(
+      c_condition_from_set(as_params(c.last.copy()), as_params(st.domain.copy())));
+}
+
+// The copy-outs (Phase::copy_outs) after the instances of statement "stmt".
+std::vector<const CopyOut*> copy_outs_of(const Scop& scop, int stmt) {
+  std::vector<const CopyOut*> r;
+  const int phase = scop.statements[stmt].phase;
+  if (phase < 0) return r;
+  for (const CopyOut& c : scop.phases[phase].copy_outs) {
+    if (scop.accesses[c.access].statement == stmt) r.push_back(&c);
+  }
+  return r;
+}
+
 }  // namespace
+
+void statement_block(const Scop& scop, int stmt, const std::vector<std::string>& bind0,
+                     const std::string& iter_type, const AccessPrinter& access,
+                     std::vector<std::string>& lines) {
+  const Statement& st = scop.statements[stmt];
+  // Only the iterators the statement uses (`t = 0;` inside a loop uses none): an unused
+  // constant is a warning, an error for nvcc -Werror all-warnings.
+  std::set<std::string> used;
+  identifiers(st.rhs_value ? st.expr->kids[0].get() : st.expr, used);
+  identifiers(st.rhs_value, used);
+  if (st.decl) identifiers(st.decl->init.get(), used);
+  const std::vector<const CopyOut*> copy = copy_outs_of(scop, stmt);
+  std::vector<std::string> bind;
+  for (const std::string& b : bind0) {
+    if (!copy.empty() || used.count(b.substr(0, b.find(' ')))) bind.push_back(b);
+  }
+  lines.push_back("{");
+  lines.push_back("  /* " + st.name + ": " + comment_safe(st.text) + " */");
+  if (!bind.empty()) lines.push_back("  const " + iter_type + " " + join(bind, ", ") + ";");
+  lines.push_back("  " + rewrite_statement(scop, stmt, access));
+  for (const CopyOut* c : copy) {
+    // The last value of a live-out private scalar: into its memory (poly/scalars.h).
+    const int a = scop.accesses[c->access].array;
+    const std::string guard = copy_out_guard(scop, *c);
+    lines.push_back("  " + (guard == "1" ? std::string() : "if (" + guard + ") ") +
+                    access(scop.accesses[c->access], {"0"}) + " = " + scop.arrays[a].c_name +
+                    ";  /* last value */");
+  }
+  lines.push_back("}");
+}
 
 std::string rewrite_statement(const Scop& scop, int stmt, const AccessPrinter& access) {
   const Statement& st = scop.statements[stmt];
-  const std::map<const Expr*, const Access*> by_expr = printed_accesses(scop, stmt);
+  const Access* decl_write = nullptr;
+  const std::map<const Expr*, const Access*> by_expr = printed_accesses(scop, stmt, &decl_write);
   std::function<std::string(const Expr&)> rewrite = [&](const Expr& e) -> std::string {
     auto it = by_expr.find(&e);
     if (it == by_expr.end()) return "";
+    if (scop.arrays[it->second->array].is_scalar) return access(*it->second, {"0"});
     std::string base;
     std::vector<const Expr*> subs;
     access_subscripts(e, base, subs);
@@ -145,11 +235,30 @@ std::string rewrite_statement(const Scop& scop, int stmt, const AccessPrinter& a
     for (const Expr* s : subs) texts.push_back(print_c_expr(*s, rewrite));
     return access(*it->second, texts);
   };
+  if (st.decl && st.decl->init) {
+    const std::string lhs = decl_write ? access(*decl_write, {"0"}) : st.decl->name;
+    return lhs + " = " + print_c_expr(*st.decl->init, rewrite) + ";";
+  }
   if (!st.expr) return "";
+  if (st.rhs_value) {
+    return print_c_expr(*st.expr->kids[0], rewrite) + " " + st.expr->text + " " +
+           print_c_expr(*st.rhs_value, rewrite) + ";";
+  }
   return print_c_expr(*st.expr, rewrite) + ";";
 }
 
 std::string ref_name(const Access& acc) { return "bbmm_ref" + std::to_string(acc.id); }
+
+std::vector<const Access*> printed_references(const Scop& scop, int stmt) {
+  std::vector<const Access*> printed;
+  const Access* decl_write = nullptr;
+  for (const auto& [expr, acc] : printed_accesses(scop, stmt, &decl_write)) printed.push_back(acc);
+  if (decl_write) printed.push_back(decl_write);
+  for (const CopyOut* c : copy_outs_of(scop, stmt)) printed.push_back(&scop.accesses[c->access]);
+  std::sort(printed.begin(), printed.end(),
+            [](const Access* x, const Access* y) { return x->id < y->id; });
+  return printed;
+}
 
 std::string ref_piece_lookups(const Scop& scop, const ScopBoxes& boxes, int phase,
                               const std::string& lookup, const std::string& per_element,
@@ -163,11 +272,7 @@ std::string ref_piece_lookups(const Scop& scop, const ScopBoxes& boxes, int phas
   std::ostringstream os;
   std::vector<std::string> refs;
   for (int s : scop.phases[phase].statements) {
-    std::vector<const Access*> printed;
-    for (const auto& [expr, acc] : printed_accesses(scop, s)) printed.push_back(acc);
-    std::sort(printed.begin(), printed.end(),
-              [](const Access* x, const Access* y) { return x->id < y->id; });
-    for (const Access* ap : printed) {
+    for (const Access* ap : printed_references(scop, s)) {
       const Access& acc = *ap;
       const ArrayInfo& arr = scop.arrays[acc.array];
       const std::string r = ref_name(acc);

@@ -27,17 +27,27 @@ struct KernelSignature {
   std::vector<std::string> serial;    // serial iterators, C names (int64_t)
   std::vector<std::string> tile;      // tile parameters: bbmm_lo, bbmm_hi, ... (int64_t)
   std::vector<int> scalars;           // read-only scalars (indices into Scop::arrays)
-  std::vector<int> arrays;            // arrays with pieces (indices into Scop::arrays)
+  std::vector<int> arrays;            // arrays with pieces, promoted scalars included
+  // Scalars the phase keeps private (Phase::private_scalars that it accesses): not
+  // arguments, but locals declared at the top of the kernel.
+  std::vector<int> privates;
 };
 
 KernelSignature kernel_signature(const Scop& scop, const ScopBoxes& boxes, int phase);
 
 // The declarations "const int64_t N = <from>N;" of the scop parameters, serial iterators
 // and tile parameters of "sig", then (with "scalars") of its read-only scalars, read from
-// the argument block through "from" ("bbmm_a->" or "bbmm_a."), each on a line indented by
-// two spaces; their names are appended to "names".
+// the argument block through "from" ("bbmm_a->" or "bbmm_a."), and of its private scalars
+// ("double t = 0;", "type" spells their types), each on a line indented by two spaces;
+// their names are appended to "names".
 std::string kernel_arg_locals(const Scop& scop, const KernelSignature& sig, const std::string& from,
-                              bool scalars, std::vector<std::string>& names);
+                              bool scalars, std::vector<std::string>& names,
+                              const std::function<std::string(const std::string&)>& type =
+                                  nullptr);
+
+// The declaration "<type> t = 0;" of private scalar "array" ("type" as above).
+std::string private_scalar_decl(const Scop& scop, int array,
+                                const std::function<std::string(const std::string&)>& type = nullptr);
 
 // The C declaration of the argument block "struct <name>_args { ... };".
 std::string host_kernel_args_struct(const Scop& scop, const KernelSignature& sig,
@@ -112,7 +122,10 @@ void statement_block(const Scop& scop, int stmt, const std::vector<std::string>&
                      const std::string& iter_type, const AccessPrinter& access,
                      std::vector<std::string>& lines);
 
-// The statement "stmt" with each array access replaced by "access(acc, subscripts)".
+// The statement "stmt" with each access in memory (Scop::in_memory: arrays and promoted
+// scalars, whose one subscript is "0") replaced by "access(acc, subscripts)"; private and
+// read-only scalars keep their C names. A declaration's init is printed as an assignment,
+// a link of a chained assignment as its own assignment (Statement::rhs_value).
 std::string rewrite_statement(const Scop& scop, int stmt, const AccessPrinter& access);
 
 // Multi-piece kernels: each access reference of "phase" looks, once per kernel, for the
@@ -129,5 +142,12 @@ std::string ref_piece_lookups(const Scop& scop, const ScopBoxes& boxes, int phas
                               const std::string& indent, std::vector<std::string>& locals);
 std::string ref_direct_access(const Access& acc, const std::vector<std::string>& subs);
 std::string ref_name(const Access& acc);
+
+// The access references statement "stmt" prints ("access" is called for them), in access
+// id order: its accesses in memory (Scop::in_memory), one per access expression (a compound
+// assignment's read and write share one, the first in the model's order), a
+// declaration's write of a scalar in memory, and the write whose last value a private
+// scalar's copy-out stores (Phase::copy_outs).
+std::vector<const Access*> printed_references(const Scop& scop, int stmt);
 
 }  // namespace bbmm::compiler

@@ -1,7 +1,9 @@
 #include "codegen/opencl_codegen.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -43,6 +45,31 @@ std::string cl_type(const std::string& t) {
 }
 
 int rank_of(const ArrayInfo& a) { return static_cast<int>(a.extents.size()); }
+
+// C99's float math functions ("expf") called by the statements of "scop": OpenCL C has
+// none of them, its builtins ("exp") are overloaded for float instead (PolyBench's
+// deriche calls expf and powf).
+std::set<std::string> float_math_calls(const Scop& scop) {
+  static const std::set<std::string> known = {
+      "sqrtf", "cbrtf", "expf",  "exp2f", "expm1f", "logf",  "log2f", "log10f", "log1pf",
+      "powf",  "sinf",  "cosf",  "tanf",  "asinf",  "acosf", "atanf", "atan2f", "sinhf",
+      "coshf", "tanhf", "erff",  "erfcf", "fabsf",  "floorf", "ceilf", "roundf", "truncf",
+      "fminf", "fmaxf", "fmodf", "hypotf", "copysignf", "fmaf"};
+  std::set<std::string> used;
+  std::function<void(const Expr*)> walk = [&](const Expr* e) {
+    if (!e) return;
+    if (e->kind == Expr::Kind::kCall && !e->kids.empty() &&
+        e->kids[0]->kind == Expr::Kind::kIdent && known.count(e->kids[0]->text)) {
+      used.insert(e->kids[0]->text);
+    }
+    for (const ExprPtr& k : e->kids) walk(k.get());
+  };
+  for (const Statement& st : scop.statements) {
+    walk(st.expr);
+    if (st.decl) walk(st.decl->init.get());
+  }
+  return used;
+}
 
 // True when a statement of "ph" writes "array".
 bool phase_writes(const Scop& scop, const Phase& ph, int array) {
@@ -88,16 +115,7 @@ std::vector<PieceRef> piece_refs(const Scop& scop, const ScopBoxes& boxes, int p
   std::vector<PieceRef> refs;
   end = 1;
   for (int s : scop.phases[phase].statements) {
-    std::map<const Expr*, const Access*> by_expr;
-    for (int a : scop.statements[s].accesses) {
-      const Access& acc = scop.accesses[a];
-      if (acc.expr && !scop.arrays[acc.array].is_scalar) by_expr.emplace(acc.expr, &acc);
-    }
-    std::vector<const Access*> printed;
-    for (const auto& [expr, acc] : by_expr) printed.push_back(acc);
-    std::sort(printed.begin(), printed.end(),
-              [](const Access* x, const Access* y) { return x->id < y->id; });
-    for (const Access* acc : printed) {
+    for (const Access* acc : printed_references(scop, s)) {
       auto it = box_of.find(acc->id);
       refs.push_back({acc, it == box_of.end() ? nullptr : it->second, end});
       end += rank_of(scop.arrays[acc->array]) + 1;
@@ -132,6 +150,9 @@ std::string kernel_source(const Scop& scop, const ScopBoxes& boxes, int phase,
   if (partitioned) {
     os << "  const long bbmm_x = " << boxes.partitions[pb.partition].dims[0].lo_param
        << " + (long)get_global_id(0);\n";
+  }
+  for (int a : sig.privates) {
+    os << "  " << private_scalar_decl(scop, a, cl_type) << "  /* private scalar */\n";
   }
   auto access = [&](const Access& acc, const std::vector<std::string>& subs) -> std::string {
     const ArrayInfo& arr = scop.arrays[acc.array];
@@ -209,6 +230,9 @@ std::string pieces_kernel_source(const Scop& scop, const ScopBoxes& boxes, int p
     os << "  const long bbmm_x = " << boxes.partitions[pb.partition].dims[0].lo_param
        << " + (long)get_global_id(0);\n";
   }
+  for (int a : sig.privates) {
+    os << "  " << private_scalar_decl(scop, a, cl_type) << "  /* private scalar */\n";
+  }
   // Each reference's piece, looked up on the host (slot 0 and offsets 0 when it has none:
   // bbmm_tab[0], bbmm_direct, is then 0 and they are not used).
   int end = 0;
@@ -260,6 +284,9 @@ std::string opencl_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int
       "static inline long bbmm_max(long a, long b) { return a > b ? a : b; }\n"
       "static inline long bbmm_floord(long n, long d) { long q = n / d; "
       "return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q; }\n";
+  for (const std::string& f : float_math_calls(scop)) {
+    src += "#define " + f + " " + f.substr(0, f.size() - 1) + "\n";
+  }
   // Both kernels run the same loops: built once. The work-item's iterator value (bbmm_x) is
   // one more parameter of the loops.
   TileLoopOptions opts;

@@ -112,7 +112,11 @@ bool legal(const Scop& scop, const Phase& ph, const std::vector<std::vector<int>
                  "] }")));
     names.push_back(st.name);
   }
-  // The phase's dependences (flow, anti, output), untagged.
+  // The phase's dependences (flow, anti, output), untagged. A private scalar (a copy per
+  // thread) keeps only those inside one iteration of the parallel loop: the thread that
+  // runs the iteration must run all of them.
+  const int phase = scop.statements[ph.statements[0]].phase;
+  const int agree = ns + (ph.parallel_loop >= 0 ? 1 : 0);
   isl::union_map deps = isl::union_map::empty(ctx);
   for (const isl::union_map* um : {&scop.deps.raw, &scop.deps.war, &scop.deps.waw}) {
     if (um->is_null()) continue;
@@ -124,6 +128,12 @@ bool legal(const Scop& scop, const Phase& ph, const std::vector<std::vector<int>
       if (std::find(names.begin(), names.end(), src) == names.end() ||
           std::find(names.begin(), names.end(), dst) == names.end()) {
         continue;
+      }
+      const int src_access = scop.access_index_of_tag(tagged_ref(m.domain().space()));
+      if (src_access >= 0 && scop.is_private(phase, scop.accesses[src_access].array)) {
+        isl_map* x = u.release();
+        for (int d = 0; d < agree; ++d) x = isl_map_equate(x, isl_dim_in, d, isl_dim_out, d);
+        u = isl::manage(x);
       }
       deps = deps.unite(isl::union_map(u));
     }

@@ -421,8 +421,8 @@ ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
     for (int s : scop.phases[p].statements)
       for (int a : scop.statements[s].accesses) {
         const Access& acc = scop.accesses[a];
-        if (acc.kind != AccessKind::kWrite || scop.arrays[acc.array].is_scalar) continue;
-        isl::set img = tile_instances(scop.statements[s], f).apply(acc.relation);
+        if (acc.kind != AccessKind::kWrite || !scop.in_memory(a)) continue;
+        isl::set img = tile_instances(scop.statements[s], f).apply(scop.memory_relation(a));
         auto it = writes.find(acc.array);
         if (it == writes.end()) writes.emplace(acc.array, img);
         else it->second = it->second.unite(img);
@@ -455,9 +455,18 @@ ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
       isl::set inst = tile_instances(scop.statements[s], f);
       for (int a : scop.statements[s].accesses) {
         const Access& acc = scop.accesses[a];
-        if (scop.arrays[acc.array].is_scalar) continue;
+        // A private scalar's last value copied out: a write of s[0] by the last instances.
+        for (const CopyOut& c : scop.phases[p].copy_outs) {
+          if (c.access != a) continue;
+          isl::set last =
+              isl::manage(isl_set_align_params(c.last.copy(), inst.get_space().release()));
+          by_array[acc.array].push_back(
+              {a, true, inst.intersect(last).apply(scop.memory_relation(a)).coalesce(), false});
+        }
+        // Arrays and promoted scalars outside the phases that keep them private.
+        if (!scop.in_memory(a)) continue;
         const bool write = acc.kind == AccessKind::kWrite;
-        by_array[acc.array].push_back({a, write, inst.apply(acc.relation).coalesce(),
+        by_array[acc.array].push_back({a, write, inst.apply(scop.memory_relation(a)).coalesce(),
                                        !write && reads_from_outside(scop, raw, f, a, phase_of, static_cast<int>(p))});
       }
     }

@@ -1,5 +1,7 @@
 #include "poly/deps.h"
 
+#include "poly/scalars.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -183,7 +185,8 @@ std::vector<LoopAnalysis> analyse_loops(const Scop& scop, const isl::set* params
       auto it = priv.find(array);
       if (it != priv.end()) return it->second;
       const ArrayInfo& a = scop.arrays[array];
-      bool ok = a.is_scalar && !a.live_out;
+      // (d) live-out is fine: the phase copies the last value out (poly/scalars.h).
+      bool ok = a.is_scalar;
       bool written_inside = false;
       for (const Access& acc : scop.accesses)
         if (acc.array == array && acc.kind == AccessKind::kWrite && in_loop(L, acc.statement))
@@ -359,6 +362,11 @@ void compute_dependences(Scop& scop) {
     flush();
   };
   walk(scop.body);
+  for (Statement& st : scop.statements) st.phase = -1;
+  for (size_t p = 0; p < scop.phases.size(); ++p) {
+    for (int st : scop.phases[p].statements) scop.statements[st].phase = static_cast<int>(p);
+  }
+  classify_scalars(scop);
 }
 
 }  // namespace bbmm::compiler

@@ -77,7 +77,7 @@ isl::set flow_out_set(const Scop& scop, const TilePlan& plan, int p, int array) 
     inst = inst.intersect_domain(tile_instances(scop.statements[w.statement], plan.frames[p]));
     if (same_partition && plan.partitioned[p])
       inst = inst.intersect_range(outside_instances(scop.statements[r.statement], plan.frames[q]));
-    isl::set elems = inst.domain().apply(w.relation);
+    isl::set elems = inst.domain().apply(scop.memory_relation(src));
     out = out.is_null() ? elems : out.unite(elems);
   }
   return out.is_null() ? isl::set() : out.coalesce();

@@ -62,6 +62,27 @@ int Scop::statement_index(const std::string& name) const {
   return -1;
 }
 
+bool Scop::is_private(int phase, int array) const {
+  if (phase < 0 || phase >= static_cast<int>(phases.size())) return false;
+  const std::vector<int>& v = phases[phase].private_scalars;
+  return std::binary_search(v.begin(), v.end(), array);
+}
+
+bool Scop::in_memory(int access) const {
+  const Access& a = accesses[access];
+  const ArrayInfo& arr = arrays[a.array];
+  if (!arr.is_scalar) return true;
+  return arr.promoted && !is_private(statements[a.statement].phase, a.array);
+}
+
+isl::map Scop::memory_relation(int access) const {
+  const Access& a = accesses[access];
+  if (!arrays[a.array].is_scalar) return a.relation;
+  isl_map* m = isl_map_add_dims(a.relation.copy(), isl_dim_out, 1);
+  m = isl_map_fix_si(m, isl_dim_out, 0, 0);
+  return isl::manage(m);
+}
+
 int Scop::access_index_of_tag(const std::string& tag) const {
   if (tag.size() < 4 || tag.compare(0, 3, "ref") != 0) return -1;
   int id = std::atoi(tag.c_str() + 3);
@@ -196,7 +217,10 @@ class ModelBuilder {
   void build_for(const Stmt& s, BuildCtx& c, std::vector<Node>& out);
   void build_if(const Stmt& s, BuildCtx& c, std::vector<Node>& out);
   void build_statement(const Stmt& s, const Expr* assign, const Decl* decl, BuildCtx& c,
-                       std::vector<Node>& out);
+                       std::vector<Node>& out, const Expr* rhs_value = nullptr,
+                       bool link = false);
+  void build_assignment_chain(const Stmt& s, const Expr* assign, BuildCtx& c,
+                              std::vector<Node>& out);
 
   // Accesses of the statement being built.
   struct PendingAccess {
@@ -829,8 +853,25 @@ void ModelBuilder::rhs_reads(const Expr& e, std::vector<PendingAccess>& acc,
   }
 }
 
+// `a = b = e` (possibly longer, any assignment operators): C assigns b first and a then
+// gets the value b holds, so the chain is the statements `b = e;` then `a = b;`, innermost
+// first. Each link's text is its own assignment.
+void ModelBuilder::build_assignment_chain(const Stmt& s, const Expr* assign, BuildCtx& c,
+                                          std::vector<Node>& out) {
+  const Expr* rhs = assign->kind == Expr::Kind::kAssign ? assign->kids[1].get() : nullptr;
+  if (!rhs || rhs->kind != Expr::Kind::kAssign) {
+    build_statement(s, assign, nullptr, c, out, nullptr, assign != s.expr.get());
+    return;
+  }
+  size_t errors_before = diag_.error_count();
+  build_assignment_chain(s, rhs, c, out);
+  if (static_cast<size_t>(diag_.error_count()) != errors_before) return;
+  build_statement(s, assign, nullptr, c, out, rhs->kids[0].get(), true);
+}
+
 void ModelBuilder::build_statement(const Stmt& s, const Expr* assign, const Decl* decl,
-                                   BuildCtx& c, std::vector<Node>& out) {
+                                   BuildCtx& c, std::vector<Node>& out, const Expr* rhs_value,
+                                   bool link) {
   std::vector<PendingAccess> acc;
   bool good = true;
   size_t errors_before = diag_.error_count();
@@ -843,7 +884,7 @@ void ModelBuilder::build_statement(const Stmt& s, const Expr* assign, const Decl
     if (e.kind == Expr::Kind::kAssign) {
       bool compound = e.text != "=";
       good = lvalue(*e.kids[0], acc, c.frames, compound);
-      rhs_reads(*e.kids[1], acc, c.frames, 0);
+      rhs_reads(rhs_value ? *rhs_value : *e.kids[1], acc, c.frames, 0);
       // The write comes last in `acc` when compound; keep the write first.
     } else if ((e.kind == Expr::Kind::kPostfix || e.kind == Expr::Kind::kUnary) &&
                (e.text == "++" || e.text == "--")) {
@@ -877,7 +918,17 @@ void ModelBuilder::build_statement(const Stmt& s, const Expr* assign, const Decl
   st.loc = loc(s.begin);
   st.ast = &s;
   st.expr = assign;
+  st.decl = decl;
+  st.rhs_value = rhs_value;
   st.text = spelling(s.begin, s.end);
+  if (assign && link) {
+    // One link of a chained assignment: its own text.
+    const Expr& lhs = *assign->kids[0];
+    st.loc = loc(assign->begin);
+    st.text = spelling(lhs.begin, lhs.end) + " " + assign->text + " " +
+              (rhs_value ? spelling(rhs_value->begin, rhs_value->end)
+                         : spelling(assign->kids[1]->begin, assign->kids[1]->end)) + ";";
+  }
   int depth = static_cast<int>(c.frames.size());
   isl::space sp = space_for(c.frames, st.name);
   isl::set dom = isl::manage(isl_set_universe(sp.copy()));
@@ -1008,7 +1059,7 @@ void ModelBuilder::build_stmt(const Stmt& s, BuildCtx& c, std::vector<Node>& out
       build_if(s, c, out);
       return;
     case Stmt::Kind::kExpr:
-      build_statement(s, s.expr.get(), nullptr, c, out);
+      build_assignment_chain(s, s.expr.get(), c, out);
       return;
     case Stmt::Kind::kEmpty:
       return;

@@ -33,6 +33,10 @@ struct ArrayInfo {
   bool written = false;
   bool live_in = false;   // some read in the scop sees a value from before the scop
   bool live_out = false;  // its values after the scop may be used
+  // A scalar written inside the scop that some phase accesses in memory (classify_scalars,
+  // poly/scalars.h): registered with the runtime as an array of one element, extents {1},
+  // accessed as s[0] (Scop::memory_relation). False for arrays and read-only scalars.
+  bool promoted = false;
 };
 
 struct Access {
@@ -91,6 +95,20 @@ struct Statement {
   std::string text;  // the statement as parsed, re-printed
   const Stmt* ast = nullptr;
   const Expr* expr = nullptr;  // the assignment (nullptr for a declaration's init)
+  const Decl* decl = nullptr;  // the declaration, for a declaration's init
+  // A chained assignment `a = b = e` is two statements, `b = e;` then `a = b;` (C assigns
+  // b first and gives a the value b now holds): for the second, "expr" is the outer
+  // assignment and "rhs_value" the inner one's left-hand side, whose value it assigns.
+  const Expr* rhs_value = nullptr;
+  int phase = -1;  // index into Scop::phases (set with the dependences)
+};
+
+// The last value of a live-out scalar that a phase keeps private: after each instance in
+// "last" of the statement of write access "access", the kernel stores its local copy into
+// the scalar's memory (s[0]), from which it returns to the host at the end of the scop.
+struct CopyOut {
+  int access = -1;  // a write of the scalar (index into Scop::accesses)
+  isl::set last;    // the instances whose write no later write overwrites
 };
 
 // A phase: a parallel loop (or a serial group of statements) inside serial loops.
@@ -98,6 +116,12 @@ struct Phase {
   std::vector<int> serial_loops;  // outermost first
   int parallel_loop = -1;         // -1: no parallel loop (runs serially)
   std::vector<int> statements;
+  // Scalars written inside the scop that this phase keeps in kernel locals (indices into
+  // Scop::arrays, increasing; see poly/scalars.h): every value they carry is produced and
+  // used within one iteration of the parallel loop (one execution of the phase when it
+  // has none), so each tile, work-item or thread has its own copy.
+  std::vector<int> private_scalars;
+  std::vector<CopyOut> copy_outs;  // private scalars' last values (live-out ones)
 };
 
 struct Dependences {
@@ -138,6 +162,14 @@ struct Scop {
   // a statement reads its operands before it writes.
   isl::union_map tagged_schedule() const;
   int statement_index(const std::string& name) const;
+  // Whether access "access" goes through the runtime's memory: an array access, or an
+  // access to a promoted scalar from a phase that does not keep it private.
+  bool in_memory(int access) const;
+  // The relation of access "access" as the runtime sees it: Access::relation, with the
+  // range s[0] for a scalar (one element).
+  isl::map memory_relation(int access) const;
+  // Whether phase "phase" keeps scalar "array" in a kernel local.
+  bool is_private(int phase, int array) const;
   int access_index_of_tag(const std::string& tag) const;
 };
 

@@ -74,6 +74,7 @@ void print_model(std::ostream& os, const Scop& s) {
     if (a.live_in) os << " live-in";
     if (a.live_out) os << " live-out";
     os << "\n";
+    if (a.is_scalar) continue;  // a promoted scalar's extent {1} is implicit
     for (size_t k = 0; k < a.extents.size(); ++k) os << "      extent " << k << ": " << str(a.extents[k]) << "\n";
   }
   os << "  loops:\n";
@@ -119,6 +120,14 @@ void print_deps(std::ostream& os, const Scop& s) {
       any = true;
     }
   os << (any ? "" : " none") << "\n";
+  std::vector<std::string> promoted;
+  for (const ArrayInfo& a : s.arrays)
+    if (a.promoted) promoted.push_back(a.name);
+  if (!promoted.empty()) {
+    os << "  scalars in memory (one-element arrays):";
+    for (const std::string& n : promoted) os << " " << n;
+    os << "\n";
+  }
   os << "  loops:\n";
   for (const Loop& L : s.loops) {
     const LoopVerdict& v = L.verdict;
@@ -145,6 +154,18 @@ void print_deps(std::ostream& os, const Scop& s) {
     else os << "no parallel loop";
     os << ", statements";
     for (int st : p.statements) os << " " << s.statements[st].name;
+    if (!p.private_scalars.empty()) {
+      os << ", private scalars";
+      for (int a : p.private_scalars) {
+        os << " " << s.arrays[a].name;
+        for (const CopyOut& c : p.copy_outs) {
+          if (s.accesses[c.access].array == a) {
+            os << " (last value copied out)";
+            break;
+          }
+        }
+      }
+    }
     os << "\n";
   }
 }

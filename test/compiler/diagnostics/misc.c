@@ -1,6 +1,7 @@
 /* Other rejected statements: a call as a statement, an assignment inside an
-   expression, a rank mismatch, an array declared in the scop, the comma operator,
-   a missing semicolon, pragma misuse, struct members, increments in expressions. */
+   expression (a chain a = b = e is accepted), a rank mismatch, an array declared in the
+   scop, the comma operator, a missing semicolon, pragma misuse, struct members,
+   increments in expressions. */
 struct P { double x; };
 void h(double);
 void f(int n, double A[n][n], double B[n], struct P p) {
@@ -9,7 +10,7 @@ void f(int n, double A[n][n], double B[n], struct P p) {
     // expected-error@+1:5 {{call 'h(...)' as a statement}}
     h(B[i]);
     // expected-error@+1:21 {{assignment inside an expression is not supported}}
-    B[i] = (A[i][0] = 1.0);
+    B[i] = (A[i][0] = 1.0) + 1.0;
     // expected-error@+1:5 {{array 'A' has 2 dimensions but is used with 1 subscript}}
     A[i] = 0.0;
     // expected-error@+1:12 {{arrays declared inside a scop are not supported}}
