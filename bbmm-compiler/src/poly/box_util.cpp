@@ -184,15 +184,52 @@ isl::set fix_params(const isl::set& s, const Values& v) {
 
 bool eval_cond(const isl::set& params, const Values& v) { return !fix_params(params, v).is_empty(); }
 
-int64_t count_points(const isl::set& s, const Values& v) {
-  // isl's counting scan adds the innermost dimension's interval at once: its cost grows with
-  // the rows, not the points (enumerating 32^3-element tiles point by point took seconds).
-  isl::set f = fix_params(s, v);
-  isl_val* n = isl_set_count_val(f.get());
+namespace {
+
+// The points of "s" (no parameters) by isl's counting scan, which adds the innermost
+// dimension's interval at once: its cost grows with the rows, not the points.
+int64_t count_by_scan(const isl::set& s) {
+  isl_val* n = isl_set_count_val(s.get());
   if (!n) throw std::logic_error("boxes: cannot count the points of a set");
   const int64_t r = isl_val_is_int(n) ? isl_val_get_num_si(n) : 0;
   isl_val_free(n);
   return r;
+}
+
+// The volume of "b" (bounded, no parameters) when it is a box, else -1.
+int64_t box_volume(const isl::basic_set& b) {
+  if (isl_basic_set_dim(b.get(), isl_dim_div) != 0) return -1;
+  const isl::set s(b);
+  isl::set box = isl::manage(isl_set_universe(s.space().release()));
+  int64_t v = 1;
+  for (unsigned d = 0; d < s.tuple_dim(); ++d) {
+    const std::optional<int64_t> lo = eval(isl::manage(isl_set_dim_min(s.copy(), d)), {});
+    const std::optional<int64_t> hi = eval(isl::manage(isl_set_dim_max(s.copy(), d)), {});
+    if (!lo || !hi) return -1;
+    if (*hi < *lo) return 0;
+    v *= *hi - *lo + 1;
+    box = isl::manage(isl_set_lower_bound_si(box.release(), isl_dim_set, d, *lo));
+    box = isl::manage(isl_set_upper_bound_si(box.release(), isl_dim_set, d, *hi));
+  }
+  return box.is_subset(s) ? v : -1;
+}
+
+}  // namespace
+
+int64_t count_points(const isl::set& s, const Values& v) {
+  // Tile footprints are mostly a few boxes: split into disjoint pieces and add the boxes'
+  // volumes; a piece that is no box is counted by isl's scan (heat-3d's footprints: the scan
+  // took a fifth of its compile time; enumerating points, seconds).
+  isl::set f = fix_params(s, v);
+  const isl_size np = isl_set_dim(f.get(), isl_dim_param);
+  f = isl::manage(isl_set_project_out(f.release(), isl_dim_param, 0, np));  // all fixed
+  f = isl::manage(isl_set_make_disjoint(f.coalesce().release()));
+  int64_t total = 0;
+  for (const isl::basic_set& b : basic_sets(f)) {
+    const int64_t n = box_volume(b);
+    total += n >= 0 ? n : count_by_scan(isl::set(b));
+  }
+  return total;
 }
 
 bool CBox::empty() const {
