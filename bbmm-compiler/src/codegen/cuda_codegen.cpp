@@ -42,17 +42,6 @@ void check_calls(const Expr& e, std::vector<std::string>& bad) {
   }
 }
 
-// True when a statement of "ph" writes "array".
-bool phase_writes(const Scop& scop, const Phase& ph, int array) {
-  for (int st : ph.statements) {
-    for (int a : scop.statements[st].accesses) {
-      const Access& acc = scop.accesses[a];
-      if (acc.array == array && acc.kind == AccessKind::kWrite) return true;
-    }
-  }
-  return false;
-}
-
 const char* const kAxis[] = {"x", "y", "z"};  // the grid dimension of mapped coordinate d
 
 // The C++ spelling of a kernel's loop over grid coordinate "d" (grid-stride).

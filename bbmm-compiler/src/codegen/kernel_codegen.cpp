@@ -247,6 +247,41 @@ std::string rewrite_statement(const Scop& scop, int stmt, const AccessPrinter& a
   return print_c_expr(*st.expr, rewrite) + ";";
 }
 
+namespace {
+
+// Box-local addressing of a piece held in locals "<var>_d" (element pointer), "<var>_o" and
+// "<var>_s<d>" (the strides of all but the last dimension): the text that sets "<var>_s<d>"
+// from piece "piece" (each line "<indent><decl><var>_s<d> = <piece>->stride[d];") and
+// returns the offset "-(<piece>->lo[0] * <var>_s0 + ... + <piece>->lo[rank-1])".
+std::string piece_strides_and_offset(std::ostream& os, const std::string& indent,
+                                     const std::string& decl, const std::string& var,
+                                     const std::string& piece, int rank) {
+  std::string off;
+  for (int d = 0; d < rank; ++d) {
+    if (d + 1 < rank) {
+      os << indent << decl << var << "_s" << d << " = " << piece << "->stride[" << d << "];\n";
+      off += (d ? " + " : "") + piece + "->lo[" + std::to_string(d) + "] * " + var + "_s" +
+             std::to_string(d);
+    } else {
+      off += (d ? " + " : "") + piece + "->lo[" + std::to_string(d) + "]";
+    }
+  }
+  return "-(" + off + ")";
+}
+
+// "<var>_d[<var>_o + (s0) * <var>_s0 + ... + (s_last)]": an element through those locals.
+std::string box_local_element(const std::string& var, const std::vector<std::string>& subs) {
+  const int rank = static_cast<int>(subs.size());
+  std::string idx = var + "_o";
+  for (int d = 0; d < rank; ++d) {
+    idx += " + (" + subs[d] + ")";
+    if (d + 1 < rank) idx += " * " + var + "_s" + std::to_string(d);
+  }
+  return var + "_d[" + idx + "]";
+}
+
+}  // namespace
+
 std::string ref_name(const Access& acc) { return "bbmm_ref" + std::to_string(acc.id); }
 
 std::vector<const Access*> printed_references(const Scop& scop, int stmt) {
@@ -310,17 +345,8 @@ std::string ref_piece_lookups(const Scop& scop, const ScopBoxes& boxes, int phas
       os << indent << "if (" << r << ") {\n";
       os << indent << "  " << r << "_d = (" << arr.elem_type << "*)((char*)" << r << "->data + " << r
          << "->offset);\n";
-      std::string off;
-      for (int d = 0; d < rank; ++d) {
-        if (d + 1 < rank) {
-          os << indent << "  " << r << "_s" << d << " = " << r << "->stride[" << d << "];\n";
-          off += (d ? " + " : "") + r + "->lo[" + std::to_string(d) + "] * " + r + "_s" +
-                 std::to_string(d);
-        } else {
-          off += (d ? " + " : "") + r + "->lo[" + std::to_string(d) + "]";
-        }
-      }
-      os << indent << "  " << r << "_o = -(" << off << ");\n";
+      const std::string off = piece_strides_and_offset(os, indent + "  ", "", r, r, rank);
+      os << indent << "  " << r << "_o = " << off << ";\n";
       os << indent << "}\n";
     }
   }
@@ -330,15 +356,18 @@ std::string ref_piece_lookups(const Scop& scop, const ScopBoxes& boxes, int phas
   return os.str();
 }
 
-std::string ref_direct_access(const Access& acc, const std::vector<std::string>& subs) {
-  const std::string r = ref_name(acc);
-  const int rank = static_cast<int>(subs.size());
-  std::string idx = r + "_o";
-  for (int d = 0; d < rank; ++d) {
-    idx += " + (" + subs[d] + ")";
-    if (d + 1 < rank) idx += " * " + r + "_s" + std::to_string(d);
+bool phase_writes(const Scop& scop, const Phase& ph, int array) {
+  for (int st : ph.statements) {
+    for (int a : scop.statements[st].accesses) {
+      const Access& acc = scop.accesses[a];
+      if (acc.array == array && acc.kind == AccessKind::kWrite) return true;
+    }
   }
-  return r + "_d[" + idx + "]";
+  return false;
+}
+
+std::string ref_direct_access(const Access& acc, const std::vector<std::string>& subs) {
+  return box_local_element(ref_name(acc), subs);
 }
 
 std::vector<std::string> tile_param_names(const KernelSignature& sig,
@@ -505,17 +534,9 @@ std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int 
         const int rank = static_cast<int>(arr.extents.size());
         os << "  " << arr.elem_type << "* const " << p << "_d = (" << arr.elem_type << "*)((char*)"
            << p << "_p->data + " << p << "_p->offset);\n";
-        std::string off;
-        for (int d = 0; d < rank; ++d) {
-          if (d + 1 < rank) {
-            os << "  const int64_t " << p << "_s" << d << " = " << p << "_p->stride[" << d << "];\n";
-            off += (d ? " + " : "") + p + "_p->lo[" + std::to_string(d) + "] * " + p + "_s" +
-                   std::to_string(d);
-          } else {
-            off += (d ? " + " : "") + p + "_p->lo[" + std::to_string(d) + "]";
-          }
-        }
-        os << "  const int64_t " << p << "_o = -(" << off << ");\n";
+        const std::string off =
+            piece_strides_and_offset(os, "  ", "const int64_t ", p, p + "_p", rank);
+        os << "  const int64_t " << p << "_o = " << off << ";\n";
         locals.push_back(p + "_d");
         locals.push_back(p + "_o");
       }
@@ -534,12 +555,7 @@ std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int 
                std::to_string(rank) + ", (const int64_t[]){" + join(subs, ", ") + "}, sizeof(" +
                arr.elem_type + "), \"" + arr.c_name + "\"))";
       }
-      std::string idx = p + "_o";
-      for (int d = 0; d < rank; ++d) {
-        idx += " + (" + subs[d] + ")";
-        if (d + 1 < rank) idx += " * " + p + "_s" + std::to_string(d);
-      }
-      return p + "_d[" + idx + "]";
+      return box_local_element(p, subs);
     };
     auto print_loops_with = [&](const AccessPrinter& printer, int indent) {
       return loops.print(

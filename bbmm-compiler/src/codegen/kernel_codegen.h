@@ -141,6 +141,10 @@ std::string ref_piece_lookups(const Scop& scop, const ScopBoxes& boxes, int phas
                               const std::string& lookup, const std::string& per_element,
                               const std::string& indent, std::vector<std::string>& locals);
 std::string ref_direct_access(const Access& acc, const std::vector<std::string>& subs);
+
+// True when a statement of phase "ph" writes "array" (kernels: const base pointers, OpenCL
+// staging copied back only for written arrays).
+bool phase_writes(const Scop& scop, const Phase& ph, int array);
 std::string ref_name(const Access& acc);
 
 // The access references statement "stmt" prints ("access" is called for them), in access

@@ -71,17 +71,6 @@ std::set<std::string> float_math_calls(const Scop& scop) {
   return used;
 }
 
-// True when a statement of "ph" writes "array".
-bool phase_writes(const Scop& scop, const Phase& ph, int array) {
-  for (int st : ph.statements) {
-    for (int a : scop.statements[st].accesses) {
-      const Access& acc = scop.accesses[a];
-      if (acc.array == array && acc.kind == AccessKind::kWrite) return true;
-    }
-  }
-  return false;
-}
-
 // The buffer arguments per array of the multi-piece kernel of "sig": 8, fewer when the
 // arguments would exceed kParameterBytes (one at least; staging makes up for fewer).
 int piece_buffers(const KernelSignature& sig) {
