@@ -783,7 +783,7 @@ TEST_F(CudaBackendTest, DestructionWithPendingWorkDrainsCleanly) {
 // list of copies, launches, batches, allocations, frees and records that all
 // (directly or not) wait for those kernels must return on the calling thread
 // while the kernels still spin: the calling thread never waits for device
-// work. A watchdog releases the flag after 60 s so that a blocking call fails
+// work. A watchdog releases the flag after 20 s so that a blocking call fails
 // the test instead of hanging it.
 TEST_F(CudaBackendTest, NoCallBlocksOnDeviceWork) {
   std::unique_ptr<Backend> b = make_two_device_backend();
@@ -794,11 +794,17 @@ TEST_F(CudaBackendTest, NoCallBlocksOnDeviceWork) {
   volatile int* seen = flag + 1;  // seen[0], seen[1]
   for (int i = 0; i < 3; ++i) flag[i] = 0;
   std::atomic<bool> issued{false}, watchdog_fired{false};
+  // The call the test thread is in (named in the failure when one blocks).
+  std::atomic<const char*> in_call{"(none)"};
+  std::atomic<int> in_device{-1};
   std::thread watchdog([&] {
-    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
     while (!issued && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (!issued) {
       watchdog_fired = true;
+      std::printf("[ info     ] watchdog: the test thread is blocked in %s (device %d)\n",
+                  in_call.load(), in_device.load());
+      std::fflush(stdout);
       flag[0] = 1;
     }
   });
@@ -823,41 +829,48 @@ TEST_F(CudaBackendTest, NoCallBlocksOnDeviceWork) {
   std::memset(out_rect.data(), 0, out_rect.size());
   double worst_us = 0;
   std::vector<Event> all;
-  auto timed = [&](auto&& call) {
+  const char* slowest = "(none)";
+  auto timed = [&](const char* what, int device, auto&& call) {
+    in_call = what;
+    in_device = device;
     const auto t0 = Clock::now();
     auto r = call();
-    worst_us = std::max(worst_us, std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    if (us > worst_us) {
+      worst_us = us;
+      slowest = what;
+    }
     return r;
   };
   for (int i = 0; i < kIters; ++i) {
     for (int d = 0; d < ndev; ++d) {
       const int o = 1 - d;
       const size_t slot = (static_cast<size_t>(i) * ndev + d) * kBytes;
-      absl::StatusOr<DeviceBuffer> x = timed([&] { return b->allocate(d, kBytes); });
-      absl::StatusOr<DeviceBuffer> y = timed([&] { return b->allocate(o, kBytes); });
+      absl::StatusOr<DeviceBuffer> x = timed("allocate", d, [&] { return b->allocate(d, kBytes); });
+      absl::StatusOr<DeviceBuffer> y = timed("allocate (other device)", o, [&] { return b->allocate(o, kBytes); });
       ASSERT_TRUE(x.ok() && y.ok());
       const Event w0[] = {spin[d], x->ready};
-      absl::StatusOr<Event> up = timed([&] {
+      absl::StatusOr<Event> up = timed("copy H2D", d, [&] {
         return b->copy(dense(d, x->base, 0, kBytes), dense(kHost, in.data() + slot, 0, kBytes),
                        {kBytes, 1, 1}, w0);
       });
       ASSERT_TRUE(up.ok());
       const Event w1[] = {*up};
-      absl::StatusOr<Event> k = timed([&] { return b->launch(d, add_fn(x->base, kBytes, 9), w1); });
+      absl::StatusOr<Event> k = timed("launch", d, [&] { return b->launch(d, add_fn(x->base, kBytes, 9), w1); });
       ASSERT_TRUE(k.ok());
       const Event w2[] = {*k};
-      absl::StatusOr<Event> down = timed([&] {
+      absl::StatusOr<Event> down = timed("copy D2H", d, [&] {
         return b->copy(dense(kHost, out.data() + slot, 0, kBytes), dense(d, x->base, 0, kBytes),
                        {kBytes, 1, 1}, w2);
       });
       const Event w3[] = {*k, y->ready, spin[o]};
-      absl::StatusOr<Event> peer = timed([&] {
+      absl::StatusOr<Event> peer = timed("copy peer", o, [&] {
         return b->copy(dense(o, y->base, 0, kBytes), dense(d, x->base, 0, kBytes), {kBytes, 1, 1},
                        w3);
       });
       ASSERT_TRUE(down.ok() && peer.ok());
       const Event w4[] = {*peer};
-      absl::StatusOr<Event> down_peer = timed([&] {
+      absl::StatusOr<Event> down_peer = timed("copy D2H (other device)", o, [&] {
         return b->copy(dense(kHost, out_peer.data() + slot, 0, kBytes),
                        dense(o, y->base, 0, kBytes), {kBytes, 1, 1}, w4);
       });
@@ -870,16 +883,16 @@ TEST_F(CudaBackendTest, NoCallBlocksOnDeviceWork) {
                        {d, x->base, off, 256, 256 * 128},
                        {128, 128, 1}});
       }
-      absl::StatusOr<Event> batch = timed([&] { return b->copy_batch(ops, w2); });
-      absl::StatusOr<Event> rec = timed([&] { return b->record(d); });
+      absl::StatusOr<Event> batch = timed("copy_batch", d, [&] { return b->copy_batch(ops, w2); });
+      absl::StatusOr<Event> rec = timed("record", d, [&] { return b->record(d); });
       ASSERT_TRUE(down_peer.ok() && batch.ok() && rec.ok());
       const Event fx[] = {*down, *peer, *batch};
-      ASSERT_TRUE(timed([&] { return b->free(d, *x, fx); }).ok());
+      ASSERT_TRUE(timed("free", d, [&] { return b->free(d, *x, fx); }).ok());
       const Event fy[] = {*down_peer};
-      ASSERT_TRUE(timed([&] { return b->free(o, *y, fy); }).ok());
+      ASSERT_TRUE(timed("free (other device)", o, [&] { return b->free(o, *y, fy); }).ok());
       // Queries answer at once.
-      EXPECT_FALSE(timed([&] { return spin[d].done(); }));
-      EXPECT_FALSE(timed([&] { return rec->done(); }));
+      EXPECT_FALSE(timed("Event::done", d, [&] { return spin[d].done(); }));
+      EXPECT_FALSE(timed("Event::done (record)", d, [&] { return rec->done(); }));
       all.insert(all.end(), {*down, *down_peer, *batch, *rec});
     }
   }
@@ -888,10 +901,22 @@ TEST_F(CudaBackendTest, NoCallBlocksOnDeviceWork) {
   issued = true;
   EXPECT_TRUE(still_spinning) << "a kernel finished before the host released it";
   EXPECT_FALSE(watchdog_fired.load()) << "a call blocked until the watchdog released the GPU";
-  std::printf("[ info     ] %d calls issued while the GPUs spun; slowest call %.1f us\n",
-              kIters * ndev * 11, worst_us);
+  std::printf("[ info     ] %d calls issued while the GPUs spun; slowest call %.1f us (%s)\n",
+              kIters * ndev * 11, worst_us, slowest);
   flag[0] = 1;
   watchdog.join();
+  // Released, the device work must drain: poll (a deadlock on the devices
+  // fails the test, naming how much is left, instead of hanging it).
+  const auto drain_deadline = Clock::now() + std::chrono::seconds(30);
+  size_t pending = all.size();
+  while (pending > 0 && Clock::now() < drain_deadline) {
+    pending = std::count_if(all.begin(), all.end(), [](const Event& e) { return !e.done(); });
+    if (pending > 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_EQ(pending, 0u) << "of " << all.size()
+                         << " operations, these never completed after the spinning kernels "
+                            "were released (spin done: "
+                         << spin[0].done() << ", " << spin[1].done() << ")";
   for (const Event& e : all) ASSERT_TRUE(e.wait().ok());
   for (int d = 0; d < ndev; ++d) EXPECT_TRUE(b->synchronize(d).ok());
   for (size_t i = 0; i < in.size(); ++i) {
