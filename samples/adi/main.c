@@ -22,10 +22,21 @@ int main(int argc, char** argv) {
   double a = -mul1 / 2.0, b = 1.0 + mul1, c = a, d = -mul2 / 2.0, e = 1.0 + mul2, f = d;
   sample_request_stats();
   printf("adi: n=%d steps=%d\n", n, tsteps);
+  if (sample_warmup()) {
+    double w[4][16] = {{0}};
+    kernel_adi(1, 4, (double(*)[4])w[0], (double(*)[4])w[1], (double(*)[4])w[2], (double(*)[4])w[3], a, b, c, d, e, f);
+  }
+  sample_ref seq_ref;
+  sample_ref_begin(&seq_ref, "adi", argc, argv);
+  sample_ref_array(&seq_ref, r[0], sz * sizeof(double));
+  sample_ref_array(&seq_ref, r[1], sz * sizeof(double));
+  sample_ref_array(&seq_ref, r[2], sz * sizeof(double));
+  sample_ref_array(&seq_ref, r[3], sz * sizeof(double));
   double t0 = sample_now();
-  if (sample_reference())
+  if (sample_ref_compute(&seq_ref))
     kernel_adi_seq(tsteps, n, (double(*)[n])r[0], (double(*)[n])r[1], (double(*)[n])r[2],
                    (double(*)[n])r[3], a, b, c, d, e, f);
+  sample_ref_end(&seq_ref);
   double t1 = sample_now();
   kernel_adi(tsteps, n, (double(*)[n])x[0], (double(*)[n])x[1], (double(*)[n])x[2],
              (double(*)[n])x[3], a, b, c, d, e, f);

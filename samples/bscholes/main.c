@@ -25,9 +25,20 @@ int main(int argc, char** argv) {
   }
   sample_request_stats();
   printf("bscholes: n=%d\n", n);
+  if (sample_warmup()) {
+    double w[8][4] = {{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}};
+    kernel_bscholes(4, 0.02, w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]);
+  }
+  sample_ref seq_ref;
+  sample_ref_begin(&seq_ref, "bscholes", argc, argv);
+  sample_ref_array(&seq_ref, ref[0], n * sizeof(double));
+  sample_ref_array(&seq_ref, ref[1], n * sizeof(double));
+  sample_ref_array(&seq_ref, ref[2], n * sizeof(double));
+  sample_ref_array(&seq_ref, ref[3], n * sizeof(double));
   double t0 = sample_now();
-  if (sample_reference())
+  if (sample_ref_compute(&seq_ref))
     kernel_bscholes_seq(n, 0.02, in[0], in[1], in[2], in[3], ref[0], ref[1], ref[2], ref[3]);
+  sample_ref_end(&seq_ref);
   double t1 = sample_now();
   kernel_bscholes(n, 0.02, in[0], in[1], in[2], in[3], out[0], out[1], out[2], out[3]);
   double t2 = sample_now();

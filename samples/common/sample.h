@@ -45,6 +45,120 @@ static inline int sample_reference(void) {
   return !(v && strcmp(v, "0") == 0);
 }
 
+/* --- Reference cache (bench/gpu/study.sh) ---------------------------------------------
+ * The sequential original at the sizes of a GPU study takes seconds to a minute, and every
+ * configuration (1 GPU, 2 GPUs, ...) of a size compares with the same result. With
+ * BBMM_SAMPLE_CACHE=DIR, the sequential result is stored in DIR under a name made of the
+ * sample's name and its command line, and a later run of the same command line loads it
+ * instead of running the original again (the comparison itself is unchanged).
+ * BBMM_SAMPLE_REFERENCE=only runs (or loads) the original, stores it and exits before the
+ * bbmmc-generated program runs, so that a study can fill the cache in parallel. A main
+ * lists its reference arrays, then:
+ *
+ *   sample_ref ref;
+ *   sample_ref_begin(&ref, "heat2d", argc, argv);
+ *   sample_ref_array(&ref, ra, bytes); sample_ref_array(&ref, rb, bytes);
+ *   if (sample_ref_compute(&ref)) kernel_heat2d_seq(...);   // false: loaded, or no reference
+ *   sample_ref_end(&ref);                                   // stores; exits when "only"
+ */
+enum { SAMPLE_REF_MAX_ARRAYS = 8 };
+typedef struct {
+  char path[1024]; /* empty: no cache */
+  void* data[SAMPLE_REF_MAX_ARRAYS];
+  size_t bytes[SAMPLE_REF_MAX_ARRAYS];
+  int count;
+  int computed; /* the original ran in this process */
+} sample_ref;
+
+/* BBMM_SAMPLE_REFERENCE=only: compute or load the reference, store it, exit. */
+static inline int sample_reference_only(void) {
+  const char* v = getenv("BBMM_SAMPLE_REFERENCE");
+  return v && strcmp(v, "only") == 0;
+}
+
+static inline void sample_ref_begin(sample_ref* ref, const char* sample, int argc, char** argv) {
+  memset(ref, 0, sizeof *ref);
+  const char* dir = getenv("BBMM_SAMPLE_CACHE");
+  if (!dir || !*dir) return;
+  size_t len = (size_t)snprintf(ref->path, sizeof ref->path, "%s/%s", dir, sample);
+  for (int k = 1; k < argc && len + 2 < sizeof ref->path; ++k) {
+    ref->path[len++] = '_';
+    for (const char* c = argv[k]; *c && len + 1 < sizeof ref->path; ++c)
+      ref->path[len++] = (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') ? *c : '-';
+  }
+  if (len + 5 >= sizeof ref->path) {
+    fprintf(stderr, "%s: BBMM_SAMPLE_CACHE path too long\n", sample);
+    exit(1);
+  }
+  memcpy(ref->path + len, ".ref", 5);
+}
+
+static inline void sample_ref_array(sample_ref* ref, void* data, size_t bytes) {
+  if (ref->count == SAMPLE_REF_MAX_ARRAYS) {
+    fprintf(stderr, "sample_ref_array: more than %d arrays\n", SAMPLE_REF_MAX_ARRAYS);
+    exit(1);
+  }
+  ref->data[ref->count] = data;
+  ref->bytes[ref->count++] = bytes;
+}
+
+/* Whether the caller must run the sequential original: there is a reference to compare
+ * with and the cache did not hold it (a cache file of the wrong size is ignored). */
+static inline int sample_ref_compute(sample_ref* ref) {
+  if (!sample_reference() && !sample_reference_only()) return 0;
+  if (ref->path[0]) {
+    FILE* f = fopen(ref->path, "rb");
+    if (f) {
+      size_t total = 0, got = 0;
+      for (int k = 0; k < ref->count; ++k) total += ref->bytes[k];
+      fseek(f, 0, SEEK_END);
+      if ((size_t)ftell(f) == total) {
+        fseek(f, 0, SEEK_SET);
+        for (int k = 0; k < ref->count; ++k) got += fread(ref->data[k], 1, ref->bytes[k], f);
+      }
+      fclose(f);
+      if (got == total && total > 0) {
+        printf("  (sequential result loaded from %s)\n", ref->path);
+        return 0;
+      }
+    }
+  }
+  ref->computed = 1;
+  return 1;
+}
+
+/* Stores a freshly computed reference in the cache (atomically: a temporary file renamed),
+ * and ends the program after that when BBMM_SAMPLE_REFERENCE=only. */
+static inline void sample_ref_end(sample_ref* ref) {
+  if (ref->computed && ref->path[0]) {
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", ref->path, (long)clock());
+    FILE* f = fopen(tmp, "wb");
+    int ok = f != NULL;
+    for (int k = 0; ok && k < ref->count; ++k)
+      ok = fwrite(ref->data[k], 1, ref->bytes[k], f) == ref->bytes[k];
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok || rename(tmp, ref->path) != 0) {
+      fprintf(stderr, "sample: cannot store the sequential result in %s\n", ref->path);
+      remove(tmp);
+      exit(1);
+    }
+  }
+  if (sample_reference_only()) {
+    printf("sequential result %s\n", ref->path[0] ? ref->path : "computed (no BBMM_SAMPLE_CACHE)");
+    fflush(stdout);
+    exit(0);
+  }
+}
+
+/* BBMM_SAMPLE_WARMUP=1: the main runs the generated function once on a tiny input before
+ * the timed run, so that the timed run excludes creating the runtime (CUDA contexts,
+ * streams, memory pools: a few hundred ms on a GPU machine). */
+static inline int sample_warmup(void) {
+  const char* v = getenv("BBMM_SAMPLE_WARMUP");
+  return v && strcmp(v, "1") == 0;
+}
+
 static inline double sample_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

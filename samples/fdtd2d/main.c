@@ -21,10 +21,20 @@ int main(int argc, char** argv) {
   for (int t = 0; t < tmax; ++t) fict[t] = (double)t;
   sample_request_stats();
   printf("fdtd2d: nx=%d ny=%d tmax=%d\n", nx, ny, tmax);
+  if (sample_warmup()) {
+    double w[3][16] = {{0}}, wf[1] = {0};
+    kernel_fdtd2d(1, 4, 4, (double(*)[4])w[0], (double(*)[4])w[1], (double(*)[4])w[2], wf);
+  }
+  sample_ref seq_ref;
+  sample_ref_begin(&seq_ref, "fdtd2d", argc, argv);
+  sample_ref_array(&seq_ref, r[0], sz * sizeof(double));
+  sample_ref_array(&seq_ref, r[1], sz * sizeof(double));
+  sample_ref_array(&seq_ref, r[2], sz * sizeof(double));
   double t0 = sample_now();
-  if (sample_reference())
+  if (sample_ref_compute(&seq_ref))
     kernel_fdtd2d_seq(tmax, nx, ny, (double(*)[ny])r[0], (double(*)[ny])r[1], (double(*)[ny])r[2],
                       fict);
+  sample_ref_end(&seq_ref);
   double t1 = sample_now();
   kernel_fdtd2d(tmax, nx, ny, (double(*)[ny])f[0], (double(*)[ny])f[1], (double(*)[ny])f[2],
                 fict);

@@ -16,9 +16,17 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n; ++i) r[(long)i * n + i] = p[(long)i * n + i] = 0;
   sample_request_stats();
   printf("floyd: n=%d\n", n);
+  if (sample_warmup()) {
+    int w[16] = {0};
+    kernel_floyd(4, (int(*)[4])w);
+  }
+  sample_ref seq_ref;
+  sample_ref_begin(&seq_ref, "floyd", argc, argv);
+  sample_ref_array(&seq_ref, r, sz * sizeof(int));
   double t0 = sample_now();
-  if (sample_reference())
+  if (sample_ref_compute(&seq_ref))
     kernel_floyd_seq(n, (int(*)[n])r);
+  sample_ref_end(&seq_ref);
   double t1 = sample_now();
   kernel_floyd(n, (int(*)[n])p);
   double t2 = sample_now();

@@ -18,9 +18,17 @@ int main(int argc, char** argv) {
   for (long e = 0; e < (long)nk * nj; ++e) b[e] = sample_value(e, 3);
   sample_request_stats();
   printf("gemm: ni=%d nj=%d nk=%d\n", ni, nj, nk);
+  if (sample_warmup()) {
+    double wc[16] = {0}, wa[16] = {0}, wb[16] = {0};
+    kernel_gemm(4, 4, 4, 1.5, 1.2, (double(*)[4])wc, (double(*)[4])wa, (double(*)[4])wb);
+  }
+  sample_ref seq_ref;
+  sample_ref_begin(&seq_ref, "gemm", argc, argv);
+  sample_ref_array(&seq_ref, rc, (long)ni * nj * sizeof(double));
   double t0 = sample_now();
-  if (sample_reference())
+  if (sample_ref_compute(&seq_ref))
     kernel_gemm_seq(ni, nj, nk, 1.5, 1.2, (double(*)[nj])rc, (double(*)[nk])a, (double(*)[nj])b);
+  sample_ref_end(&seq_ref);
   double t1 = sample_now();
   kernel_gemm(ni, nj, nk, 1.5, 1.2, (double(*)[nj])c, (double(*)[nk])a, (double(*)[nj])b);
   double t2 = sample_now();

@@ -16,9 +16,18 @@ int main(int argc, char** argv) {
   }
   sample_request_stats();
   printf("heat2d: n=%d steps=%d\n", n, tsteps);
+  if (sample_warmup()) {
+    double w[2][16] = {{0}};
+    kernel_heat2d(1, 4, (double(*)[4])w[0], (double(*)[4])w[1]);
+  }
+  sample_ref seq_ref;
+  sample_ref_begin(&seq_ref, "heat2d", argc, argv);
+  sample_ref_array(&seq_ref, ra, sz * sizeof(double));
+  sample_ref_array(&seq_ref, rb, sz * sizeof(double));
   double t0 = sample_now();
-  if (sample_reference())
+  if (sample_ref_compute(&seq_ref))
     kernel_heat2d_seq(tsteps, n, (double(*)[n])ra, (double(*)[n])rb);
+  sample_ref_end(&seq_ref);
   double t1 = sample_now();
   kernel_heat2d(tsteps, n, (double(*)[n])a, (double(*)[n])b);
   double t2 = sample_now();

@@ -14,9 +14,18 @@ int main(int argc, char** argv) {
   }
   sample_request_stats();
   printf("jacobi1d: n=%d steps=%d\n", n, tsteps);
+  if (sample_warmup()) {
+    double w[2][8] = {{0}};
+    kernel_jacobi1d(1, 8, w[0], w[1]);
+  }
+  sample_ref seq_ref;
+  sample_ref_begin(&seq_ref, "jacobi1d", argc, argv);
+  sample_ref_array(&seq_ref, ra, n * sizeof(double));
+  sample_ref_array(&seq_ref, rb, n * sizeof(double));
   double t0 = sample_now();
-  if (sample_reference())
+  if (sample_ref_compute(&seq_ref))
     kernel_jacobi1d_seq(tsteps, n, ra, rb);
+  sample_ref_end(&seq_ref);
   double t1 = sample_now();
   kernel_jacobi1d(tsteps, n, a, b);
   double t2 = sample_now();

@@ -14,9 +14,17 @@ int main(int argc, char** argv) {
       r[(long)i * n + j] = a[(long)i * n + j] = sample_value((long)i * n + j, 3) + (i == j ? n : 0);
   sample_request_stats();
   printf("lu: n=%d\n", n);
+  if (sample_warmup()) {
+    double w[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+    kernel_lu(4, (double(*)[4])w);
+  }
+  sample_ref seq_ref;
+  sample_ref_begin(&seq_ref, "lu", argc, argv);
+  sample_ref_array(&seq_ref, r, sz * sizeof(double));
   double t0 = sample_now();
-  if (sample_reference())
+  if (sample_ref_compute(&seq_ref))
     kernel_lu_seq(n, (double(*)[n])r);
+  sample_ref_end(&seq_ref);
   double t1 = sample_now();
   kernel_lu(n, (double(*)[n])a);
   double t2 = sample_now();

@@ -18,9 +18,18 @@ int main(int argc, char** argv) {
   for (long e = 0; e < (long)n * n; ++e) a[e] = sample_value(e, 9);
   sample_request_stats();
   printf("mvt: n=%d\n", n);
+  if (sample_warmup()) {
+    double w[4][4] = {{0}}, wa[16] = {0};
+    kernel_mvt(4, w[0], w[1], w[2], w[3], (double(*)[4])wa);
+  }
+  sample_ref seq_ref;
+  sample_ref_begin(&seq_ref, "mvt", argc, argv);
+  sample_ref_array(&seq_ref, r[0], n * sizeof(double));
+  sample_ref_array(&seq_ref, r[1], n * sizeof(double));
   double t0 = sample_now();
-  if (sample_reference())
+  if (sample_ref_compute(&seq_ref))
     kernel_mvt_seq(n, r[0], r[1], r[2], r[3], (double(*)[n])a);
+  sample_ref_end(&seq_ref);
   double t1 = sample_now();
   kernel_mvt(n, v[0], v[1], v[2], v[3], (double(*)[n])a);
   double t2 = sample_now();
