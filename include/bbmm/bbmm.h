@@ -59,7 +59,9 @@ typedef struct bbmm_options {
   bbmm_eviction_policy eviction_policy;
   double growth_threshold;    /* grow an instance to the hull when waste <= this share */
   int check;                  /* nonzero: detect overlapping writes by two devices */
-  int host_peer_access;       /* host backend: simulated peer access (default 1) */
+  int peer_access;            /* 0: devices copy to each other through host memory (flow-out
+                                 staged by the host; default 1: peer copies where the
+                                 hardware allows; the host backend simulates either) */
   int host_poison;            /* host backend: fill new device memory with 0xA5 (default 1) */
   int cuda_devices_per_gpu;   /* CUDA: logical devices per GPU, each with its own streams and
                                  capacity (default 1; more shows multi-device behaviour on one
@@ -67,7 +69,7 @@ typedef struct bbmm_options {
 } bbmm_options;
 
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,
- * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON and
+ * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS and
  * BBMM_CUDA_DEVICES_PER_GPU from the environment. Fails on a malformed variable
  * (the message names it). */
 bbmm_status bbmm_options_init(bbmm_options* opts);

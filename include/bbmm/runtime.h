@@ -27,7 +27,7 @@ struct RuntimeOptions {
   bbmm_eviction_policy eviction_policy = BBMM_EVICT_LRU;
   double growth_threshold = 0.25; // grow to the hull when waste <= this share of it
   bool check = false;             // detect overlapping writes by two devices
-  bool host_peer_access = true;   // host backend: simulated peer access
+  bool peer_access = true;   // false: device-to-device copies staged through the host
   bool host_poison = true;        // host backend: fill new device memory with 0xA5
   int cuda_devices_per_gpu = 1;   // CUDA: logical devices per GPU (> 1: tests, demos on one GPU)
 

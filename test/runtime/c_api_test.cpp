@@ -25,7 +25,7 @@ extern "C" bbmm_status c_caller_tile_require(bbmm_tile* tile, bbmm_array* array,
 namespace {
 
 const char* const kEnv[] = {"BBMM_BACKEND", "BBMM_DEVICES", "BBMM_DEVICE_MEMORY", "BBMM_TRACE",
-                            "BBMM_CHECK", "BBMM_HOST_POISON"};
+                            "BBMM_CHECK", "BBMM_HOST_POISON", "BBMM_PEER_ACCESS"};
 
 std::string last() { return bbmm_last_error_message(); }
 bool mentions(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
@@ -93,7 +93,7 @@ TEST_F(CApi, OptionsDefaults) {
   EXPECT_EQ(o.eviction_policy, BBMM_EVICT_LRU);
   EXPECT_DOUBLE_EQ(o.growth_threshold, 0.25);
   EXPECT_EQ(o.check, 0);
-  EXPECT_EQ(o.host_peer_access, 1);
+  EXPECT_EQ(o.peer_access, 1);
   EXPECT_EQ(o.host_poison, 1);
   EXPECT_EQ(bbmm_options_init(nullptr), BBMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(mentions(last(), "null")) << last();
@@ -141,7 +141,17 @@ TEST_F(CApi, OptionsFromEnvironment) {
     setenv("BBMM_HOST_POISON", v, 1);
     ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << v;
     EXPECT_EQ(o.host_poison, 0) << v;
+    setenv("BBMM_PEER_ACCESS", v, 1);
+    ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << v;
+    EXPECT_EQ(o.peer_access, 0) << v;
   }
+  setenv("BBMM_PEER_ACCESS", "on", 1);
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+  EXPECT_EQ(o.peer_access, 1);
+  setenv("BBMM_PEER_ACCESS", "maybe", 1);
+  EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last().find("BBMM_PEER_ACCESS='maybe'"), std::string::npos) << last();
+  unsetenv("BBMM_PEER_ACCESS");
   setenv("BBMM_HOST_POISON", "1", 1);
   ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
   EXPECT_EQ(o.host_poison, 1);

@@ -25,7 +25,7 @@ absl::StatusOr<std::unique_ptr<Backend>> make_backend(const RuntimeOptions& opti
       HostBackendOptions host;
       host.devices = options.devices > 0 ? options.devices : 4;
       host.capacity_bytes = options.device_memory;
-      host.peer_access = options.host_peer_access;
+      host.peer_access = options.peer_access;
       host.poison = options.host_poison;
       return make_host_backend(host);
     }
@@ -42,6 +42,7 @@ absl::StatusOr<std::unique_ptr<Backend>> make_backend(const RuntimeOptions& opti
         }
       }
       cuda.capacity_bytes = options.device_memory;
+      cuda.peer_access = options.peer_access;
       return make_cuda_backend(cuda);
 #else
       return absl::UnavailableError(

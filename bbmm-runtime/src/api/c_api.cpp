@@ -131,7 +131,7 @@ bbmm_status bbmm_options_init(bbmm_options* opts) {
     bbmm::RuntimeOptions d;
     opts->backend = d.backend;
     opts->growth_threshold = d.growth_threshold;
-    opts->host_peer_access = d.host_peer_access ? 1 : 0;
+    opts->peer_access = d.peer_access ? 1 : 0;
     opts->host_poison = d.host_poison ? 1 : 0;
     opts->cuda_devices_per_gpu = d.cuda_devices_per_gpu;
     opts->eviction_policy = d.eviction_policy;
@@ -143,6 +143,7 @@ bbmm_status bbmm_options_init(bbmm_options* opts) {
     opts->trace_file = o->trace_file.empty() ? nullptr : std::getenv("BBMM_TRACE");
     opts->check = o->check ? 1 : 0;
     opts->host_poison = o->host_poison ? 1 : 0;
+    opts->peer_access = o->peer_access ? 1 : 0;
     opts->cuda_devices_per_gpu = o->cuda_devices_per_gpu;
     return BBMM_OK;
   });
@@ -176,7 +177,7 @@ bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out) {
     o.eviction_policy = static_cast<bbmm_eviction_policy>(policy);
     o.growth_threshold = opts->growth_threshold;
     o.check = opts->check != 0;
-    o.host_peer_access = opts->host_peer_access != 0;
+    o.peer_access = opts->peer_access != 0;
     o.host_poison = opts->host_poison != 0;
     o.cuda_devices_per_gpu = opts->cuda_devices_per_gpu < 1 ? 1 : opts->cuda_devices_per_gpu;
     absl::StatusOr<std::unique_ptr<bbmm::Runtime>> rt = bbmm::Runtime::create(o);

@@ -83,6 +83,12 @@ absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
     else if (s == "0" || s == "off" || s == "false" || s == "no") o.host_poison = false;
     else return absl::InvalidArgumentError(absl::StrCat("BBMM_HOST_POISON='", v, "': use 0 or 1"));
   }
+  if (const char* v = std::getenv("BBMM_PEER_ACCESS"); v != nullptr && *v != '\0') {
+    const std::string s = absl::AsciiStrToLower(v);
+    if (s == "1" || s == "on" || s == "true" || s == "yes") o.peer_access = true;
+    else if (s == "0" || s == "off" || s == "false" || s == "no") o.peer_access = false;
+    else return absl::InvalidArgumentError(absl::StrCat("BBMM_PEER_ACCESS='", v, "': use 0 or 1"));
+  }
   if (const char* v = std::getenv("BBMM_CUDA_DEVICES_PER_GPU"); v != nullptr && *v != '\0') {
     if (!absl::SimpleAtoi(v, &o.cuda_devices_per_gpu) || o.cuda_devices_per_gpu < 1 ||
         o.cuda_devices_per_gpu > 16) {
