@@ -223,12 +223,12 @@ static inline void sample_compare_int(const char* name, const int* want, const i
  * by the generated code when the program exits (BBMM_STATS). */
 static inline int sample_finish(const char* sample, int failures, double t_seq, double t_bbmm) {
   if (!sample_reference()) {
-    printf("%s: sequential not run, bbmmc %.3f s\n", sample, t_bbmm);
+    printf("%s: sequential not run, bbmmc %.6f s\n", sample, t_bbmm);
     printf("%s: verification skipped (BBMM_SAMPLE_REFERENCE=0)\n", sample);
     fflush(stdout);
     return 0;
   }
-  printf("%s: sequential %.3f s, bbmmc %.3f s\n", sample, t_seq, t_bbmm);
+  printf("%s: sequential %.6f s, bbmmc %.6f s\n", sample, t_seq, t_bbmm);
   printf("%s: verification against the sequential program: %s\n", sample,
          failures ? "FAILED" : "PASSED");
   fflush(stdout);

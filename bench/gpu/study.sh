@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# The multi-GPU study (issue 12) in one device call, from a staged folder (bench/gpu/stage.sh);
+# builds nothing:
+#   bash .gpu/study.sh .gpu [SECTION...]
+# SECTION (default all; run in this order):
+#   refs       the sequential originals of every size below, run in parallel on the host's
+#              cores (BBMM_SAMPLE_REFERENCE=only) into a cache (BBMM_SAMPLE_CACHE), so that
+#              every GPU run is verified against the sequential program without running it
+#              again                                                         ~1 min
+#   scaling    every bbmmc sample (<name>_bbmmc_cuda: the verification build, -fmad=false)
+#              at its size on 1 GPU and 2 GPUs (strong scaling) and at the data-scaled size
+#              on 2 GPUs (data scaling: twice the work, same iterations); BBMM_STATS=json;
+#              the timed part excludes creating the runtime (BBMM_SAMPLE_WARMUP=1)  ~2 min
+#   breakdown  the 2-GPU strong run again with BBMM_TRACE: the time breakdown (compute,
+#              read-in, flow-out, write-back, inside libbbmm, idle) from the trace  ~1 min
+#   staged     the stencils on 2 GPUs with BBMM_PEER_ACCESS=0 (flow-out through the host)
+#   baselines  baseline_stencils (bench/gpu/baselines) for heat2d and heat3d at the study's
+#              sizes: hand-written multi-GPU CUDA on 1 and 2 GPUs, unified memory on 2
+#              GPUs, whole-array copies on 1 GPU                             ~1 min
+#   all        refs scaling breakdown staged baselines
+# Every run is under `timeout`; a section that would end past the budget (STUDY_BUDGET_S,
+# default 540 s) is skipped and reported. Writes under $OUT (at most 8 files):
+#   study_logs.txt     every command and its whole output
+#   study_results.txt  one STUDY / BASELINE line per run (bench/gpu/study_report.py parse)
+#   study.md           the tables (study_report.py report), printed last
+#   study_scaling.png, study_breakdown.png, study_baselines.png   (python3-matplotlib there)
+set -uo pipefail
+
+G="$(cd "${1:-.gpu}" && pwd)" || { echo "study.sh: no staged folder '${1:-.gpu}'" >&2; exit 1; }
+shift || true
+OUT="${OUT:-/tmp/bbmm-gpu-out}"
+BUDGET_S="${STUDY_BUDGET_S:-540}"
+CACHE="${STUDY_CACHE:-/tmp/bbmm-study-cache}"
+mkdir -p "$OUT" "$CACHE"
+export LD_LIBRARY_PATH="$G/lib:${LD_LIBRARY_PATH:-}"
+export NCCL_NVLS_ENABLE=0
+B="${STUDY_BIN_DIR:-$G/bin}"
+SUFFIX="${STUDY_BIN_SUFFIX-_bbmmc_cuda}"
+REPORT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/study_report.py"
+LOG="$OUT/study_logs.txt"
+RES="$OUT/study_results.txt"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+: > "$LOG"
+: > "$RES"
+start=$SECONDS
+
+sections=("$@")
+[[ ${#sections[@]} -eq 0 ]] && sections=(all)
+want=" "
+for s in "${sections[@]}"; do
+  case "$s" in
+    all) want+="refs scaling breakdown staged baselines " ;;
+    refs|scaling|breakdown|staged|baselines) want+="$s " ;;
+    *) echo "study.sh: unknown section '$s'" >&2; exit 1 ;;
+  esac
+done
+wants() { [[ "$want" == *" $1 "* ]]; }
+
+# The samples: name | size (strong scaling) | data-scaled size (twice the sequential work:
+# the data doubles for the stencils, mvt and bscholes; n grows by 2^(1/3) for the O(n^3)
+# kernels floyd, lu and gemm, whose data grows 1.59x) | work ratio of the two.
+# Sizes are chosen so that the sequential original (the oracle) takes about 5-40 s on
+# one core.
+study_samples=(
+  "heat2d|8192 100|11586 100|2.000"
+  "fdtd2d|6144 6144 50|8689 8689 50|2.000"
+  "heat3d|384 50|483 50|1.998"
+  "jacobi1d|67108864 50|134217728 50|2.000"
+  "floyd|2000|2520|2.000"
+  "lu|2000|2520|2.000"
+  "adi|2000 20|2828 20|1.999"
+  "mvt|16384|23170|2.000"
+  "gemm|2000 2000 2000|2520 2520 2520|2.000"
+  "bscholes|16777216|33554432|2.000")
+stencils=(heat2d fdtd2d heat3d jacobi1d)
+# A self-test of this script without a GPU (bench/gpu/CMakeLists.txt: study.selftest):
+# STUDY_SMALL=1 takes the e2e tests' sizes, STUDY_BACKEND=host runs the samples on the host
+# backend's simulated devices and STUDY_GPUS sets the device count.
+if [[ "${STUDY_SMALL:-0}" == 1 ]]; then
+  study_samples=(
+    "heat2d|48 6|66 6|1.976" "fdtd2d|40 44 5|56 62 5|1.973" "heat3d|16 3|20 3|2.000"
+    "jacobi1d|400 8|800 8|2.005" "floyd|40|50|1.953" "lu|40|50|1.953" "adi|32 3|45 3|2.000"
+    "mvt|96|136|2.007" "gemm|36 40 28|45 50 35|1.953" "bscholes|2000|4000|2.000")
+fi
+BACKEND="${STUDY_BACKEND:-cuda}"
+
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+[[ -n "${CUDA_VISIBLE_DEVICES:-}" ]] && ngpu=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
+[[ -n "${STUDY_GPUS:-}" ]] && ngpu="$STUDY_GPUS"
+{
+  echo "== $(date -u) on $(hostname); sections:$want; budget ${BUDGET_S} s; $ngpu GPU(s)"
+  nvidia-smi -L; nvidia-smi topo -m; nproc; free -g; df -h "$CACHE"
+} >> "$LOG" 2>&1
+echo "study.sh: $ngpu GPU(s); sections:$want; budget $BUDGET_S s; output in $OUT"
+printf 'STUDY_MACHINE gpus=%s date=%s gpu_name=%s\n' "$ngpu" "$(date -u +%Y-%m-%d)" \
+  "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '_')" >> "$RES"
+
+# study_run LABEL SAMPLE CONFIG GPUS ARGS [ENV=V...]: one run of the staged sample, verified
+# against the cached sequential result, its output in the log and its STUDY line in RES.
+study_run() {
+  local label="$1" sample="$2" config="$3" gpus="$4" args="$5"; shift 5
+  local bin="$B/${sample}${SUFFIX}"
+  [[ -x "$bin" ]] || { echo "  $label: ${sample}${SUFFIX} not staged"; return; }
+  local left=$((BUDGET_S - (SECONDS - start)))
+  if (( left < 20 )); then
+    echo "  $label: SKIPPED (budget)"
+    printf 'STUDY sample=%s config=%s gpus=%s args=%s skipped=budget\n' "$sample" "$config" \
+      "$gpus" "${args// /,}" >> "$RES"
+    return
+  fi
+  local limit=$(( left - 10 < 150 ? left - 10 : 150 ))
+  echo "== $label: BBMM_DEVICES=$gpus $* ${sample}${SUFFIX} $args" >> "$LOG"
+  local t0=$SECONDS
+  # shellcheck disable=SC2086  # the arguments are words
+  env BBMM_BACKEND="$BACKEND" BBMM_DEVICES="$gpus" BBMM_SAMPLE_WARMUP=1 BBMM_SAMPLE_CACHE="$CACHE" \
+    BBMM_STATS=json "$@" timeout -k 5 "$limit" "$bin" $args > "$TMP/run" 2>&1
+  local rc=$?
+  cat "$TMP/run" >> "$LOG"
+  echo "== $label: rc=$rc in $((SECONDS - t0)) s" >> "$LOG"
+  python3 "$REPORT" parse --sample "$sample" --config "$config" --gpus "$gpus" \
+    --args "$args" --rc "$rc" ${trace:+--trace "$trace"} < "$TMP/run" >> "$RES" 2>> "$LOG"
+  printf '  %-34s rc=%s %3d s  %s\n' "$label" "$rc" "$((SECONDS - t0))" \
+    "$(grep -o 'verification against the sequential program: [A-Z]*\|bbmmc [0-9.]* s' "$TMP/run" |
+       tr '\n' ' ')"
+}
+
+if wants refs; then
+  echo "[refs] sequential originals into $CACHE (in parallel, $(nproc) cores)"
+  : > "$TMP/refs"
+  for row in "${study_samples[@]}"; do
+    IFS='|' read -r name strong scaled _ <<<"$row"
+    [[ -x "$B/${name}${SUFFIX}" ]] || continue
+    echo "$name|$strong" >> "$TMP/refs"
+    echo "$name|$scaled" >> "$TMP/refs"
+  done
+  left=$((BUDGET_S - (SECONDS - start) - 60))
+  export B CACHE LOG SUFFIX
+  # The largest first (they take longest).
+  t0=$SECONDS
+  tac "$TMP/refs" | xargs -P "$(nproc)" -I{} bash -c '
+    IFS="|" read -r name args <<<"{}"
+    s=$SECONDS
+    # shellcheck disable=SC2086
+    out=$(BBMM_SAMPLE_REFERENCE=only BBMM_SAMPLE_CACHE="$CACHE" timeout -k 5 '"$left"' \
+          "$B/${name}${SUFFIX}" $args 2>&1)
+    echo "== ref $name $args: rc=$? in $((SECONDS - s)) s: $(tail -1 <<<"$out")"' >> "$LOG" 2>&1
+  echo "  done in $((SECONDS - t0)) s: $(grep -c '^== ref .*rc=0' "$LOG") of $(wc -l < "$TMP/refs") stored"
+  du -sh "$CACHE" >> "$LOG" 2>&1
+fi
+
+if wants scaling; then
+  echo "[scaling] 1 GPU and 2 GPUs at each size, 2 GPUs at the data-scaled size"
+  for row in "${study_samples[@]}"; do
+    IFS='|' read -r name strong scaled ratio <<<"$row"
+    study_run "${name}_1gpu" "$name" strong 1 "$strong"
+    if (( ngpu >= 2 )); then
+      study_run "${name}_2gpu" "$name" strong 2 "$strong"
+      study_run "${name}_2gpu_data" "$name" "data:$ratio" 2 "$scaled"
+    fi
+  done
+fi
+
+if wants breakdown && (( ngpu >= 2 )); then
+  echo "[breakdown] the 2-GPU strong runs with BBMM_TRACE"
+  for row in "${study_samples[@]}"; do
+    IFS='|' read -r name strong _ _ <<<"$row"
+    trace="$TMP/trace_$name.json"
+    # No warm-up: the trace then holds the timed run only.
+    study_run "${name}_2gpu_trace" "$name" trace 2 "$strong" BBMM_TRACE="$trace" \
+      BBMM_SAMPLE_WARMUP=0
+    rm -f "$trace"
+    unset trace
+  done
+fi
+
+if wants staged && (( ngpu >= 2 )); then
+  echo "[staged] the stencils on 2 GPUs with the flow-out staged through the host"
+  for name in "${stencils[@]}"; do
+    for row in "${study_samples[@]}"; do
+      [[ "${row%%|*}" == "$name" ]] || continue
+      IFS='|' read -r _ strong _ _ <<<"$row"
+      study_run "${name}_2gpu_staged" "$name" staged 2 "$strong" BBMM_PEER_ACCESS=0
+    done
+  done
+fi
+
+if wants baselines; then
+  if [[ -x "$B/baseline_stencils" ]]; then
+    echo "[baselines] hand-written multi-GPU, unified memory, whole-array copies"
+    for row in "${study_samples[@]}"; do
+      IFS='|' read -r name strong _ _ <<<"$row"
+      [[ "$name" == heat2d || "$name" == heat3d ]] || continue
+      runs=("handwritten 1" "wholecopy 1")
+      (( ngpu >= 2 )) && runs+=("handwritten 2" "managed 2")
+      for r in "${runs[@]}"; do
+        read -r impl gpus <<<"$r"
+        left=$((BUDGET_S - (SECONDS - start)))
+        (( left < 20 )) && { echo "  $name $impl $gpus: SKIPPED (budget)"; continue; }
+        echo "== baseline $name $strong $impl $gpus" >> "$LOG"
+        t0=$SECONDS
+        # shellcheck disable=SC2086
+        timeout -k 5 $(( left - 10 < 150 ? left - 10 : 150 )) "$B/baseline_stencils" "$name" \
+          $strong --impl "$impl" --gpus "$gpus" \
+          --oracle-file "$CACHE/${name}_${strong// /_}.ref" \
+          > "$TMP/run" 2>&1
+        rc=$?
+        cat "$TMP/run" >> "$LOG"
+        grep '^BASELINE ' "$TMP/run" | sed "s/\$/ rc=$rc/" >> "$RES"
+        printf '  %-34s rc=%s %3d s  %s\n' "${name}_${impl}_${gpus}gpu" "$rc" "$((SECONDS - t0))" \
+          "$(grep -o 'seconds=[0-9.]*\|verified=[0-9]' "$TMP/run" | head -2 | tr '\n' ' ')"
+      done
+    done
+  else
+    echo "(baseline_stencils not staged)"
+  fi
+fi
+
+echo "study.sh: done in $((SECONDS - start)) s"
+echo
+if python3 "$REPORT" report "$RES" --out "$OUT" > "$OUT/study.md" 2> "$TMP/err"; then
+  cat "$OUT/study.md"
+else
+  echo "study_report.py failed:"; cat "$TMP/err"; echo "raw:"; cat "$RES"
+fi

@@ -1,0 +1,361 @@
+#!/usr/bin/env python3
+"""The multi-GPU study's parser and report (bench/gpu/study.sh).
+
+    study_report.py parse --sample S --config C --gpus G --args A --rc RC [--trace T] < output
+        one STUDY line from a bbmmc sample's output (its timing line, its verdict and the
+        BBMM_STATS=json statistics) and, with --trace, the time breakdown of its trace
+    study_report.py report study_results.txt --out DIR
+        the tables (markdown, on stdout) and DIR/study_{scaling,breakdown,baselines}.png
+
+STUDY line fields: sample, config (strong, data:RATIO, trace, staged), gpus, args (commas),
+rc, verdict (PASSED, FAILED or none), seconds (the generated function, runtime creation
+excluded by the sample's warm-up), seq_seconds, manager_seconds (time inside libbbmm, all
+devices), pin_seconds (page-locking the host arrays, inside the timed part), peak_d<k>
+(peak device bytes allocated), bytes_h2d/d2h/peer/d2d, evictions, tiles; with a trace,
+bd_* (seconds): window, compute, h2d, d2h, peer, d2d (unions over the devices' streams,
+averaged over the devices), idle (no device activity, averaged), host_lib (union of the
+host thread's libbbmm slices), pin (register/unregister host slices).
+
+The time breakdown shares add up to more than the window where copies run under kernels.
+A docs tool: the report's plots need matplotlib (python3-matplotlib); the parser needs
+nothing but Python 3.
+"""
+import argparse
+import json
+import re
+import sys
+
+
+def union_length(intervals):
+    total, end = 0.0, None
+    start = None
+    for a, b in sorted(intervals):
+        if end is None or a > end:
+            if end is not None:
+                total += end - start
+            start, end = a, b
+        elif b > end:
+            end = b
+    if end is not None:
+        total += end - start
+    return total
+
+
+def kind_of(name):
+    n = name.replace("copy batch ", "copy ")
+    if n.startswith("kernel"):
+        return "compute"
+    for key, kind in (("copy H2D", "h2d"), ("copy D2H", "d2h"), ("copy peer", "peer"),
+                      ("copy D2D", "d2d")):
+        if n.startswith(key):
+            return kind
+    return "other"
+
+
+def breakdown(path):
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    spans = [e for e in events if e.get("ph") == "X" and "dur" in e]
+    if not spans:
+        return {}
+    lo = min(e["ts"] for e in spans)
+    hi = max(e["ts"] + e["dur"] for e in spans)
+    window = (hi - lo) * 1e-6
+    devices = sorted({e["tid"] for e in spans if e.get("tid", 0) > 0})
+    kinds = ("compute", "h2d", "d2h", "peer", "d2d")
+    per = {k: 0.0 for k in kinds}
+    idle = 0.0
+    for d in devices:
+        mine = [e for e in spans if e.get("tid") == d]
+        for k in kinds:
+            per[k] += union_length([(e["ts"], e["ts"] + e["dur"]) for e in mine
+                                    if kind_of(e["name"]) == k]) * 1e-6
+        busy = union_length([(e["ts"], e["ts"] + e["dur"]) for e in mine]) * 1e-6
+        idle += window - busy
+    n = max(len(devices), 1)
+    host = [e for e in spans if e.get("tid", 0) == 0]
+    host_lib = union_length([(e["ts"], e["ts"] + e["dur"]) for e in host]) * 1e-6
+    pin = sum(e["dur"] for e in host if "register host" in e["name"]) * 1e-6
+    out = {"window": window, "idle": idle / n, "host_lib": host_lib, "pin": pin}
+    for k in kinds:
+        out[k] = per[k] / n
+    return out
+
+
+def parse(args):
+    text = sys.stdin.read()
+    f = {"sample": args.sample, "config": args.config, "gpus": args.gpus,
+         "args": args.args.replace(" ", ","), "rc": args.rc}
+    m = re.search(r"verification against the sequential program: ([A-Z]+)", text)
+    f["verdict"] = m.group(1) if m else "none"
+    m = re.search(r": sequential ([0-9.]+) s, bbmmc ([0-9.]+) s", text)
+    if m:
+        f["seq_seconds"], f["seconds"] = m.group(1), m.group(2)
+    stats = None
+    for line in text.splitlines():
+        if line.startswith('{"backend"'):
+            try:
+                stats = json.loads(line)
+            except ValueError:
+                pass
+    if stats:
+        t = stats["total"]
+        f["manager_seconds"] = "%.6f" % t.get("manager_seconds", 0)
+        f["pin_seconds"] = "%.6f" % t.get("host_pin_seconds", 0)
+        for k in ("bytes_h2d", "bytes_d2h", "bytes_peer", "bytes_d2d", "evictions", "tiles",
+                  "kernels", "bytes_host_pinned"):
+            f[k] = t.get(k, 0)
+        for i, d in enumerate(stats.get("devices", [])):
+            f["peak_d%d" % i] = d.get("peak_bytes_allocated", 0)
+    if args.trace:
+        try:
+            for k, v in breakdown(args.trace).items():
+                f["bd_" + k] = "%.6f" % v
+        except (OSError, ValueError, KeyError) as e:
+            f["bd_error"] = type(e).__name__
+    print("STUDY " + " ".join("%s=%s" % (k, v) for k, v in f.items()))
+
+
+def read_results(path):
+    rows, base, machine = [], [], {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            parts = line.split()
+            if not parts:
+                continue
+            kv = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+            if parts[0] == "STUDY":
+                rows.append(kv)
+            elif parts[0] == "BASELINE":
+                base.append(kv)
+            elif parts[0] == "STUDY_MACHINE":
+                machine = kv
+    return rows, base, machine
+
+
+def num(kv, key):
+    try:
+        return float(kv[key])
+    except (KeyError, ValueError):
+        return None
+
+
+def fmt(x, spec="%.3f"):
+    return "-" if x is None else spec % x
+
+
+TARGETS = {"heat2d": 1.95, "fdtd2d": 1.95, "heat3d": 1.95, "jacobi1d": 1.95, "floyd": 1.8,
+           "lu": 1.7}
+
+
+def report(args):
+    rows, base, machine = read_results(args.results)
+    find = lambda s, c, g: next((r for r in rows if r["sample"] == s and r["config"].split(":")[0] == c
+                                 and r["gpus"] == str(g) and "seconds" in r), None)
+    samples = []
+    for r in rows:
+        if r["sample"] not in samples:
+            samples.append(r["sample"])
+    out = []
+    w = out.append
+    w("## Multi-GPU study (bench/gpu/study.sh), %s, %s x %s" %
+      (machine.get("date", "?"), machine.get("gpus", "?"), machine.get("gpu_name", "?")))
+    w("")
+    w("seconds: the generated function (runtime creation excluded; array registration, i.e. "
+      "page-locking the host arrays, included: 'pin s'); every run verified against the "
+      "sequential program (cached result of the same command line).")
+    w("")
+    w("### Strong scaling, 1 -> 2 GPUs")
+    w("")
+    w("| sample | size | 1 GPU s | 2 GPUs s | speed-up | without pinning | target | verified | libbbmm % (2 GPUs) |")
+    w("|---|---|---|---|---|---|---|---|---|")
+    scal = []
+    for s in samples:
+        a, b = find(s, "strong", 1), find(s, "strong", 2)
+        if not a:
+            continue
+        t1, t2 = num(a, "seconds"), num(b, "seconds") if b else None
+        sp = t1 / t2 if (t1 and t2) else None
+        p1 = (t1 - (num(a, "pin_seconds") or 0)) if t1 else None
+        p2 = (t2 - (num(b, "pin_seconds") or 0)) if t2 else None
+        spp = p1 / p2 if (p1 and p2) else None
+        lib = 100 * num(b, "manager_seconds") / t2 if (b and t2 and num(b, "manager_seconds") is not None) else None
+        ver = "/".join(x["verdict"] for x in (a, b) if x)
+        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            s, a["args"].replace(",", " "), fmt(t1, "%.4f"), fmt(t2, "%.4f"), fmt(sp, "%.2fx"),
+            fmt(spp, "%.2fx"), ">= %.2fx" % TARGETS[s] if s in TARGETS else "-", ver,
+            fmt(lib, "%.2f")))
+        scal.append((s, sp, spp))
+    w("")
+    w("### Data scaling (twice the work on 2 GPUs; efficiency = t(1 GPU, n) x ratio / 2 / t(2 GPUs, n'); target >= 0.97)")
+    w("")
+    w("| sample | n -> n' | work ratio | 1 GPU, n s | 2 GPUs, n' s | efficiency | verified |")
+    w("|---|---|---|---|---|---|---|")
+    for s in samples:
+        a = find(s, "strong", 1)
+        d = next((r for r in rows if r["sample"] == s and r["config"].startswith("data:")
+                  and "seconds" in r), None)
+        if not a or not d:
+            continue
+        ratio = float(d["config"].split(":")[1])
+        t1, t2 = num(a, "seconds"), num(d, "seconds")
+        eff = t1 * ratio / 2 / t2 if (t1 and t2) else None
+        w("| %s | %s -> %s | %.3f | %s | %s | %s | %s |" % (
+            s, a["args"].replace(",", " "), d["args"].replace(",", " "), ratio, fmt(t1, "%.4f"),
+            fmt(t2, "%.4f"), fmt(eff, "%.2f"), d["verdict"]))
+    w("")
+    w("### Time breakdown on 2 GPUs (traced run; shares of the traced window, averaged over the GPUs; copies overlap kernels, so shares add to more than 100%)")
+    w("")
+    w("| sample | window s | compute | read-in H2D | write-back D2H | flow-out peer | D2D | idle | libbbmm (host thread) | of which pinning | libbbmm % (stats, untraced run) |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|")
+    bds = []
+    for s in samples:
+        r = next((x for x in rows if x["sample"] == s and x["config"] == "trace"
+                  and "bd_window" in x), None)
+        if not r:
+            continue
+        win = num(r, "bd_window")
+        sh = lambda k: 100 * num(r, "bd_" + k) / win if win else None
+        b = find(s, "strong", 2)
+        lib = 100 * num(b, "manager_seconds") / num(b, "seconds") if (b and num(b, "seconds")) else None
+        w("| %s | %.4f | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            s, win, fmt(sh("compute"), "%.1f%%"), fmt(sh("h2d"), "%.1f%%"), fmt(sh("d2h"), "%.1f%%"),
+            fmt(sh("peer"), "%.1f%%"), fmt(sh("d2d"), "%.1f%%"), fmt(sh("idle"), "%.1f%%"),
+            fmt(sh("host_lib"), "%.1f%%"), fmt(sh("pin"), "%.1f%%"), fmt(lib, "%.2f%%")))
+        bds.append((s, {k: sh(k) for k in ("compute", "h2d", "d2h", "peer", "d2d", "idle")}))
+    w("")
+    w("### Allocation per GPU (2 GPUs, strong size): peak bytes allocated vs the GPU's even share of the arrays")
+    w("")
+    w("| sample | GPU 0 peak MB | GPU 1 peak MB | arrays' bytes / 2 (MB) | max peak / share |")
+    w("|---|---|---|---|---|")
+    for s in samples:
+        b = find(s, "strong", 2)
+        if not b or "peak_d0" not in b:
+            continue
+        share = num(b, "bytes_host_pinned") / 2 if num(b, "bytes_host_pinned") else None
+        p0, p1 = num(b, "peak_d0"), num(b, "peak_d1")
+        w("| %s | %.1f | %s | %s | %s |" % (s, p0 / 1e6, fmt(p1 / 1e6 if p1 is not None else None, "%.1f"),
+                                             fmt(share / 1e6 if share else None, "%.1f"),
+                                             fmt(max(p0, p1 or 0) / share if share else None, "%.2f")))
+    w("")
+    w("### Peer flow-out vs flow-out staged through the host (BBMM_PEER_ACCESS=0), 2 GPUs")
+    w("")
+    w("| sample | peer s | staged s | staged / peer | verified |")
+    w("|---|---|---|---|---|")
+    for s in samples:
+        b = find(s, "strong", 2)
+        st = find(s, "staged", 2)
+        if not b or not st:
+            continue
+        tp, ts = num(b, "seconds"), num(st, "seconds")
+        w("| %s | %s | %s | %s | %s |" % (s, fmt(tp, "%.4f"), fmt(ts, "%.4f"),
+                                           fmt(ts / tp if tp and ts else None, "%.2f"), st["verdict"]))
+    w("")
+    w("### Baselines (bench/gpu/baselines/baseline_stencils; same per-element expressions, -fmad=false like the bbmmc build)")
+    w("")
+    w("Times exclude page-locking (baselines: cudaHostRegister before the timed part; bbmm: "
+      "seconds - pin s). bbmm vs hand-written = hand-written s / bbmm s (target >= 0.95); "
+      "unified memory / bbmm (target >= 2).")
+    w("")
+    w("| sample | GPUs | bbmm s | hand-written s | bbmm speed / hand-written | unified memory s | UM / bbmm | whole-array copies s (1 GPU) | verified (baselines) |")
+    w("|---|---|---|---|---|---|---|---|---|")
+    bars = []
+    for s in ("heat2d", "heat3d"):
+        for g in (1, 2):
+            b = find(s, "strong", g)
+            if not b:
+                continue
+            tb = num(b, "seconds") - (num(b, "pin_seconds") or 0) if num(b, "seconds") else None
+            pick = lambda impl: next((x for x in base if x.get("sample") == s and x.get("impl") == impl
+                                      and x.get("gpus") == str(g)), None)
+            hw, um, wc = pick("handwritten"), pick("managed"), pick("wholecopy")
+            th = num(hw, "seconds") if hw else None
+            tu = num(um, "seconds") if um else None
+            tw = num(wc, "seconds") if wc else None
+            ver = " ".join("%s:%s/%s" % (x["impl"], x.get("verified", "?"), x.get("oracle", "?"))
+                           for x in (hw, um, wc) if x)
+            w("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+                s, g, fmt(tb, "%.4f"), fmt(th, "%.4f"), fmt(th / tb if th and tb else None, "%.2f"),
+                fmt(tu, "%.4f"), fmt(tu / tb if tu and tb else None, "%.2f"), fmt(tw, "%.4f"), ver))
+            bars.append(("%s %d GPU%s" % (s, g, "s" if g > 1 else ""), tb, th, tu, tw))
+    print("\n".join(out))
+    plots(args.out, scal, bds, bars, machine)
+
+
+def plots(outdir, scal, bds, bars, machine):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("\n(matplotlib not available: no plots)")
+        return
+    title = "%s x %s, %s" % (machine.get("gpus", "?"), machine.get("gpu_name", "?"),
+                             machine.get("date", "?"))
+    if scal:
+        fig, ax = plt.subplots(figsize=(9, 4))
+        xs = range(len(scal))
+        ax.bar([x - 0.2 for x in xs], [s[1] or 0 for s in scal], 0.4, label="speed-up")
+        ax.bar([x + 0.2 for x in xs], [s[2] or 0 for s in scal], 0.4, label="without pinning")
+        ax.axhline(2.0, color="grey", linestyle="--", linewidth=1)
+        ax.axhline(1.95, color="red", linestyle=":", linewidth=1, label="stencil target 1.95x")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([s[0] for s in scal])
+        ax.set_ylabel("1 -> 2 GPUs speed-up")
+        ax.set_title("bbmmc samples, strong scaling, " + title)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(outdir + "/study_scaling.png", dpi=110)
+    if bds:
+        fig, ax = plt.subplots(figsize=(9, 4))
+        kinds = [("compute", "#2e7d32"), ("h2d", "#1565c0"), ("d2h", "#c62828"),
+                 ("peer", "#6a1b9a"), ("d2d", "#ef6c00"), ("idle", "#bdbdbd")]
+        xs = list(range(len(bds)))
+        width = 0.8 / len(kinds)
+        for i, (k, c) in enumerate(kinds):
+            ax.bar([x - 0.4 + width * (i + 0.5) for x in xs], [b[1][k] or 0 for b in bds], width,
+                   color=c, label=k)
+        ax.set_xticks(xs)
+        ax.set_xticklabels([b[0] for b in bds])
+        ax.set_ylabel("% of the traced window (per GPU)")
+        ax.set_title("time breakdown on 2 GPUs, " + title)
+        ax.legend(fontsize=8, ncol=3)
+        fig.tight_layout()
+        fig.savefig(outdir + "/study_breakdown.png", dpi=110)
+    if bars:
+        fig, ax = plt.subplots(figsize=(9, 4))
+        labels = ["bbmm", "hand-written", "unified memory", "whole-array copies"]
+        colours = ["#2e7d32", "#1565c0", "#c62828", "#9e9e9e"]
+        xs = list(range(len(bars)))
+        for i in range(4):
+            ax.bar([x - 0.4 + 0.2 * (i + 0.5) for x in xs], [b[i + 1] or 0 for b in bars], 0.2,
+                   color=colours[i], label=labels[i])
+        ax.set_xticks(xs)
+        ax.set_xticklabels([b[0] for b in bars])
+        ax.set_ylabel("seconds (pinning excluded)")
+        ax.set_title("bbmm vs baselines, " + title)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(outdir + "/study_baselines.png", dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("parse")
+    p.add_argument("--sample", required=True)
+    p.add_argument("--config", required=True)
+    p.add_argument("--gpus", required=True)
+    p.add_argument("--args", required=True)
+    p.add_argument("--rc", required=True)
+    p.add_argument("--trace")
+    r = sub.add_parser("report")
+    r.add_argument("results")
+    r.add_argument("--out", default=".")
+    a = ap.parse_args()
+    parse(a) if a.cmd == "parse" else report(a)
+
+
+if __name__ == "__main__":
+    main()
