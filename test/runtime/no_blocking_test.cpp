@@ -262,6 +262,48 @@ TEST_P(NoBlocking, TilePathReturnsWhileNoDeviceWorkHasRun) {
   }
 }
 
+// Where a read-in comes from when the host and another device both hold the
+// elements. While that device's own copy of them is still in flight (its
+// read-in from the host, behind the closed gate), from the host: the read-in
+// must not wait for the other device's. Once that copy has completed, from the
+// device (a peer copy).
+TEST(ReadInSource, FromTheHostWhileThePeersCopyIsInFlightElseFromThePeer) {
+  const int64_t n = 16;
+  std::vector<double> a(n * n);
+  for (int64_t k = 0; k < n * n; ++k) a[k] = static_cast<double>(k);
+  absl::StatusOr<std::unique_ptr<Backend>> host = make_host_backend({.devices = 2});
+  ASSERT_TRUE(host.ok()) << host.status();
+  auto gated = std::make_unique<GatedBackend>(*std::move(host));
+  GatedBackend* gate = gated.get();
+  absl::StatusOr<std::unique_ptr<Runtime>> rts = Runtime::create_with_backend(std::move(gated), {});
+  ASSERT_TRUE(rts.ok()) << rts.status();
+  Runtime& rt = **rts;
+  const int64_t ext[2] = {n, n};
+  Array* A = *rt.register_array("A", a.data(), sizeof(double), ext);
+  // Reads rows [lo, hi) of A on `device` (a kernel that does nothing).
+  auto read_rows = [&](int device, int64_t lo, int64_t hi) {
+    absl::StatusOr<Tile> tile = rt.begin_tile(device);
+    ASSERT_TRUE(tile.ok()) << tile.status();
+    ASSERT_TRUE(tile->require(A, *Box::create({lo, 0}, {hi, n}), Access::kRead).ok());
+    ASSERT_TRUE(tile->acquire().ok());
+    ASSERT_TRUE(tile->launch([](const bbmm_launch_info&) {}).ok());
+    ASSERT_TRUE(tile->release().ok());
+  };
+  read_rows(0, 0, 8);  // device 0's read-in waits behind the gate
+  read_rows(1, 4, 8);  // rows 4..7: on the host, and in flight to device 0
+  bbmm_stats d1 = rt.stats(1);
+  EXPECT_EQ(d1.bytes_peer, 0u) << "device 1 read what device 0 had not received yet from it";
+  EXPECT_EQ(d1.bytes_h2d, static_cast<uint64_t>(4 * n * sizeof(double)));
+  gate->open_gate();
+  ASSERT_TRUE(rt.synchronize().ok());
+  read_rows(1, 0, 4);  // rows 0..3: on the host and, complete now, on device 0
+  d1 = rt.stats(1);
+  EXPECT_EQ(d1.bytes_peer, static_cast<uint64_t>(4 * n * sizeof(double)));
+  EXPECT_EQ(d1.bytes_h2d, static_cast<uint64_t>(4 * n * sizeof(double)));
+  ASSERT_TRUE(rt.unregister_array(A).ok());
+  for (int64_t k = 0; k < n * n; ++k) ASSERT_EQ(a[k], static_cast<double>(k));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Cases, NoBlocking,
     ::testing::Values(Case{"one_queue", 1, false, 0}, Case{"four_queues", 4, false, 0},

@@ -25,9 +25,15 @@ absl::Status Coherency::read_in(std::span<const Target> targets) {
     std::vector<Directory::Region> regions = a.directory.query(t.box);
     for (const Directory::Region& g : regions) {
       if (g.valid & mine) continue;
+      // From a device that holds it, unless the host holds it too and that device's copy
+      // is still being written (typically its own read-in from the host at the start):
+      // then from the host, so that this read-in does not wait for the other device's.
       int peer = -1;
       for (int e = 0; e < device_count() && peer < 0; ++e) {
-        if (e != d && (g.valid & device_bit(e)) && backend_.can_access_peer(d, e)) peer = e;
+        if (e != d && (g.valid & device_bit(e)) && backend_.can_access_peer(d, e) &&
+            !((g.valid & kHostBit) && being_written(a, e, g.box))) {
+          peer = e;
+        }
       }
       absl::Status s;
       if (peer >= 0) {
@@ -48,6 +54,22 @@ absl::Status Coherency::read_in(std::span<const Target> targets) {
     }
   }
   return flush_and_apply();
+}
+
+bool Coherency::being_written(Array& a, int device, const Box& box) {
+  bool pending = false;
+  a.for_each_overlapping(device, box, [&](Instance* src) {
+    if (pending) return;
+    scratch_events_.clear();
+    src->hazards.before(*intersection(box, src->box), /*write=*/false, scratch_events_);
+    for (const Event& e : scratch_events_) {
+      if (!e.done()) {
+        pending = true;
+        return;
+      }
+    }
+  });
+  return pending;
 }
 
 absl::Status Coherency::write_back(Array& a, const Box& box) {

@@ -71,8 +71,12 @@ class Coherency {
   absl::Status flush_and_apply();
 
   Backend& backend_;
+  // Whether a write into `box` of `device`'s instances of `a` is still in flight.
+  bool being_written(Array& a, int device, const Box& box);
+
   CopyPlanner& planner_;
   std::vector<bbmm_stats>& stats_;
+  std::vector<Event> scratch_events_;  // being_written
   std::vector<Update> updates_;
   std::vector<Directory::Region> regions_;  // scratch
 };

@@ -1,6 +1,8 @@
 #include "cuda/cuda_worker.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <utility>
 
@@ -139,7 +141,11 @@ void Worker::run() {
       batch.swap(queue_);
     }
     for (Command& c : batch) {
-      issue(c);
+      if (slow_issue_us_ > 0) {
+        issue_timed(c);
+      } else {
+        issue(c);
+      }
       // What the command captured (the launch function, the wait list) is
       // released here, on the worker.
       c = Command();
@@ -152,6 +158,39 @@ void Worker::run() {
     batch.clear();
   }
   tls_worker = nullptr;
+}
+
+// BBMM_CUDA_SLOW_ISSUE_US=N: the worker reports on stderr every command whose
+// issue (waiting for its events to be issued, and the CUDA calls) took N us or
+// more: a diagnostic of what makes an issue thread wait (an issue that waits for
+// the device serialises everything queued behind it on this device).
+int Worker::slow_issue_threshold_us() {
+  const char* v = std::getenv("BBMM_CUDA_SLOW_ISSUE_US");
+  if (v == nullptr || *v == '\0') return 0;
+  const int us = std::atoi(v);
+  return us > 0 ? us : 0;
+}
+
+void Worker::issue_timed(Command& c) {
+  const char* what = c.kind == CommandKind::kLaunch  ? "launch"
+                     : c.kind == CommandKind::kFree  ? "free"
+                     : c.kind == CommandKind::kRecord ? "record"
+                     : c.kind == CommandKind::kBatch ? "copy batch"
+                                                     : "copy";
+  const char* dir = c.kind == CommandKind::kCopy || c.kind == CommandKind::kBatch
+                        ? copy_trace_name(c.dir)
+                        : "";
+  const size_t waits = c.waits.size();
+  const size_t ops = c.kind == CommandKind::kBatch ? c.batch.size() : 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  issue(c);
+  const double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  if (us >= slow_issue_us_) {
+    std::fprintf(stderr,
+                 "bbmm: cuda worker of device %d: issuing %s %s (%zu ops, %zu waits) took %.0f us\n",
+                 device_, what, dir, ops, waits, us);
+  }
 }
 
 StreamSlot& Worker::pick_stream(const Command& c) {

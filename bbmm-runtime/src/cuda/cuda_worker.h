@@ -149,6 +149,9 @@ class Worker {
 
   void run();
   void issue(Command& c);
+  // issue(c), timed against slow_issue_us_ (reported on stderr).
+  void issue_timed(Command& c);
+  static int slow_issue_threshold_us();
   // The stream for `c` (called at enqueue, under mu_).
   StreamSlot& pick_stream(const Command& c);
   // Adds `e` to waits_ for a command on stream `target`; a failure of `e` is
@@ -181,6 +184,8 @@ class Worker {
   std::string describe(const Command& c) const;
 
   const int device_;
+  // BBMM_CUDA_SLOW_ISSUE_US (0: off): report commands whose issue took longer.
+  const int slow_issue_us_ = slow_issue_threshold_us();
   const int gpu_;
   std::shared_ptr<GpuShared> shared_;
   DeviceStreams& streams_;

@@ -2,7 +2,7 @@
 // heat3d on one or several GPUs, the baselines of the multi-GPU study (issue 12):
 //
 //   baseline_stencils heat2d|heat3d N STEPS --impl handwritten|managed|wholecopy --gpus G
-//                     [--verify|--no-verify] [--march M] [--grid-cap B]
+//                     [--verify|--no-verify] [--oracle-file F] [--march M] [--grid-cap B]
 //   baseline_stencils heat2d|heat3d N STEPS --plan [--gpus G]
 //   baseline_stencils heat2d|heat3d N STEPS --host-check
 // options:
@@ -19,6 +19,9 @@
 //   --verify/--no-verify  compare with the sample's own C loop nest (default: when that run is
 //                       short, heat2d N*N*STEPS <= 2.5e9, heat3d N^3*STEPS <= 1.5e9; otherwise
 //                       with wholecopy run in this process when it fits GPU 0)
+//   --oracle-file F     compare with the sequential result a sample stored (A then B, the
+//                       BBMM_SAMPLE_CACHE file of samples/common/sample.h for the same N and
+//                       STEPS: the same input): bench/gpu/study.sh's oracle
 //   --march M           rows (planes) each thread marches through (default 32, as bbmmc)
 //   --grid-cap B        at most B blocks per grid dimension (tests the grid-stride loops)
 //   --plan              no GPU: print the row blocks and the bytes each implementation moves,
@@ -46,7 +49,7 @@
 // Output, one line per run (plus lines starting with '#'):
 //   BASELINE sample=heat2d impl=handwritten gpus=2 n=.. steps=.. seconds=.. pin_seconds=..
 //            alloc_seconds=.. bytes_h2d=.. bytes_d2h=.. bytes_peer=.. verified=0|1
-//            oracle=cpu|wholecopy|none max_rel_err=..|-
+//            oracle=cpu|wholecopy|file|none max_rel_err=..|-
 //   PLAN, PLAN_BLOCK, PLAN_IMPL, PLAN_CHECK lines                          (--plan)
 //   HOSTCHECK sample=.. n=.. steps=.. variant=.. gpus=.. march=.. grid_cap=.. identical=0|1
 //             max_rel_err=.. bytes_ok=0|1                                   (--host-check)
@@ -567,6 +570,7 @@ struct Options {
   bool impl_given = false;
   int gpus = 1;
   int verify = -1;  // -1: by size, 0: no, 1: yes
+  std::string oracle_file;  // --oracle-file: the sequential result stored by a sample
   int64_t march = 32;
   int64_t grid_cap = 0;
   bool plan = false;
@@ -950,7 +954,9 @@ int run_on_gpus(const Problem& p, const Options& o) {
 
   // The oracle: the C loop nest, or wholecopy at sizes where that would be slow.
   const char* oracle = "none";
-  if (o.verify == 1 || (o.verify == -1 && cpu_verify_by_default(p))) {
+  if (!o.oracle_file.empty()) {
+    oracle = "file";
+  } else if (o.verify == 1 || (o.verify == -1 && cpu_verify_by_default(p))) {
     oracle = "cpu";
   } else if (o.verify == -1 && o.impl != Impl::kWholecopy && wholecopy_fits(p)) {
     oracle = "wholecopy";
@@ -962,7 +968,19 @@ int run_on_gpus(const Problem& p, const Options& o) {
     double* rb = host_alloc(bytes);
     fill_inputs(p, ra, rb);
     const double t0 = sample_now();
-    if (std::strcmp(oracle, "cpu") == 0) {
+    if (std::strcmp(oracle, "file") == 0) {
+      // The sample's reference cache (samples/common/sample.h, BBMM_SAMPLE_CACHE): the
+      // sequential program's A then B, for the same input and size.
+      FILE* f = std::fopen(o.oracle_file.c_str(), "rb");
+      if (f == nullptr) fail("--oracle-file " + o.oracle_file + ": cannot open it");
+      const size_t got = std::fread(ra, 1, bytes, f) + std::fread(rb, 1, bytes, f);
+      const bool at_end = std::fgetc(f) == EOF;
+      std::fclose(f);
+      if (got != 2 * bytes || !at_end) {
+        fail("--oracle-file " + o.oracle_file + ": not the " + std::to_string(2 * bytes) +
+             " bytes of A and B of this size");
+      }
+    } else if (std::strcmp(oracle, "cpu") == 0) {
       run_reference(p, ra, rb);
     } else {
       run_wholecopy(p, o, ra, rb, false);
@@ -1063,6 +1081,8 @@ int main(int argc, char** argv) {
       o.verify = 1;
     } else if (arg == "--no-verify") {
       o.verify = 0;
+    } else if (arg == "--oracle-file" && has_value) {
+      o.oracle_file = argv[++i];
     } else if (arg == "--plan") {
       o.plan = true;
     } else if (arg == "--host-check") {
