@@ -67,11 +67,11 @@ study_samples=(
   "fdtd2d|6144 6144 50|8689 8689 50|2.000"
   "heat3d|384 50|483 50|1.998"
   "jacobi1d|67108864 50|134217728 50|2.000"
-  "floyd|2000|2520|2.000"
-  "lu|2000|2520|2.000"
-  "adi|2000 20|2828 20|1.999"
+  "floyd|3000|3780|2.000"
+  "lu|4000|5040|2.000"
+  "adi|2000 50|2828 50|1.999"
   "mvt|16384|23170|2.000"
-  "gemm|2000 2000 2000|2520 2520 2520|2.000"
+  "gemm|4000 4000 4000|5040 5040 5040|2.000"
   "bscholes|16777216|33554432|2.000")
 stencils=(heat2d fdtd2d heat3d jacobi1d)
 # A self-test of this script without a GPU (bench/gpu/CMakeLists.txt: study.selftest):
