@@ -84,6 +84,16 @@ if [[ "${STUDY_SMALL:-0}" == 1 ]]; then
     "mvt|96|136|2.007" "gemm|36 40 28|45 50 35|1.953" "bscholes|2000|4000|2.000")
 fi
 BACKEND="${STUDY_BACKEND:-cuda}"
+# STUDY_SAMPLES="heat2d lu ...": only these samples; STUDY_DATA=0: no data-scaling runs (nor
+# their sequential oracles).
+if [[ -n "${STUDY_SAMPLES:-}" ]]; then
+  kept=()
+  for row in "${study_samples[@]}"; do
+    [[ " $STUDY_SAMPLES " == *" ${row%%|*} "* ]] && kept+=("$row")
+  done
+  study_samples=("${kept[@]}")
+fi
+DATA="${STUDY_DATA:-1}"
 
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 [[ -n "${CUDA_VISIBLE_DEVICES:-}" ]] && ngpu=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
@@ -132,7 +142,7 @@ if wants refs; then
     IFS='|' read -r name strong scaled _ <<<"$row"
     [[ -x "$B/${name}${SUFFIX}" ]] || continue
     echo "$name|$strong" >> "$TMP/refs"
-    echo "$name|$scaled" >> "$TMP/refs"
+    [[ "$DATA" == 1 ]] && echo "$name|$scaled" >> "$TMP/refs"
   done
   left=$((BUDGET_S - (SECONDS - start) - 60))
   export B CACHE LOG SUFFIX
@@ -156,7 +166,7 @@ if wants scaling; then
     study_run "${name}_1gpu" "$name" strong 1 "$strong"
     if (( ngpu >= 2 )); then
       study_run "${name}_2gpu" "$name" strong 2 "$strong"
-      study_run "${name}_2gpu_data" "$name" "data:$ratio" 2 "$scaled"
+      [[ "$DATA" == 1 ]] && study_run "${name}_2gpu_data" "$name" "data:$ratio" 2 "$scaled"
     fi
   done
 fi

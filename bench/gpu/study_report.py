@@ -103,6 +103,8 @@ def parse(args):
         t = stats["total"]
         f["manager_seconds"] = "%.6f" % t.get("manager_seconds", 0)
         f["pin_seconds"] = "%.6f" % t.get("host_pin_seconds", 0)
+        f["unpin_seconds"] = "%.6f" % t.get("host_unpin_seconds", 0)
+        f["reserve_seconds"] = "%.6f" % t.get("reserve_seconds", 0)
         for k in ("bytes_h2d", "bytes_d2h", "bytes_peer", "bytes_d2d", "evictions", "tiles",
                   "kernels", "bytes_host_pinned"):
             f[k] = t.get(k, 0)
@@ -141,6 +143,16 @@ def num(kv, key):
         return None
 
 
+def run_seconds(kv):
+    """The generated function's seconds less its setup and teardown (pinning and
+    unpinning the host arrays, allocating the reserved instances), which the baselines
+    keep out of their timed part too; None when unknown."""
+    t = num(kv, "seconds") if kv else None
+    if t is None:
+        return None
+    return t - sum(num(kv, k) or 0 for k in ("pin_seconds", "unpin_seconds", "reserve_seconds"))
+
+
 def fmt(x, spec="%.3f"):
     return "-" if x is None else spec % x
 
@@ -162,14 +174,17 @@ def report(args):
     w("## Multi-GPU study (bench/gpu/study.sh), %s, %s x %s" %
       (machine.get("date", "?"), machine.get("gpus", "?"), machine.get("gpu_name", "?")))
     w("")
-    w("seconds: the generated function (runtime creation excluded; array registration, i.e. "
-      "page-locking the host arrays, included: 'pin s'); every run verified against the "
-      "sequential program (cached result of the same command line).")
+    w("seconds: the generated function (runtime creation excluded by a warm-up call); run "
+      "seconds: the same less pinning and unpinning the host arrays and allocating the "
+      "reserved instances (host_pin_seconds, host_unpin_seconds and reserve_seconds of the "
+      "statistics; the baselines keep these out of their timed part too). Every run is "
+      "verified against the sequential program (its cached result for the same command "
+      "line).")
     w("")
     w("### Strong scaling, 1 -> 2 GPUs")
     w("")
-    w("| sample | size | 1 GPU s | 2 GPUs s | speed-up | without pinning | target | verified | libbbmm % (2 GPUs) |")
-    w("|---|---|---|---|---|---|---|---|---|")
+    w("| sample | size | 1 GPU s | 2 GPUs s | speed-up | 1 GPU run s | 2 GPUs run s | run speed-up | target | verified | libbbmm % of run (2 GPUs) |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|")
     scal = []
     for s in samples:
         a, b = find(s, "strong", 1), find(s, "strong", 2)
@@ -177,21 +192,22 @@ def report(args):
             continue
         t1, t2 = num(a, "seconds"), num(b, "seconds") if b else None
         sp = t1 / t2 if (t1 and t2) else None
-        p1 = (t1 - (num(a, "pin_seconds") or 0)) if t1 else None
-        p2 = (t2 - (num(b, "pin_seconds") or 0)) if t2 else None
+        p1, p2 = run_seconds(a), run_seconds(b)
         spp = p1 / p2 if (p1 and p2) else None
-        lib = 100 * num(b, "manager_seconds") / t2 if (b and t2 and num(b, "manager_seconds") is not None) else None
+        lib = None
+        if b and p2 and num(b, "manager_seconds") is not None:
+            lib = 100 * (num(b, "manager_seconds") - (num(b, "reserve_seconds") or 0)) / p2
         ver = "/".join(x["verdict"] for x in (a, b) if x)
-        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             s, a["args"].replace(",", " "), fmt(t1, "%.4f"), fmt(t2, "%.4f"), fmt(sp, "%.2fx"),
-            fmt(spp, "%.2fx"), ">= %.2fx" % TARGETS[s] if s in TARGETS else "-", ver,
-            fmt(lib, "%.2f")))
+            fmt(p1, "%.4f"), fmt(p2, "%.4f"), fmt(spp, "%.2fx"),
+            ">= %.2fx" % TARGETS[s] if s in TARGETS else "-", ver, fmt(lib, "%.2f")))
         scal.append((s, sp, spp))
     w("")
     w("### Data scaling (twice the work on 2 GPUs; efficiency = t(1 GPU, n) x ratio / 2 / t(2 GPUs, n'); target >= 0.97)")
     w("")
-    w("| sample | n -> n' | work ratio | 1 GPU, n s | 2 GPUs, n' s | efficiency | verified |")
-    w("|---|---|---|---|---|---|---|")
+    w("| sample | n -> n' | work ratio | 1 GPU, n s | 2 GPUs, n' s | efficiency | run efficiency | verified |")
+    w("|---|---|---|---|---|---|---|---|")
     for s in samples:
         a = find(s, "strong", 1)
         d = next((r for r in rows if r["sample"] == s and r["config"].startswith("data:")
@@ -201,13 +217,15 @@ def report(args):
         ratio = float(d["config"].split(":")[1])
         t1, t2 = num(a, "seconds"), num(d, "seconds")
         eff = t1 * ratio / 2 / t2 if (t1 and t2) else None
-        w("| %s | %s -> %s | %.3f | %s | %s | %s | %s |" % (
+        r1, r2 = run_seconds(a), run_seconds(d)
+        reff = r1 * ratio / 2 / r2 if (r1 and r2) else None
+        w("| %s | %s -> %s | %.3f | %s | %s | %s | %s | %s |" % (
             s, a["args"].replace(",", " "), d["args"].replace(",", " "), ratio, fmt(t1, "%.4f"),
-            fmt(t2, "%.4f"), fmt(eff, "%.2f"), d["verdict"]))
+            fmt(t2, "%.4f"), fmt(eff, "%.2f"), fmt(reff, "%.2f"), d["verdict"]))
     w("")
     w("### Time breakdown on 2 GPUs (traced run; shares of the traced window, averaged over the GPUs; copies overlap kernels, so shares add to more than 100%)")
     w("")
-    w("| sample | window s | compute | read-in H2D | write-back D2H | flow-out peer | D2D | idle | libbbmm (host thread) | of which pinning | libbbmm % (stats, untraced run) |")
+    w("| sample | window s | compute | read-in H2D | write-back D2H | flow-out peer | D2D | idle | libbbmm (host thread) | of which pinning | libbbmm % of run (stats, untraced run) |")
     w("|---|---|---|---|---|---|---|---|---|---|---|")
     bds = []
     for s in samples:
@@ -218,7 +236,9 @@ def report(args):
         win = num(r, "bd_window")
         sh = lambda k: 100 * num(r, "bd_" + k) / win if win else None
         b = find(s, "strong", 2)
-        lib = 100 * num(b, "manager_seconds") / num(b, "seconds") if (b and num(b, "seconds")) else None
+        lib = None
+        if b and run_seconds(b):
+            lib = 100 * (num(b, "manager_seconds") - (num(b, "reserve_seconds") or 0)) / run_seconds(b)
         w("| %s | %.4f | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             s, win, fmt(sh("compute"), "%.1f%%"), fmt(sh("h2d"), "%.1f%%"), fmt(sh("d2h"), "%.1f%%"),
             fmt(sh("peer"), "%.1f%%"), fmt(sh("d2d"), "%.1f%%"), fmt(sh("idle"), "%.1f%%"),
@@ -241,22 +261,22 @@ def report(args):
     w("")
     w("### Peer flow-out vs flow-out staged through the host (BBMM_PEER_ACCESS=0), 2 GPUs")
     w("")
-    w("| sample | peer s | staged s | staged / peer | verified |")
+    w("| sample | peer run s | staged run s | staged / peer | verified |")
     w("|---|---|---|---|---|")
     for s in samples:
         b = find(s, "strong", 2)
         st = find(s, "staged", 2)
         if not b or not st:
             continue
-        tp, ts = num(b, "seconds"), num(st, "seconds")
+        tp, ts = run_seconds(b), run_seconds(st)
         w("| %s | %s | %s | %s | %s |" % (s, fmt(tp, "%.4f"), fmt(ts, "%.4f"),
                                            fmt(ts / tp if tp and ts else None, "%.2f"), st["verdict"]))
     w("")
     w("### Baselines (bench/gpu/baselines/baseline_stencils; same per-element expressions, -fmad=false like the bbmmc build)")
     w("")
-    w("Times exclude page-locking (baselines: cudaHostRegister before the timed part; bbmm: "
-      "seconds - pin s). bbmm vs hand-written = hand-written s / bbmm s (target >= 0.95); "
-      "unified memory / bbmm (target >= 2).")
+    w("Times exclude setup and teardown: the baselines pin, allocate, free and unpin outside "
+      "their timed part; bbmm: run seconds (above). bbmm vs hand-written = hand-written s / "
+      "bbmm s (target >= 0.95); unified memory / bbmm (target >= 2).")
     w("")
     w("| sample | GPUs | bbmm s | hand-written s | bbmm speed / hand-written | unified memory s | UM / bbmm | whole-array copies s (1 GPU) | verified (baselines) |")
     w("|---|---|---|---|---|---|---|---|---|")
@@ -266,7 +286,7 @@ def report(args):
             b = find(s, "strong", g)
             if not b:
                 continue
-            tb = num(b, "seconds") - (num(b, "pin_seconds") or 0) if num(b, "seconds") else None
+            tb = run_seconds(b)
             pick = lambda impl: next((x for x in base if x.get("sample") == s and x.get("impl") == impl
                                       and x.get("gpus") == str(g)), None)
             hw, um, wc = pick("handwritten"), pick("managed"), pick("wholecopy")
@@ -297,7 +317,8 @@ def plots(outdir, scal, bds, bars, machine):
         fig, ax = plt.subplots(figsize=(9, 4))
         xs = range(len(scal))
         ax.bar([x - 0.2 for x in xs], [s[1] or 0 for s in scal], 0.4, label="speed-up")
-        ax.bar([x + 0.2 for x in xs], [s[2] or 0 for s in scal], 0.4, label="without pinning")
+        ax.bar([x + 0.2 for x in xs], [s[2] or 0 for s in scal], 0.4,
+               label="run (pinning, unpinning, reservation excluded)")
         ax.axhline(2.0, color="grey", linestyle="--", linewidth=1)
         ax.axhline(1.95, color="red", linestyle=":", linewidth=1, label="stencil target 1.95x")
         ax.set_xticks(list(xs))
@@ -333,7 +354,7 @@ def plots(outdir, scal, bds, bars, machine):
                    color=colours[i], label=labels[i])
         ax.set_xticks(xs)
         ax.set_xticklabels([b[0] for b in bars])
-        ax.set_ylabel("seconds (pinning excluded)")
+        ax.set_ylabel("seconds (setup and teardown excluded)")
         ax.set_title("bbmm vs baselines, " + title)
         ax.legend(fontsize=8)
         fig.tight_layout()

@@ -176,6 +176,11 @@ typedef struct bbmm_stats {
   uint64_t reservations, bytes_reserved, boxes_copied;
   uint64_t bytes_host_pinned;
   double host_pin_seconds;
+  /* Seconds of bbmm_reserve on this device (part of manager_seconds: allocating the
+   * reserved instances, setup rather than tile path), and of unpinning host arrays at
+   * unregistration (total only). */
+  double reserve_seconds;
+  double host_unpin_seconds;
 } bbmm_stats;
 bbmm_status bbmm_stats_get(const bbmm_runtime* rt, int device, bbmm_stats* out);
 /* Writes the statistics as a table, or as JSON. */

@@ -232,7 +232,15 @@ absl::Status RuntimeCore::unregister_array(Array* array) {
   std::vector<Event> pending;
   array->host_hazards.all(pending);
   for (const Event& e : pending) (void)e.wait();
-  absl::Status unpin = backend_->unregister_host(array->host);
+  absl::Status unpin;
+  {
+    double seconds = 0;
+    {
+      ManagerTimer timer(&seconds);
+      unpin = backend_->unregister_host(array->host);
+    }
+    host_unpin_seconds_ += seconds;
+  }
   arrays_.erase(it);
   return unpin;
 }
@@ -244,6 +252,7 @@ absl::Status RuntimeCore::reserve(int device, Array* array, const Box& box) {
                                                    " is outside 0..", device_count() - 1));
   }
   ManagerTimer timer(&stats_[device].manager_seconds, tracer_.get(), "reserve");
+  ManagerTimer setup(&stats_[device].reserve_seconds);
   if (array == nullptr) return absl::InvalidArgumentError("reserve: null array");
   if (box.rank() != array->rank() || (!box.empty() && !is_subset(box, array->whole))) {
     return absl::InvalidArgumentError(absl::StrCat("reserve ", describe(*array, box),

@@ -116,6 +116,7 @@ class RuntimeCore {
   std::vector<Event> waits_;                // scratch
   int next_array_id_ = 0;
   double host_pin_seconds_ = 0;
+  double host_unpin_seconds_ = 0;
   uint64_t bytes_host_pinned_ = 0;
   bool shut_down_ = false;
 };

@@ -45,6 +45,8 @@ struct SecondsField {
 constexpr SecondsField kSeconds[] = {
     {"manager_seconds", &bbmm_stats::manager_seconds},
     {"host_pin_seconds", &bbmm_stats::host_pin_seconds},
+    {"reserve_seconds", &bbmm_stats::reserve_seconds},
+    {"host_unpin_seconds", &bbmm_stats::host_unpin_seconds},
 };
 
 }  // namespace
@@ -73,6 +75,7 @@ bbmm_stats RuntimeCore::stats(int device) const {
   // The runtime's own counters, not a device's.
   total.bytes_host_pinned = bytes_host_pinned_;
   total.host_pin_seconds = host_pin_seconds_;
+  total.host_unpin_seconds = host_unpin_seconds_;
   return total;
 }
 

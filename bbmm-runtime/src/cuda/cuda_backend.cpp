@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -498,7 +499,24 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
+// CUDA loads a kernel's module lazily by default (CUDA_MODULE_LOADING=LAZY since
+// CUDA 12.2): the first launch of each kernel on each device then waits until the
+// device is idle. On an issue worker that is a stall of everything queued behind it
+// (measured on 2 x H200, 2026-11-26, BBMM_CUDA_SLOW_ISSUE_US: the first kernel launch
+// and the first copy-kernel peer copy of each device each held their worker 10-33 ms,
+// until the device's first read-in had finished, and the other device's read-in waited
+// behind them). Unless the program chose, libbbmm asks for eager loading before CUDA
+// starts (no effect once the process has made its first CUDA call).
+static void prefer_eager_module_loading() {
+  static const bool once = [] {
+    (void)setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
+    return true;
+  }();
+  (void)once;
+}
+
 int cuda_device_count(std::string* why) {
+  prefer_eager_module_loading();
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
