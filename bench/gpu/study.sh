@@ -11,7 +11,8 @@
 #              at its size on 1 GPU and 2 GPUs (strong scaling) and at the data-scaled size
 #              on 2 GPUs (data scaling: twice the work, same iterations); BBMM_STATS=json;
 #              the timed part excludes creating the runtime (BBMM_SAMPLE_WARMUP=1)  ~2 min
-#   breakdown  the 2-GPU strong run again with BBMM_TRACE: the time breakdown (compute,
+#   breakdown  the 1- and 2-GPU strong runs again with BBMM_TRACE: the run proper (first
+#              acquire to the last write-back) and, on 2 GPUs, the time breakdown (compute,
 #              read-in, flow-out, write-back, inside libbbmm, idle) from the trace  ~1 min
 #   staged     the stencils on 2 GPUs with BBMM_PEER_ACCESS=0 (flow-out through the host)
 #   baselines  baseline_stencils (bench/gpu/baselines) for heat2d and heat3d at the study's
@@ -172,13 +173,16 @@ if wants scaling; then
 fi
 
 if wants breakdown && (( ngpu >= 2 )); then
-  echo "[breakdown] the 2-GPU strong runs with BBMM_TRACE"
+  echo "[breakdown] the strong runs with BBMM_TRACE (1 and 2 GPUs)"
   for row in "${study_samples[@]}"; do
     IFS='|' read -r name strong _ _ <<<"$row"
     trace="$TMP/trace_$name.json"
-    # No warm-up: the trace then holds the timed run only.
-    study_run "${name}_2gpu_trace" "$name" trace 2 "$strong" BBMM_TRACE="$trace" \
-      BBMM_SAMPLE_WARMUP=0
+    # No warm-up: the trace then holds the timed run only. 1 GPU too: the traced run
+    # (first acquire to the last write-back) is the time the baselines measure.
+    for g in 1 2; do
+      study_run "${name}_${g}gpu_trace" "$name" trace "$g" "$strong" BBMM_TRACE="$trace" \
+        BBMM_SAMPLE_WARMUP=0
+    done
     rm -f "$trace"
     unset trace
   done

@@ -155,6 +155,11 @@ bbmm_status bbmm_tile_flow_out(bbmm_tile* tile, bbmm_array* array, const int64_t
 /* Ends the tile (also after a failed acquire) and frees `tile`. */
 bbmm_status bbmm_tile_release(bbmm_tile* tile);
 
+/* Starts copying to the host copy of `array` the elements only devices hold and
+ * returns without waiting for them (bbmm_sync_to_host and bbmm_array_unregister
+ * wait). Starting the write-backs of several arrays before waiting for any lets
+ * their copies run together. */
+bbmm_status bbmm_array_write_back(bbmm_runtime* rt, bbmm_array* array);
 /* Makes the host copy of `array` valid everywhere and waits for it. */
 bbmm_status bbmm_sync_to_host(bbmm_runtime* rt, bbmm_array* array);
 /* Waits for all devices; starts a new checking epoch. */

@@ -124,6 +124,10 @@ class Runtime {
 
   // Starts a tile on `device`.
   absl::StatusOr<Tile> begin_tile(int device);
+  // Starts copying to the host copy of `array` the elements only devices hold, and
+  // returns without waiting (sync_to_host or unregister_array wait). Starting the
+  // write-backs of several arrays before waiting for any overlaps their copies.
+  absl::Status write_back(Array* array);
   // Makes the host copy of `array` valid everywhere and waits for it.
   absl::Status sync_to_host(Array* array);
   // Waits for all devices; starts a new checking epoch.

@@ -301,6 +301,10 @@ stencil::Traffic traffic(int64_t n, int steps, const stencil::Partition& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // This program calls CUDA before it creates the runtime (device count, the reference
+  // run), which would keep CUDA's lazy module loading: the first launch of each kernel
+  // would then wait until its GPU is idle, on libbbmm's issue thread (docs/runtime.md).
+  setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
   const stencil::Sample s{
       "heat3d", "heat3d_cuda", 3,  BBMM_BACKEND_CUDA, init,
       launch,   cpu_loop,      66, reference,         "the CUDA reference (one GPU, no libbbmm)",

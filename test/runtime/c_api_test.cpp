@@ -157,6 +157,11 @@ TEST_F(CApi, OptionsFromEnvironment) {
   EXPECT_EQ(o.host_poison, 1);
 }
 
+TEST_F(CApi, WriteBackRejectsNullArguments) {
+  EXPECT_EQ(bbmm_array_write_back(nullptr, nullptr), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last().find("array_write_back"), std::string::npos) << last();
+}
+
 TEST_F(CApi, MalformedEnvironmentVariablesAreNamed) {
   const struct {
     const char* var;

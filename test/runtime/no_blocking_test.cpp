@@ -304,6 +304,51 @@ TEST(ReadInSource, FromTheHostWhileThePeersCopyIsInFlightElseFromThePeer) {
   for (int64_t k = 0; k < n * n; ++k) ASSERT_EQ(a[k], static_cast<double>(k));
 }
 
+// write_back starts the copies of the device-only elements to the host and
+// returns while they wait behind the closed gate; sync_to_host then waits, and
+// the host holds what the kernel wrote.
+TEST(WriteBack, StartsTheCopiesWithoutWaiting) {
+  const int64_t n = 16;
+  std::vector<double> a(n * n, 1.0);
+  absl::StatusOr<std::unique_ptr<Backend>> host = make_host_backend({.devices = 2});
+  ASSERT_TRUE(host.ok()) << host.status();
+  auto gated = std::make_unique<GatedBackend>(*std::move(host));
+  GatedBackend* gate = gated.get();
+  absl::StatusOr<std::unique_ptr<Runtime>> rts = Runtime::create_with_backend(std::move(gated), {});
+  ASSERT_TRUE(rts.ok()) << rts.status();
+  Runtime& rt = **rts;
+  const int64_t ext[2] = {n, n};
+  Array* A = *rt.register_array("A", a.data(), sizeof(double), ext);
+  for (int d = 0; d < 2; ++d) {
+    absl::StatusOr<Tile> tile = rt.begin_tile(d);
+    ASSERT_TRUE(tile.ok()) << tile.status();
+    const Box rows = *Box::create({8 * d, 0}, {8 * d + 8, n});
+    ASSERT_TRUE(tile->require(A, rows, Access::kWrite).ok());
+    ASSERT_TRUE(tile->acquire().ok());
+    const PieceCopy out(*tile->view(A));
+    ASSERT_TRUE(tile->launch([out, d, n](const bbmm_launch_info&) {
+      for (int64_t i = 8 * d; i < 8 * d + 8; ++i)
+        for (int64_t j = 0; j < n; ++j) out.ref<double>({i, j}) = static_cast<double>(i * n + j);
+    }).ok());
+    ASSERT_TRUE(tile->release().ok());
+  }
+  const int before = gate->device_ops();
+  std::future<absl::Status> done = std::async(std::launch::async, [&] {
+    gate->watch(std::this_thread::get_id());
+    return rt.write_back(A);
+  });
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "write_back waited for device work";
+  ASSERT_TRUE(done.get().ok());
+  EXPECT_EQ(gate->blocking_calls(), 0);
+  EXPECT_GE(gate->device_ops(), before + 2) << "a device-to-host copy per device";
+  EXPECT_EQ(a[0], 1.0) << "the host copy changed before the devices ran";
+  gate->open_gate();
+  ASSERT_TRUE(rt.sync_to_host(A).ok());
+  for (int64_t k = 0; k < n * n; ++k) ASSERT_EQ(a[k], static_cast<double>(k)) << k;
+  ASSERT_TRUE(rt.unregister_array(A).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Cases, NoBlocking,
     ::testing::Values(Case{"one_queue", 1, false, 0}, Case{"four_queues", 4, false, 0},

@@ -817,7 +817,13 @@ class ScopGenerator {
     }
     os << reservations();
     os << loops();
-    os << "    /* The host copies become current; the device instances are freed. */\n";
+    os << "    /* The host copies become current (the write-backs of all arrays start before any\n"
+          "       is waited for, so that they run together); the device instances are freed. */\n";
+    for (int a : arrays()) {
+      if (!s_.arrays[a].written) continue;
+      os << "    bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx." << s_.arrays[a].c_name
+         << "), \"bbmm_array_write_back(" << s_.arrays[a].c_name << ")\");\n";
+    }
     for (int a : arrays()) {
       os << "    bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx." << s_.arrays[a].c_name
          << "), \"bbmm_array_unregister(" << s_.arrays[a].c_name << ")\");\n";

@@ -336,6 +336,15 @@ bbmm_status bbmm_tile_release(bbmm_tile* tile) {
   });
 }
 
+bbmm_status bbmm_array_write_back(bbmm_runtime* rt, bbmm_array* array) {
+  return guarded([&] {
+    if (rt == nullptr || array == nullptr) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "array_write_back: null runtime or array");
+    }
+    return to_c(rt->rt->write_back(unwrap(array)));
+  });
+}
+
 bbmm_status bbmm_sync_to_host(bbmm_runtime* rt, bbmm_array* array) {
   return guarded([&] {
     if (rt == nullptr || array == nullptr) {

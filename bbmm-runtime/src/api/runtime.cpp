@@ -126,6 +126,7 @@ absl::StatusOr<Tile> Runtime::begin_tile(int device) {
   return Tile(*state, (*state)->generation.load(std::memory_order_relaxed));
 }
 
+absl::Status Runtime::write_back(Array* array) { return core_->write_back(array); }
 absl::Status Runtime::sync_to_host(Array* array) { return core_->sync_to_host(array); }
 
 absl::Status Runtime::synchronize() { return core_->synchronize(); }

@@ -601,6 +601,13 @@ absl::Status RuntimeCore::release(TileState& tile) {
 
 // ---------------------------------------------------------------- synchronisation
 
+absl::Status RuntimeCore::write_back(Array* array) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (array == nullptr) return absl::InvalidArgumentError("write_back: null array");
+  if (array->read_only) return absl::OkStatus();
+  return coherency_->write_back(*array, array->whole);
+}
+
 absl::Status RuntimeCore::sync_to_host(Array* array) {
   std::vector<Event> pending;
   {

@@ -74,6 +74,7 @@ class RuntimeCore {
   // Ends the tile and recycles its state (the handle becomes stale).
   absl::Status release(TileState& tile);
 
+  absl::Status write_back(Array* array);
   absl::Status sync_to_host(Array* array);
   absl::Status synchronize();
   // Synchronises, frees every instance, unpins the arrays still registered

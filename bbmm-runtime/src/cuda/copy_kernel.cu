@@ -121,6 +121,16 @@ size_t blocks_for(const CopyKernelOp& o) {
 
 }  // namespace
 
+cudaError_t preload_copy_kernels() {
+  cudaFuncAttributes attr;
+  cudaError_t e = cudaFuncGetAttributes(&attr, copy_rows<uint4>);
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, copy_rows<uint2>);
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, copy_rows<unsigned>);
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, copy_rows<unsigned char>);
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, copy_batch);
+  return e;
+}
+
 cudaError_t launch_copy_kernel_batch(const CopyKernelOp* ops, size_t count, cudaStream_t stream) {
   // Enough blocks to fill an H200 several times over; each strides further.
   constexpr size_t kMaxBlocksPerOp = 4096;

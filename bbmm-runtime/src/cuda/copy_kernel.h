@@ -34,4 +34,10 @@ struct CopyKernelOp {
 inline constexpr size_t kCopyKernelBatchOps = 48;
 cudaError_t launch_copy_kernel_batch(const CopyKernelOp* ops, size_t count, cudaStream_t stream);
 
+// Loads the copy kernels on the current device now (cudaFuncGetAttributes of
+// each). Under CUDA's lazy module loading, the first launch of a kernel waits
+// until its device is idle; loading them when the backend starts keeps that wait
+// off the issue workers.
+cudaError_t preload_copy_kernels();
+
 }  // namespace bbmm

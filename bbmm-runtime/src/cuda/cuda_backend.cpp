@@ -121,6 +121,7 @@ class CudaBackend final : public Backend {
       gpus_.push_back(std::make_shared<GpuShared>(g));
       BBMM_CUDA(cudaSetDevice(g));
       BBMM_CUDA(gpus_.back()->events.reserve(kEventsPerGpu));
+      BBMM_CUDA(preload_copy_kernels());
     }
     WorkerOptions wo;
     wo.copy_kernel = options_.copy_kernel;

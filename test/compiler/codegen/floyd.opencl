@@ -363,7 +363,9 @@ void kernel_floyd(int n, int path[n][n]) {
     }
     for (int64_t bbmm_c1 = 0; bbmm_c1 < n; bbmm_c1 += 1)
       bbmm_s0_phase0(&bbmm_ctx, bbmm_c1);
-    /* The host copies become current; the device instances are freed. */
+    /* The host copies become current (the write-backs of all arrays start before any
+       is waited for, so that they run together); the device instances are freed. */
+    bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.path), "bbmm_array_write_back(path)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.path), "bbmm_array_unregister(path)");
   }
 }

@@ -436,7 +436,9 @@ void kernel_gemm(int ni, int nj, int nk, double alpha, double beta, double C[ni]
     }
     if (ni >= 1 && nj >= 1)
       bbmm_s0_phase0(&bbmm_ctx);
-    /* The host copies become current; the device instances are freed. */
+    /* The host copies become current (the write-backs of all arrays start before any
+       is waited for, so that they run together); the device instances are freed. */
+    bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.C), "bbmm_array_write_back(C)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.C), "bbmm_array_unregister(C)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.A), "bbmm_array_unregister(A)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.B), "bbmm_array_unregister(B)");

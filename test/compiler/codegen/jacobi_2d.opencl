@@ -785,7 +785,10 @@ void kernel_jacobi_2d(int T, int N, double A[N][N], double B[N][N]) {
         bbmm_s0_phase0(&bbmm_ctx, bbmm_c1);
         bbmm_s0_phase1(&bbmm_ctx, bbmm_c1);
       }
-    /* The host copies become current; the device instances are freed. */
+    /* The host copies become current (the write-backs of all arrays start before any
+       is waited for, so that they run together); the device instances are freed. */
+    bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.B), "bbmm_array_write_back(B)");
+    bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.A), "bbmm_array_write_back(A)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.B), "bbmm_array_unregister(B)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.A), "bbmm_array_unregister(A)");
   }

@@ -1294,7 +1294,13 @@ void kernel(int n, int m, double A[n][m], double R[n], double* out) {
       if (m >= 1)
         bbmm_s0_phase3(&bbmm_ctx);
     }
-    /* The host copies become current; the device instances are freed. */
+    /* The host copies become current (the write-backs of all arrays start before any
+       is waited for, so that they run together); the device instances are freed. */
+    bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.scale), "bbmm_array_write_back(scale)");
+    bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.nrm), "bbmm_array_write_back(nrm)");
+    bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.A), "bbmm_array_write_back(A)");
+    bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.R), "bbmm_array_write_back(R)");
+    bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.last), "bbmm_array_write_back(last)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.scale), "bbmm_array_unregister(scale)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.nrm), "bbmm_array_unregister(nrm)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.A), "bbmm_array_unregister(A)");

@@ -250,7 +250,9 @@ void kernel_strided(int N, double X[2 * N], double Y[N]) {
     }
     if (N >= 1)
       bbmm_s0_phase0(&bbmm_ctx);
-    /* The host copies become current; the device instances are freed. */
+    /* The host copies become current (the write-backs of all arrays start before any
+       is waited for, so that they run together); the device instances are freed. */
+    bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.X), "bbmm_array_write_back(X)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.X), "bbmm_array_unregister(X)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.Y), "bbmm_array_unregister(Y)");
   }

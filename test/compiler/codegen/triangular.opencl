@@ -333,7 +333,9 @@ void kernel_tri(int N, double L[N][N], double A[N][N]) {
     }
     if (N >= 1)
       bbmm_s0_phase0(&bbmm_ctx);
-    /* The host copies become current; the device instances are freed. */
+    /* The host copies become current (the write-backs of all arrays start before any
+       is waited for, so that they run together); the device instances are freed. */
+    bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.L), "bbmm_array_write_back(L)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.L), "bbmm_array_unregister(L)");
     bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx.A), "bbmm_array_unregister(A)");
   }
