@@ -188,11 +188,12 @@ def report(args):
       (machine.get("date", "?"), machine.get("gpus", "?"), machine.get("gpu_name", "?")))
     w("")
     w("seconds: the generated function (runtime creation excluded by a warm-up call); run "
-      "seconds: the same less pinning and unpinning the host arrays and allocating the "
-      "reserved instances (host_pin_seconds, host_unpin_seconds and reserve_seconds of the "
-      "statistics; the baselines keep these out of their timed part too). Every run is "
-      "verified against the sequential program (its cached result for the same command "
-      "line).")
+      "seconds: the same less pinning the host arrays and allocating the reserved instances "
+      "(host_pin_seconds and reserve_seconds of the statistics), unpinning at the end still "
+      "in; traced run: from the first tile's acquire to the end of the last write-back, in a "
+      "second run with BBMM_TRACE (what the baselines time: they pin, allocate, free and "
+      "unpin outside their timed part). Every run is verified against the sequential "
+      "program (its cached result for the same command line).")
     w("")
     w("### Strong scaling, 1 -> 2 GPUs")
     w("")
