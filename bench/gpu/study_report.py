@@ -187,18 +187,18 @@ def report(args):
     w("## Multi-GPU study (bench/gpu/study.sh), %s, %s x %s" %
       (machine.get("date", "?"), machine.get("gpus", "?"), machine.get("gpu_name", "?")))
     w("")
-    w("seconds: the generated function (runtime creation excluded by a warm-up call); run "
-      "seconds: the same less pinning the host arrays and allocating the reserved instances "
-      "(host_pin_seconds and reserve_seconds of the statistics), unpinning at the end still "
-      "in; traced run: from the first tile's acquire to the end of the last write-back, in a "
-      "second run with BBMM_TRACE (what the baselines time: they pin, allocate, free and "
-      "unpin outside their timed part). Every run is verified against the sequential "
-      "program (its cached result for the same command line).")
+    w("function s: the generated function (runtime creation excluded by a warm-up call; "
+      "pinning the host arrays, reservations and unpinning included); traced run: from the "
+      "first tile's acquire to the end of the last write-back, in a second run with "
+      "BBMM_TRACE (what the baselines time: they pin, allocate, free and unpin outside their "
+      "timed part); libbbmm: manager_seconds less reserve_seconds of the untraced run, over "
+      "the traced run. Every run is verified against the sequential program (its cached "
+      "result for the same command line).")
     w("")
     w("### Strong scaling, 1 -> 2 GPUs")
     w("")
-    w("| sample | size | 1 GPU s | 2 GPUs s | speed-up | 1 GPU run s | 2 GPUs run s | run speed-up | traced run 1 / 2 GPUs s | traced speed-up | target | verified | libbbmm % of run (2 GPUs) |")
-    w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    w("| sample | size | function 1 GPU s | function 2 GPUs s | speed-up | traced run 1 GPU s | traced run 2 GPUs s | run speed-up | target | verified | libbbmm % of the run (2 GPUs) |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|")
     scal = []
     for s in samples:
         a, b = find(s, "strong", 1), find(s, "strong", 2)
@@ -206,20 +206,18 @@ def report(args):
             continue
         t1, t2 = num(a, "seconds"), num(b, "seconds") if b else None
         sp = t1 / t2 if (t1 and t2) else None
-        p1, p2 = run_seconds(a), run_seconds(b)
-        spp = p1 / p2 if (p1 and p2) else None
-        lib = None
-        if b and p2 and num(b, "manager_seconds") is not None:
-            lib = 100 * (num(b, "manager_seconds") - (num(b, "reserve_seconds") or 0)) / p2
-        ver = "/".join(x["verdict"] for x in (a, b) if x)
         r1, r2 = traced(s, 1), traced(s, 2)
         spt = r1 / r2 if (r1 and r2) else None
-        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s |" % (
+        run2 = r2 or run_seconds(b)
+        lib = None
+        if b and run2 and num(b, "manager_seconds") is not None:
+            lib = 100 * (num(b, "manager_seconds") - (num(b, "reserve_seconds") or 0)) / run2
+        ver = "/".join(x["verdict"] for x in (a, b) if x)
+        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             s, a["args"].replace(",", " "), fmt(t1, "%.4f"), fmt(t2, "%.4f"), fmt(sp, "%.2fx"),
-            fmt(p1, "%.4f"), fmt(p2, "%.4f"), fmt(spp, "%.2fx"), fmt(r1, "%.4f"), fmt(r2, "%.4f"),
-            fmt(spt, "%.2fx"), ">= %.2fx" % TARGETS[s] if s in TARGETS else "-", ver,
-            fmt(lib, "%.2f")))
-        scal.append((s, sp, spt if spt else spp))
+            fmt(r1, "%.4f"), fmt(r2, "%.4f"), fmt(spt, "%.2fx"),
+            ">= %.2fx" % TARGETS[s] if s in TARGETS else "-", ver, fmt(lib, "%.1f")))
+        scal.append((s, sp, spt))
     w("")
     w("### Data scaling (twice the work on 2 GPUs; efficiency = t(1 GPU, n) x ratio / 2 / t(2 GPUs, n'); target >= 0.97)")
     w("")
@@ -240,27 +238,33 @@ def report(args):
             s, a["args"].replace(",", " "), d["args"].replace(",", " "), ratio, fmt(t1, "%.4f"),
             fmt(t2, "%.4f"), fmt(eff, "%.2f"), fmt(reff, "%.2f"), d["verdict"]))
     w("")
-    w("### Time breakdown on 2 GPUs (traced run; shares of the traced window, averaged over the GPUs; copies overlap kernels, so shares add to more than 100%)")
+    w("### Time breakdown on 2 GPUs (traced run: from the first acquire to the last write-back; "
+      "each GPU's busy time per kind of operation, averaged over the GPUs, as shares of the "
+      "run; copies overlap kernels, so the shares add to more than 100%)")
     w("")
-    w("| sample | window s | compute | read-in H2D | write-back D2H | flow-out peer | D2D | idle | libbbmm (host thread) | of which pinning | libbbmm % of run (stats, untraced run) |")
-    w("|---|---|---|---|---|---|---|---|---|---|---|")
+    w("| sample | run s | compute | read-in H2D | write-back D2H | flow-out peer | D2D | idle | libbbmm on the host thread (stats, reservations excluded) |")
+    w("|---|---|---|---|---|---|---|---|---|")
     bds = []
     for s in samples:
         r = next((x for x in rows if x["sample"] == s and x["config"] == "trace"
                   and x["gpus"] == "2" and "bd_window" in x), None)
         if not r:
             continue
-        win = num(r, "bd_window")
-        sh = lambda k: 100 * num(r, "bd_" + k) / win if win else None
+        run = num(r, "bd_run") or num(r, "bd_window")
+        sh = lambda k: 100 * num(r, "bd_" + k) / run if run else None
+        busy = num(r, "bd_window") - num(r, "bd_idle")
+        idle = 100 * max(run - busy, 0.0) / run if run else None
         b = find(s, "strong", 2)
         lib = None
-        if b and run_seconds(b):
-            lib = 100 * (num(b, "manager_seconds") - (num(b, "reserve_seconds") or 0)) / run_seconds(b)
-        w("| %s | %.4f | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            s, win, fmt(sh("compute"), "%.1f%%"), fmt(sh("h2d"), "%.1f%%"), fmt(sh("d2h"), "%.1f%%"),
-            fmt(sh("peer"), "%.1f%%"), fmt(sh("d2d"), "%.1f%%"), fmt(sh("idle"), "%.1f%%"),
-            fmt(sh("host_lib"), "%.1f%%"), fmt(sh("pin"), "%.1f%%"), fmt(lib, "%.2f%%")))
-        bds.append((s, {k: sh(k) for k in ("compute", "h2d", "d2h", "peer", "d2d", "idle")}))
+        if b and run and num(b, "manager_seconds") is not None:
+            lib = 100 * (num(b, "manager_seconds") - (num(b, "reserve_seconds") or 0)) / run
+        w("| %s | %.4f | %s | %s | %s | %s | %s | %s | %s |" % (
+            s, run, fmt(sh("compute"), "%.1f%%"), fmt(sh("h2d"), "%.1f%%"), fmt(sh("d2h"), "%.1f%%"),
+            fmt(sh("peer"), "%.1f%%"), fmt(sh("d2d"), "%.1f%%"), fmt(idle, "%.1f%%"),
+            fmt(lib, "%.1f%%")))
+        shares = {k: sh(k) for k in ("compute", "h2d", "d2h", "peer", "d2d")}
+        shares["idle"] = idle
+        bds.append((s, shares))
     w("")
     w("### Allocation per GPU (2 GPUs, strong size): peak bytes allocated vs the GPU's even share of the arrays")
     w("")
@@ -334,7 +338,7 @@ def plots(outdir, scal, bds, bars, machine):
     if scal:
         fig, ax = plt.subplots(figsize=(9, 4))
         xs = range(len(scal))
-        ax.bar([x - 0.2 for x in xs], [s[1] or 0 for s in scal], 0.4, label="speed-up")
+        ax.bar([x - 0.2 for x in xs], [s[1] or 0 for s in scal], 0.4, label="whole generated function (pinning, reservations, unpinning in)")
         ax.bar([x + 0.2 for x in xs], [s[2] or 0 for s in scal], 0.4,
                label="run (traced: first acquire to last write-back)")
         ax.axhline(2.0, color="grey", linestyle="--", linewidth=1)
@@ -357,7 +361,7 @@ def plots(outdir, scal, bds, bars, machine):
                    color=c, label=k)
         ax.set_xticks(xs)
         ax.set_xticklabels([b[0] for b in bds])
-        ax.set_ylabel("% of the traced window (per GPU)")
+        ax.set_ylabel("% of the traced run (per GPU)")
         ax.set_title("time breakdown on 2 GPUs, " + title)
         ax.legend(fontsize=8, ncol=3)
         fig.tight_layout()
