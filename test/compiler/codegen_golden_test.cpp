@@ -72,7 +72,8 @@ void check(const std::filesystem::path& input, const std::string& target) {
   // The generated file compiles (syntax and types) against the public headers.
   std::filesystem::path tmp = temp_path("bbmm_codegen_" + input.stem().string() + "_" + target);
   tmp += ".c";
-  const size_t sep = actual.find(kCudaSeparator);
+  // (Without bbmmc's notes, appended after "--- stderr ---".)
+  const size_t sep = std::min(actual.find(kCudaSeparator), actual.find("--- stderr ---\n"));
   std::ofstream(tmp, std::ios::binary) << actual.substr(0, sep);
   const std::string cmd = "cc -std=c11 -fsyntax-only -Werror=implicit-function-declaration -I" +
                           std::string(BBMM_INCLUDE_DIR) + " " + tmp.string() + " 2>&1";
@@ -88,7 +89,10 @@ void check(const std::filesystem::path& input, const std::string& target) {
     } else {
       std::filesystem::path cu = tmp;
       cu.replace_extension(".cu");
-      std::ofstream(cu, std::ios::binary) << actual.substr(sep + sizeof kCudaSeparator - 1);
+      const size_t from = sep + sizeof kCudaSeparator - 1;
+      const size_t notes = actual.find("--- stderr ---\n", from);
+      std::ofstream(cu, std::ios::binary)
+          << actual.substr(from, notes == std::string::npos ? std::string::npos : notes - from);
       std::filesystem::path obj = tmp;
       obj.replace_extension(".o");
       const std::string ncmd = nvcc + " -c -Werror all-warnings -I" + std::string(BBMM_INCLUDE_DIR) +

@@ -216,6 +216,53 @@ TEST(Diagnostics, MallocPointerHint) {
   std::filesystem::remove(p);
 }
 
+// A loop nest with no parallel loop runs as one tile on one device: a note (not an
+// error) says so, names each loop with the dependences it carries, down to the references
+// (Floyd-Warshall's i loop: the write path[i][j] at i = k read as path[k][j]), and says
+// that '#pragma bbmm parallel' asserts a loop parallel. Asserted loops, or a nest with a
+// parallel loop, get no note.
+TEST(Diagnostics, SerialRegionNoteNamesTheBlockingDependence) {
+  auto notes = [](const std::string& body) {
+    const std::string text =
+        "void f(int n, int path[n][n]) {\n  int i, j, k;\n#pragma scop\n" + body +
+        "#pragma endscop\n}\n";
+    Diagnostics diag;
+    auto prog = analyze_text(text, "fw.c", PipelineOptions(), diag);
+    EXPECT_FALSE(diag.has_errors());
+    std::vector<Diagnostic> out;
+    for (const Diagnostic& d : diag.all())
+      if (d.severity == Severity::kNote) out.push_back(d);
+    return out;
+  };
+  const std::string update =
+      "        path[i][j] = path[i][j] < path[i][k] + path[k][j] ? path[i][j] : path[i][k] + "
+      "path[k][j];\n";
+  std::vector<Diagnostic> n = notes("  for (k = 0; k < n; k++)\n    for (i = 0; i < n; i++)\n"
+                                    "      for (j = 0; j < n; j++)\n" + update);
+  ASSERT_EQ(n.size(), 1u);
+  EXPECT_EQ(n[0].loc.line, 4);
+  EXPECT_NE(n[0].message.find("runs serially, as one tile on one device"), std::string::npos)
+      << n[0].message;
+  EXPECT_NE(n[0].message.find("loop 'i' (line 5) carries RAW on path: S1 -> S1 (path[i][j] -> "
+                              "path[k][j])"),
+            std::string::npos)
+      << n[0].message;
+  EXPECT_NE(n[0].message.find("loop 'j' (line 6) carries RAW on path: S1 -> S1 (path[i][j] -> "
+                              "path[i][k])"),
+            std::string::npos)
+      << n[0].message;
+  EXPECT_NE(n[0].hint.find("'#pragma bbmm parallel' right before it asserts it"), std::string::npos)
+      << n[0].hint;
+  // Asserted: i and j parallel inside the serial k loop, no note.
+  EXPECT_TRUE(notes("  for (k = 0; k < n; k++)\n#pragma bbmm parallel\n    for (i = 0; i < n; i++)\n"
+                    "#pragma bbmm parallel\n      for (j = 0; j < n; j++)\n" + update)
+                  .empty());
+  // A nest with a parallel loop: no note.
+  EXPECT_TRUE(notes("  for (i = 0; i < n; i++)\n    for (j = 1; j < n; j++)\n"
+                    "      path[i][j] = path[i][j - 1] + 1;\n")
+                  .empty());
+}
+
 TEST(Driver, DefinesReachThePreprocessor) {
   // -D changes a bound macro: the model must see it.
   std::filesystem::path p = std::filesystem::temp_directory_path() / "bbmmc_define_test.c";

@@ -224,8 +224,10 @@ std::vector<LoopAnalysis> analyse_loops(const Scop& scop, const isl::set* params
         if (a.is_scalar) an.blocking_scalars.insert(a.name);
         an.carries = true;
         an.arrays.insert(a.name);
+        // Which references: the write (or read, for WAR) and the access that depends on it.
         an.reasons.insert(std::string(kind) + " on " + a.name + ": " +
-                          scop.statements[s.statement].name + " -> " + scop.statements[k.statement].name);
+                          scop.statements[s.statement].name + " -> " +
+                          scop.statements[k.statement].name + " (" + s.text + " -> " + k.text + ")");
       }
     };
     visit(raw, "RAW");

@@ -1309,3 +1309,9 @@ void kernel(int n, int m, double A[n][m], double R[n], double* out) {
   }
   *out = last;
 }
+--- stderr ---
+scalar_memory.c:15:5: note: the loop nest of 'i' runs serially, as one tile on one device per step of its enclosing serial loops: no loop in it is parallel
+  loop 'i' (line 15) carries RAW on nrm: S3 -> S3 (nrm -> nrm), WAW on nrm: S3 -> S3 (nrm -> nrm) (through the scalar 'nrm')
+    for (int i = 0; i < m; i++)
+    ^
+hint: if a loop's iterations are independent in fact (e.g. Floyd-Warshall's row and column k do not change during iteration k), '#pragma bbmm parallel' right before it asserts it; bbmmc --emit=deps prints the dependences

@@ -1,0 +1,58 @@
+#include "poly/serial_regions.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace bbmm::compiler {
+
+void note_serial_regions(const Scop& scop, Diagnostics& diag) {
+  for (size_t p = 0; p < scop.phases.size(); ++p) {
+    const Phase& ph = scop.phases[p];
+    if (ph.parallel_loop >= 0 || ph.statements.empty()) continue;
+    // The loops of the region: those around the phase's statements below its serial
+    // loops, outermost first.
+    std::vector<int> loops;
+    for (int s : ph.statements) {
+      for (int l : scop.statements[s].loops) {
+        if (std::find(ph.serial_loops.begin(), ph.serial_loops.end(), l) != ph.serial_loops.end())
+          continue;
+        if (std::find(loops.begin(), loops.end(), l) == loops.end()) loops.push_back(l);
+      }
+    }
+    std::sort(loops.begin(), loops.end(), [&](int a, int b) {
+      return scop.loops[a].depth != scop.loops[b].depth ? scop.loops[a].depth < scop.loops[b].depth
+                                                        : a < b;
+    });
+    if (loops.empty()) continue;  // statements outside any loop: nothing to parallelise
+    const Loop& outer = scop.loops[loops.front()];
+    auto b = diag.note(outer.loc);
+    b << "the loop nest of '" << outer.c_name << "' runs serially, as one tile on one device"
+      << (ph.serial_loops.empty() ? "" : " per step of its enclosing serial loops")
+      << ": no loop in it is parallel";
+    for (int l : loops) {
+      const Loop& loop = scop.loops[l];
+      b << "\n  loop '" << loop.c_name << "' (line " << loop.loc.line << ")";
+      if (loop.verdict.reasons.empty()) {
+        b << " carries no dependence but is not mapped (it is inside a serial loop of the "
+             "region)";
+        continue;
+      }
+      b << " carries ";
+      for (size_t k = 0; k < loop.verdict.reasons.size(); ++k)
+        b << (k ? ", " : "") << loop.verdict.reasons[k];
+      if (!loop.verdict.blocking_scalars.empty()) {
+        b << " (through the scalar";
+        if (loop.verdict.blocking_scalars.size() > 1) b << "s";
+        for (size_t k = 0; k < loop.verdict.blocking_scalars.size(); ++k)
+          b << (k ? ", '" : " '") << loop.verdict.blocking_scalars[k] << "'";
+        b << ")";
+      }
+    }
+    b.hint("if a loop's iterations are independent in fact (e.g. Floyd-Warshall's row and "
+           "column k do not change during iteration k), '#pragma bbmm parallel' right before "
+           "it asserts it; bbmmc --emit=deps prints the dependences");
+  }
+}
+
+}  // namespace bbmm::compiler
