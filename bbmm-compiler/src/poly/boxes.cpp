@@ -385,9 +385,29 @@ ArrayBoxes array_boxes(int a, const std::vector<AccessImage>& imgs, const isl::s
                      pct(ab.disjoint_volume, ab.exact_volume);
   for (size_t g = 0; g < groups.size(); ++g) {
     bool r = false, wr = false;
+    isl::set wg;
     for (size_t i : groups[g]) {
-      if (imgs[i].write) wr = true;
-      else r = r || imgs[i].reads_outside;
+      if (imgs[i].write) {
+        wr = true;
+        wg = wg.is_null() ? imgs[i].image : wg.unite(imgs[i].image);
+      } else {
+        r = r || imgs[i].reads_outside;
+      }
+    }
+    if (single_tile && wr && r) {
+      // A phase that runs as one tile reads what other devices may have written since the
+      // last synchronisation (earlier phases' tiles): only the hull of what it writes is
+      // READ_WRITE, the rest of the group's box READ, so that checking mode does not take
+      // the elements it only reads for overlapping writes (the runtime places the two
+      // overlapping requests as one).
+      TileBox wbox = make_box(wg.coalesce(), ctx);
+      if (!wbox.set.is_equal(gboxes[g].set)) {
+        ab.required.push_back(gboxes[g]);
+        ab.required_mode.push_back(BoxAccess::kRead);
+        ab.required.push_back(std::move(wbox));
+        ab.required_mode.push_back(BoxAccess::kReadWrite);
+        continue;
+      }
     }
     BoxAccess mode = BoxAccess::kRead;
     if (wr) {
