@@ -25,13 +25,15 @@ absl::Status Coherency::read_in(std::span<const Target> targets) {
     std::vector<Directory::Region> regions = a.directory.query(t.box);
     for (const Directory::Region& g : regions) {
       if (g.valid & mine) continue;
-      // From a device that holds it, unless the host holds it too and that device's copy
-      // is still being written (typically its own read-in from the host at the start):
-      // then from the host, so that this read-in does not wait for the other device's.
+      // From a device that holds it, unless the host holds it too, ready, while that
+      // device's copy is still being written (typically its own read-in from the host at
+      // the start): then from the host, so that this read-in does not wait for the other
+      // device's. (A host copy still being written back is not ready: then the peer.)
+      const bool host_ready = (g.valid & kHostBit) && !host_being_written(a, g.box);
       int peer = -1;
       for (int e = 0; e < device_count() && peer < 0; ++e) {
         if (e != d && (g.valid & device_bit(e)) && backend_.can_access_peer(d, e) &&
-            !((g.valid & kHostBit) && being_written(a, e, g.box))) {
+            !(host_ready && being_written(a, e, g.box))) {
           peer = e;
         }
       }
@@ -70,6 +72,15 @@ bool Coherency::being_written(Array& a, int device, const Box& box) {
     }
   });
   return pending;
+}
+
+bool Coherency::host_being_written(Array& a, const Box& box) {
+  scratch_events_.clear();
+  a.host_hazards.before(box, /*write=*/false, scratch_events_);
+  for (const Event& e : scratch_events_) {
+    if (!e.done()) return true;
+  }
+  return false;
 }
 
 absl::Status Coherency::write_back(Array& a, const Box& box) {

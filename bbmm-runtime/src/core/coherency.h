@@ -73,6 +73,8 @@ class Coherency {
   Backend& backend_;
   // Whether a write into `box` of `device`'s instances of `a` is still in flight.
   bool being_written(Array& a, int device, const Box& box);
+  // Whether a copy into `box` of the host copy of `a` (a write-back) is still in flight.
+  bool host_being_written(Array& a, const Box& box);
 
   CopyPlanner& planner_;
   std::vector<bbmm_stats>& stats_;
