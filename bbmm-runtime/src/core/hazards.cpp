@@ -53,9 +53,41 @@ void Hazards::prune() {
   entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
                                 [](const Entry& en) { return en.done.done(); }),
                  entries_.end());
+  if (entries_.size() > kMaxInFlight) merge();
   // Entries still in flight stay; look again only once as many more came, so
   // that a long-lived object does not query its events on every operation.
   prune_at_ = std::max<size_t>(32, 2 * entries_.size());
+}
+
+void Hazards::merge() {
+  // Entries of one queue complete in order: the latest stands for all of them.
+  // Replacing the entries of each (queue, write) by one entry with the hull of
+  // their boxes and the latest event keeps every wait (an operation that
+  // overlapped one of the boxes overlaps the hull, and the latest event
+  // completes after each), at the price of waits that were not needed (the
+  // hull's extra elements, later operations of the queue). Keeps the lists
+  // short when the calling thread runs far ahead of the devices (LU: a
+  // shrinking box per step, never a superset of an earlier one).
+  std::vector<Entry> merged;
+  for (const Entry& en : entries_) {
+    const EventState* s = en.done.state();
+    auto same = std::find_if(merged.begin(), merged.end(), [&](const Entry& m) {
+      const EventState* t = m.done.state();
+      return m.write == en.write && t->queue() != nullptr && t->queue() == s->queue();
+    });
+    if (same == merged.end()) {
+      merged.push_back(en);
+      continue;
+    }
+    absl::StatusOr<Box> h = convex_union(same->box, en.box);
+    if (!h.ok()) {  // (same rank: does not happen) keep it apart
+      merged.push_back(en);
+      continue;
+    }
+    same->box = *std::move(h);
+    if (s->implies(*same->done.state())) same->done = en.done;
+  }
+  entries_ = std::move(merged);
 }
 
 }  // namespace bbmm::detail

@@ -30,6 +30,9 @@ class Hazards {
   // Appends every event in flight (the object is about to be freed).
   void all(std::vector<Event>& out) const;
   size_t size() const { return entries_.size(); }
+  // Past this many entries in flight (at a prune), they are merged: one per
+  // in-order queue and mode, the hull of their boxes, the latest event.
+  static constexpr size_t kMaxInFlight = 48;
 
  private:
   struct Entry {
@@ -37,8 +40,11 @@ class Hazards {
     Event done;
     bool write;
   };
-  // Drops the entries whose operation has completed.
+  // Drops the entries whose operation has completed; past kMaxInFlight entries
+  // still in flight, merges them (merge()).
   void prune();
+  // One entry per (queue, read/write): the hull of the boxes, the latest event.
+  void merge();
 
   std::vector<Entry> entries_;
   size_t prune_at_ = 32;  // prune when this many entries are kept

@@ -1,0 +1,109 @@
+// Hazards (core/hazards.h) against a plain list: a random sequence of reads and
+// writes of random boxes, on a few in-order queues, with events that complete at
+// random. Before every operation, what Hazards::before returns for its box must
+// cover what the plain list (every operation recorded, nothing dropped or
+// merged) says to wait for: each such operation is complete, or its completion
+// follows from that of a returned event (the same operation, a later one of the
+// same queue, or one that waited for it, transitively). The sequences keep
+// hundreds of operations in flight, so that the in-flight lists are merged (one
+// entry per queue and mode, the hull of the boxes).
+
+#include <gtest/gtest.h>
+
+#include <bitset>
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "bbmm/box.h"
+#include "core/backend.h"
+#include "core/hazards.h"
+
+namespace bbmm::detail {
+namespace {
+
+// An operation on queue `queue`, the `seq`-th there; complete once the queue's
+// completed count passes it (queues complete in order).
+class FakeEvent final : public EventState {
+ public:
+  FakeEvent(const int* completed, const void* queue, uint64_t seq)
+      : completed_(completed), queue_(queue), seq_(seq) {}
+  bool query() const override { return static_cast<uint64_t>(*completed_) >= seq_; }
+  absl::Status wait() const override { return absl::OkStatus(); }
+  const void* queue() const override { return queue_; }
+  uint64_t sequence() const override { return seq_; }
+
+ private:
+  const int* completed_;
+  const void* queue_;
+  uint64_t seq_;
+};
+
+struct Op {
+  Box box;
+  bool write;
+  Event done;
+};
+
+Box random_box(std::mt19937& rng) {
+  std::uniform_int_distribution<int64_t> c(0, 15);
+  int64_t a = c(rng), b = c(rng), x = c(rng), y = c(rng);
+  return *Box::create({std::min(a, b), std::min(x, y)}, {std::max(a, b) + 1, std::max(x, y) + 1});
+}
+
+TEST(Hazards, BeforeCoversEveryUnfinishedOperationAPlainListWaitsFor) {
+  constexpr int kSteps = 600;
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937 rng(seed);
+    constexpr int kQueues = 3;
+    std::vector<int> completed(kQueues, 0), issued(kQueues, 0);
+    Hazards h;
+    std::vector<Op> all;
+    std::vector<int> queue_of;
+    // done_implies[i]: the operations complete once operation i is.
+    std::vector<std::bitset<kSteps>> done_implies;
+    std::map<const EventState*, size_t> index;
+    for (int step = 0; step < kSteps; ++step) {
+      const int q = static_cast<int>(rng() % kQueues);
+      const Box box = random_box(rng);
+      const bool write = rng() % 3 == 0;
+      std::vector<Event> got;
+      h.before(box, write, got);
+      std::bitset<kSteps> implied;
+      for (const Event& g : got) implied |= done_implies[index.at(g.state())];
+      for (size_t j = 0; j < all.size(); ++j) {
+        const Op& op = all[j];
+        if (!(write || op.write) || !overlaps(op.box, box) || op.done.done()) continue;
+        ASSERT_TRUE(implied.test(j))
+            << "seed " << seed << " step " << step << ": an unfinished "
+            << (op.write ? "write" : "read") << " of " << op.box.to_string()
+            << " is not waited for by a " << (write ? "write" : "read") << " of "
+            << box.to_string();
+      }
+      Event done(std::make_shared<FakeEvent>(&completed[q], &completed[q], ++issued[q]));
+      h.after(box, write, done);
+      // This operation completes after what it waited for and after the earlier
+      // operations of its queue.
+      std::bitset<kSteps> mine = implied;
+      for (size_t j = 0; j < all.size(); ++j) {
+        if (queue_of[j] == q) mine |= done_implies[j];
+      }
+      mine.set(all.size());
+      index[done.state()] = all.size();
+      all.push_back({box, write, done});
+      queue_of.push_back(q);
+      done_implies.push_back(mine);
+      // Rarely complete some: many stay in flight, and the lists get merged.
+      if (rng() % 50 == 0) {
+        const int c = static_cast<int>(rng() % kQueues);
+        completed[c] = std::min(issued[c], completed[c] + static_cast<int>(rng() % 20));
+      }
+    }
+    EXPECT_LE(h.size(), 2 * Hazards::kMaxInFlight + 2 * kQueues)
+        << "seed " << seed << ": the in-flight list was not kept short";
+  }
+}
+
+}  // namespace
+}  // namespace bbmm::detail
