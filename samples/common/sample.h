@@ -59,7 +59,7 @@ static inline int sample_reference(void) {
  *   sample_ref_begin(&ref, "heat2d", argc, argv);
  *   sample_ref_array(&ref, ra, bytes); sample_ref_array(&ref, rb, bytes);
  *   if (sample_ref_compute(&ref)) kernel_heat2d_seq(...);   // false: loaded, or no reference
- *   sample_ref_end(&ref);                                   // stores; exits when "only"
+ *   if (sample_ref_end(&ref)) return 0;                     // stores; "only": stop here
  */
 enum { SAMPLE_REF_MAX_ARRAYS = 8 };
 typedef struct {
@@ -127,9 +127,10 @@ static inline int sample_ref_compute(sample_ref* ref) {
   return 1;
 }
 
-/* Stores a freshly computed reference in the cache (atomically: a temporary file renamed),
- * and ends the program after that when BBMM_SAMPLE_REFERENCE=only. */
-static inline void sample_ref_end(sample_ref* ref) {
+/* Stores a freshly computed reference in the cache (atomically: a temporary file renamed).
+ * Returns 1 when BBMM_SAMPLE_REFERENCE=only (the main then returns 0: the generated program
+ * is not run), else 0. */
+static inline int sample_ref_end(sample_ref* ref) {
   if (ref->computed && ref->path[0]) {
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", ref->path, (long)clock());
@@ -147,8 +148,9 @@ static inline void sample_ref_end(sample_ref* ref) {
   if (sample_reference_only()) {
     printf("sequential result %s\n", ref->path[0] ? ref->path : "computed (no BBMM_SAMPLE_CACHE)");
     fflush(stdout);
-    exit(0);
+    return 1;
   }
+  return 0;
 }
 
 /* BBMM_SAMPLE_WARMUP=1: the main runs the generated function once on a tiny input before
