@@ -1,5 +1,8 @@
 #include "core/directory.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "bbmm/box_set.h"
 
 namespace bbmm::detail {
@@ -46,6 +49,31 @@ void Directory::update(const Box& box, F f) {
   if (!changed.empty()) merge(std::move(changed));
 }
 
+namespace {
+
+// The union of two disjoint nonempty boxes `a` and `b` of equal rank when it is a
+// box (they agree on every dimension but one, where they touch), else nullopt.
+// Equivalent to "the hull's volume is the sum of theirs", without building the hull.
+std::optional<Box> box_union(const Box& a, const Box& b) {
+  int differ = -1;
+  for (int d = 0; d < a.rank(); ++d) {
+    if (a.lo(d) == b.lo(d) && a.hi(d) == b.hi(d)) continue;
+    if (differ >= 0) return std::nullopt;
+    differ = d;
+  }
+  if (differ < 0 || (a.hi(differ) != b.lo(differ) && b.hi(differ) != a.lo(differ))) {
+    return std::nullopt;
+  }
+  int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
+  for (int d = 0; d < a.rank(); ++d) {
+    lo[d] = std::min(a.lo(d), b.lo(d));
+    hi[d] = std::max(a.hi(d), b.hi(d));
+  }
+  return Box::make_unchecked(a.rank(), lo, hi);
+}
+
+}  // namespace
+
 void Directory::merge(std::vector<size_t> work) {
   // Merge two regions with equal holders whose union is a box, until none is
   // left. Before the update no such pair existed, so every pair to merge has
@@ -60,9 +88,9 @@ void Directory::merge(std::vector<size_t> work) {
     if (dead[i]) continue;
     for (size_t j = 0; j < regions_.size(); ++j) {
       if (j == i || dead[j] || regions_[j].valid != regions_[i].valid) continue;
-      const Box h = *convex_union(regions_[i].box, regions_[j].box);
-      if (h.volume() != regions_[i].box.volume() + regions_[j].box.volume()) continue;
-      regions_[i].box = h;
+      std::optional<Box> h = box_union(regions_[i].box, regions_[j].box);
+      if (!h) continue;
+      regions_[i].box = *h;
       dead[j] = 1;
       work.push_back(i);  // the larger region may now merge further
       break;
