@@ -8,13 +8,25 @@
 namespace bbmm::detail {
 
 Directory::Directory(const Box& whole) {
-  if (!whole.empty()) regions_.push_back({whole, kHostBit});
+  if (!whole.empty()) put(0, {whole, kHostBit});
+}
+
+void Directory::put(size_t i, Region r) {
+  const Span sp = span_of(r);
+  if (i == regions_.size()) {
+    regions_.push_back(std::move(r));
+    spans_.push_back(sp);
+  } else {
+    regions_[i] = std::move(r);
+    spans_[i] = sp;
+  }
 }
 
 std::vector<Directory::Region> Directory::query(const Box& box) const {
   std::vector<Region> out;
-  for (const Region& r : regions_) {
-    if (!overlaps(r.box, box)) continue;
+  for (size_t i = 0; i < regions_.size(); ++i) {
+    const Region& r = regions_[i];
+    if (!spans_[i].meets(box) || !overlaps(r.box, box)) continue;
     out.push_back({*intersection(r.box, box), r.valid});
   }
   return out;
@@ -26,7 +38,7 @@ void Directory::update(const Box& box, F f) {
   std::vector<size_t> changed;
   const size_t n = regions_.size();
   for (size_t i = 0; i < n; ++i) {
-    if (!overlaps(regions_[i].box, box)) continue;
+    if (!spans_[i].meets(box) || !overlaps(regions_[i].box, box)) continue;
     const HolderMask old = regions_[i].valid;
     const HolderMask now = f(old);
     if (now == old) continue;
@@ -35,15 +47,16 @@ void Directory::update(const Box& box, F f) {
     const Box inside = *intersection(region, box);
     if (inside == region) {
       regions_[i].valid = now;
+      spans_[i].valid = now;
       continue;
     }
     // Split: the part inside `box` takes the new holders, the rest keeps the
     // old ones.
-    regions_[i] = {inside, now};
+    put(i, {inside, now});
     BoxSet rest = *subtract(region, box);
     for (size_t k = 0; k < rest.size(); ++k) {
       changed.push_back(regions_.size());
-      regions_.push_back({rest[k], old});
+      put(regions_.size(), {rest[k], old});
     }
   }
   if (!changed.empty()) merge(std::move(changed));
@@ -87,19 +100,25 @@ void Directory::merge(std::vector<size_t> work) {
     work.pop_back();
     if (dead[i]) continue;
     for (size_t j = 0; j < regions_.size(); ++j) {
-      if (j == i || dead[j] || regions_[j].valid != regions_[i].valid) continue;
+      if (j == i || dead[j] || spans_[j].valid != spans_[i].valid) continue;
+      // Mergeable regions touch or coincide in dimension 0.
+      if (spans_[j].hi < spans_[i].lo || spans_[i].hi < spans_[j].lo) continue;
       std::optional<Box> h = box_union(regions_[i].box, regions_[j].box);
       if (!h) continue;
-      regions_[i].box = *h;
+      put(i, {*h, regions_[i].valid});
       dead[j] = 1;
       work.push_back(i);  // the larger region may now merge further
       break;
     }
   }
   size_t out = 0;
-  for (size_t k = 0; k < regions_.size(); ++k)
-    if (!dead[k]) regions_[out++] = regions_[k];
+  for (size_t k = 0; k < regions_.size(); ++k) {
+    if (dead[k]) continue;
+    regions_[out] = regions_[k];
+    spans_[out++] = spans_[k];
+  }
   regions_.resize(out);
+  spans_.resize(out);
 }
 
 void Directory::set(const Box& box, HolderMask valid) {

@@ -38,14 +38,19 @@ class Directory {
   // returns them, without allocating; `f` must not update the directory.
   template <typename F>
   void for_each(const Box& box, F f) const {
-    for (const Region& r : regions_) {
+    for (size_t i = 0; i < regions_.size(); ++i) {
+      if (!spans_[i].meets(box)) continue;
+      const Region& r = regions_[i];
       if (overlaps(r.box, box)) f(Region{*intersection(r.box, box), r.valid});
     }
   }
   // True when every point of `box` is valid in every holder of `bits`.
   bool all_valid(const Box& box, HolderMask bits) const {
-    for (const Region& r : regions_) {
-      if ((r.valid & bits) != bits && overlaps(r.box, box)) return false;
+    for (size_t i = 0; i < regions_.size(); ++i) {
+      if ((spans_[i].valid & bits) != bits && spans_[i].meets(box) &&
+          overlaps(regions_[i].box, box)) {
+        return false;
+      }
     }
     return true;
   }
@@ -66,7 +71,23 @@ class Directory {
   // indices of the regions the update changed or added.
   void merge(std::vector<size_t> work);
 
+  // What the scans test first, in a compact array beside regions_ (a Box is 136
+  // bytes; LU's directories hold thousands of row strips): each region's extent
+  // in dimension 0 and its holders.
+  struct Span {
+    int64_t lo = 0, hi = 1;  // dimension 0 ([0, 1) for rank 0)
+    HolderMask valid = 0;
+    // Whether the region can overlap `b` (a filter: overlaps() decides).
+    bool meets(const Box& b) const { return b.rank() == 0 || (lo < b.hi(0) && b.lo(0) < hi); }
+  };
+  static Span span_of(const Region& r) {
+    return r.box.rank() > 0 ? Span{r.box.lo(0), r.box.hi(0), r.valid} : Span{0, 1, r.valid};
+  }
+  // Writes region `i` (i == size: appends), keeping spans_ in step.
+  void put(size_t i, Region r);
+
   std::vector<Region> regions_;
+  std::vector<Span> spans_;  // parallel to regions_
 };
 
 }  // namespace bbmm::detail
