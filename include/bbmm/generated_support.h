@@ -198,22 +198,22 @@ static inline void bbmm_gen_box_bytes(uint64_t* acc, size_t elem_size, int rank,
  * wide (else the phase, with no parallel loop, runs as one tile). */
 static inline void bbmm_gen_tile_too_large(const char* phase, uint64_t bytes, uint64_t capacity,
                                            int partitioned) {
+  /* Said once per phase, the first time a tile of it does not fit (a serial loop's
+   * iterations can need more and more: the check runs at each). */
   static const char* said = NULL;
-  if (said == phase) return;
+  if (bytes <= capacity || said == phase) return;
   said = phase;
-  if (bytes > capacity) {
-    if (partitioned) {
-      fprintf(stderr,
-              "bbmm: note: a tile of %s, one iteration of its partitioned loop wide, requires "
-              "boxes of up to %llu bytes; a device holds %llu bytes (a 2-D partition, "
-              "bbmmc --partition=2d, splits a second loop)\n",
-              phase, (unsigned long long)bytes, (unsigned long long)capacity);
-    } else {
-      fprintf(stderr,
-              "bbmm: note: %s has no parallel loop and runs as one tile, which requires "
-              "boxes of up to %llu bytes; a device holds %llu bytes\n",
-              phase, (unsigned long long)bytes, (unsigned long long)capacity);
-    }
+  if (partitioned) {
+    fprintf(stderr,
+            "bbmm: note: a tile of %s, one iteration of its partitioned loop wide, requires "
+            "boxes of up to %llu bytes; a device holds %llu bytes (a 2-D partition, "
+            "bbmmc --partition=2d, splits a second loop)\n",
+            phase, (unsigned long long)bytes, (unsigned long long)capacity);
+  } else {
+    fprintf(stderr,
+            "bbmm: note: %s has no parallel loop and runs as one tile, which requires "
+            "boxes of up to %llu bytes; a device holds %llu bytes\n",
+            phase, (unsigned long long)bytes, (unsigned long long)capacity);
   }
 }
 

@@ -7,7 +7,8 @@
  * - BBMM_TILES_PER_DEVICE: the parser on a table of values, and bbmm_gen_runtime in a
  *   child process (exit status and message for a malformed value and for another backend);
  * - bbmm_gen_box_bytes and bbmm_gen_min_device_memory (capacity-driven tile counts), and
- *   bbmm_gen_order_tiles (issue order, most flow-out first);
+ *   bbmm_gen_order_tiles (issue order, most flow-out first), and bbmm_gen_tile_too_large's
+ *   note (once, at the first tile that does not fit);
  * - bbmm_gen_require and bbmm_gen_flow_out on the host backend (2 devices): empty boxes
  *   are skipped (not counted, not required, nothing flowed out), nonempty ones reach the
  *   runtime (the flowed-out row is on the other device before its tile asks for it).
@@ -466,6 +467,49 @@ static void test_capacity_helpers(void) {
   }
 }
 
+#ifdef BBMM_TEST_HAVE_FORK
+/* What bbmm_gen_tile_too_large prints (stderr of the calls, captured in a file). */
+static void capture_stderr(void (*calls)(void), char* out, size_t size) {
+  char path[] = "/tmp/bbmm_gen_note_XXXXXX";
+  const int fd = mkstemp(path);
+  out[0] = '\0';
+  if (fd < 0) return;
+  fflush(stderr);
+  const int saved = dup(2);
+  dup2(fd, 2);
+  calls();
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  const ssize_t n = pread(fd, out, size - 1, 0);
+  out[n > 0 ? n : 0] = '\0';
+  close(fd);
+  unlink(path);
+}
+
+static void note_calls(void) {
+  /* A serial loop's iterations: fits, fits, too large (said), too large (not again). */
+  bbmm_gen_tile_too_large("phase 0 of scop 0 in f", 100, 4096, 0);
+  bbmm_gen_tile_too_large("phase 0 of scop 0 in f", 4000, 4096, 0);
+  bbmm_gen_tile_too_large("phase 0 of scop 0 in f", 4416, 4096, 0);
+  bbmm_gen_tile_too_large("phase 0 of scop 0 in f", 5000, 4096, 0);
+}
+#endif
+
+/* The note of a phase whose tiles outgrow the devices is printed once, at the first call
+ * whose tile does not fit, also when earlier calls' tiles fit (PolyBench lu at 4 KiB: the
+ * serial region's box grows with i and outgrows the device at i = 23). */
+static void test_tile_too_large(void) {
+#ifdef BBMM_TEST_HAVE_FORK
+  char text[1024];
+  capture_stderr(note_calls, text, sizeof text);
+  CHECK(strstr(text, "phase 0 of scop 0 in f has no parallel loop and runs as one tile, which "
+                     "requires boxes of up to 4416 bytes; a device holds 4096 bytes") != NULL);
+  CHECK(strstr(text, "5000") == NULL);
+  CHECK(strstr(text, "4000") == NULL);
+#endif
+}
+
 int main(void) {
   /* The environment of the tests: the host backend on 2 devices, nothing printed at exit. */
   setenv("BBMM_BACKEND", "host", 1);
@@ -479,6 +523,7 @@ int main(void) {
   test_runtime_environment(); /* forks: before this process starts runtime threads */
   test_require_and_flow_out();
   test_capacity_helpers();
+  test_tile_too_large();
   printf("generated_support_test (%s): %d checks, %d failed\n",
 #ifdef __cplusplus
          "C++",
