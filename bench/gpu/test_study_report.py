@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Tests of bench/gpu/study_report.py (ctest e2e.study.report): the union of intervals, the
+time breakdown of a synthetic trace (numbers worked out by hand below), the STUDY line of a
+sample's output, and the report's run-time rules (traced run preferred, setup subtracted).
+Exits nonzero on the first failed check."""
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import study_report as sr  # noqa: E402
+
+
+def check(cond, what):
+    if not cond:
+        print("test_study_report: FAILED: " + what)
+        sys.exit(1)
+
+
+def close(a, b):
+    return abs(a - b) < 1e-12
+
+
+# Union of intervals: overlapping, touching, nested and apart.
+check(close(sr.union_length([(0, 10), (5, 15), (20, 30), (22, 25), (30, 31)]), 26),
+      "union_length")
+check(sr.union_length([]) == 0, "union_length of nothing")
+
+# A trace (microseconds): the host registers (pins) 0-50, acquires at 100; device 0 (tid 1)
+# reads in 50-150 (H2D), computes 100-200, writes back 200-260 (D2H), frees 300-310;
+# device 1 (tid 2) computes 120-180 and sends a peer copy 180-190.
+trace = {"traceEvents": [
+    {"ph": "M", "name": "thread_name", "tid": 0, "args": {"name": "host"}},
+    {"ph": "X", "name": "issue register host", "tid": 0, "ts": 0, "dur": 50},
+    {"ph": "X", "name": "acquire", "tid": 0, "ts": 100, "dur": 5},
+    {"ph": "X", "name": "copy H2D", "tid": 1, "ts": 50, "dur": 100},
+    {"ph": "X", "name": "kernel", "tid": 1, "ts": 100, "dur": 100},
+    {"ph": "X", "name": "copy batch D2H", "tid": 1, "ts": 200, "dur": 60},
+    {"ph": "X", "name": "free", "tid": 1, "ts": 300, "dur": 10},
+    {"ph": "X", "name": "kernel", "tid": 2, "ts": 120, "dur": 60},
+    {"ph": "X", "name": "copy peer", "tid": 2, "ts": 180, "dur": 10},
+]}
+with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+    json.dump(trace, f)
+    path = f.name
+bd = sr.breakdown(path)
+os.unlink(path)
+check(close(bd["window"], 310e-6), "window: first event to last end")
+check(close(bd["run"], 160e-6), "run: first acquire (100) to the last non-free op (260)")
+check(close(bd["compute"], (100 + 60) / 2 * 1e-6), "compute: averaged over the 2 devices")
+check(close(bd["h2d"], 100 / 2 * 1e-6) and close(bd["d2h"], 60 / 2 * 1e-6), "h2d, d2h")
+check(close(bd["peer"], 10 / 2 * 1e-6), "peer")
+# Idle: device 0 busy 50-260 and 300-310 (220 of 310), device 1 busy 120-190 (70 of 310).
+check(close(bd["idle"], ((310 - 220) + (310 - 70)) / 2 * 1e-6), "idle")
+check(close(bd["host_lib"], 55e-6) and close(bd["pin"], 50e-6), "host thread, pinning")
+
+# The STUDY line of a sample's output.
+out = ("heat2d: n=8192 steps=100\n  A 1 doubles, max relative error 0\n"
+       "heat2d: sequential 0.000070 s, bbmmc 0.207667 s\n"
+       "heat2d: verification against the sequential program: PASSED\n"
+       '{"backend":"cuda","devices":[{"peak_bytes_allocated":5},{"peak_bytes_allocated":7}],'
+       '"total":{"manager_seconds":0.25,"host_pin_seconds":0.08,"reserve_seconds":0.01,'
+       '"host_unpin_seconds":0.03,"bytes_h2d":11,"tiles":4}}\n')
+p = subprocess.run([sys.executable, os.path.join(HERE, "study_report.py"), "parse", "--sample",
+                    "heat2d", "--config", "strong", "--gpus", "2", "--args", "8192 100", "--rc",
+                    "0"], input=out, capture_output=True, text=True, check=True)
+line = p.stdout.strip()
+kv = dict(x.split("=", 1) for x in line.split()[1:])
+check(line.startswith("STUDY "), "a STUDY line")
+check(kv["verdict"] == "PASSED" and kv["seconds"] == "0.207667" and kv["args"] == "8192,100",
+      "verdict, seconds, args")
+check(kv["peak_d0"] == "5" and kv["peak_d1"] == "7" and kv["tiles"] == "4", "per-device peaks")
+# Run seconds: less pinning and reservations (not unpinning, which overlaps the write-backs).
+check(close(sr.run_seconds(kv), 0.207667 - 0.08 - 0.01), "run_seconds")
+print("test_study_report: all checks passed")
