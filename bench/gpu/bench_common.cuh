@@ -1,10 +1,12 @@
-// Pieces the GPU benchmark programs share (bench/gpu/ceilings.cu and
-// bench/gpu/kernels/handwritten.cu): the copy kernel whose bandwidth is the "device"
-// ceiling, and the parser of byte sizes on their command lines.
+// Pieces the GPU benchmark programs share (bench/gpu/ceilings.cu,
+// bench/gpu/kernels/handwritten.cu and bench/gpu/baselines/baseline_stencils.cu): the copy
+// kernel whose bandwidth is the "device" ceiling, and the parsers of byte sizes and
+// integers on their command lines.
 #pragma once
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -43,6 +45,16 @@ inline bool parse_bytes(const char* text, size_t* out) {
     return false;
   *out = static_cast<size_t>(v * f) / 256 * 256;
   return *out > 0;
+}
+
+// A decimal integer in [lo, hi] (the whole of "text") into *out; false for anything else.
+inline bool parse_int(const char* text, int64_t lo, int64_t hi, int64_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
 }
 
 }  // namespace bbmm_bench

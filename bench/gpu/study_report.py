@@ -161,6 +161,19 @@ def run_seconds(kv):
     return t - sum(num(kv, k) or 0 for k in ("pin_seconds", "reserve_seconds"))
 
 
+def ratio(x, y):
+    """x / y, None when either is unknown or zero."""
+    return x / y if x and y else None
+
+
+def lib_share(kv, run):
+    """libbbmm's time on the host thread in run kv (manager_seconds less the
+    reservations, which are setup) as a percentage of `run` seconds; None if unknown."""
+    if not kv or not run or num(kv, "manager_seconds") is None:
+        return None
+    return 100 * (num(kv, "manager_seconds") - (num(kv, "reserve_seconds") or 0)) / run
+
+
 def fmt(x, spec="%.3f"):
     return "-" if x is None else spec % x
 
@@ -205,13 +218,10 @@ def report(args):
         if not a:
             continue
         t1, t2 = num(a, "seconds"), num(b, "seconds") if b else None
-        sp = t1 / t2 if (t1 and t2) else None
+        sp = ratio(t1, t2)
         r1, r2 = traced(s, 1), traced(s, 2)
-        spt = r1 / r2 if (r1 and r2) else None
-        run2 = r2 or run_seconds(b)
-        lib = None
-        if b and run2 and num(b, "manager_seconds") is not None:
-            lib = 100 * (num(b, "manager_seconds") - (num(b, "reserve_seconds") or 0)) / run2
+        spt = ratio(r1, r2)
+        lib = lib_share(b, r2 or run_seconds(b))
         ver = "/".join(x["verdict"] for x in (a, b) if x)
         w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             s, a["args"].replace(",", " "), fmt(t1, "%.4f"), fmt(t2, "%.4f"), fmt(sp, "%.2fx"),
@@ -229,13 +239,13 @@ def report(args):
                   and "seconds" in r), None)
         if not a or not d:
             continue
-        ratio = float(d["config"].split(":")[1])
+        work = float(d["config"].split(":")[1])
         t1, t2 = num(a, "seconds"), num(d, "seconds")
-        eff = t1 * ratio / 2 / t2 if (t1 and t2) else None
+        eff = ratio(t1 * work / 2 if t1 else None, t2)
         r1, r2 = run_seconds(a), run_seconds(d)
-        reff = r1 * ratio / 2 / r2 if (r1 and r2) else None
+        reff = ratio(r1 * work / 2 if r1 else None, r2)
         w("| %s | %s -> %s | %.3f | %s | %s | %s | %s | %s |" % (
-            s, a["args"].replace(",", " "), d["args"].replace(",", " "), ratio, fmt(t1, "%.4f"),
+            s, a["args"].replace(",", " "), d["args"].replace(",", " "), work, fmt(t1, "%.4f"),
             fmt(t2, "%.4f"), fmt(eff, "%.2f"), fmt(reff, "%.2f"), d["verdict"]))
     w("")
     w("### Time breakdown on 2 GPUs (traced run: from the first acquire to the last write-back; "
@@ -254,10 +264,7 @@ def report(args):
         sh = lambda k: 100 * num(r, "bd_" + k) / run if run else None
         busy = num(r, "bd_window") - num(r, "bd_idle")
         idle = 100 * max(run - busy, 0.0) / run if run else None
-        b = find(s, "strong", 2)
-        lib = None
-        if b and run and num(b, "manager_seconds") is not None:
-            lib = 100 * (num(b, "manager_seconds") - (num(b, "reserve_seconds") or 0)) / run
+        lib = lib_share(find(s, "strong", 2), run)
         w("| %s | %.4f | %s | %s | %s | %s | %s | %s | %s |" % (
             s, run, fmt(sh("compute"), "%.1f%%"), fmt(sh("h2d"), "%.1f%%"), fmt(sh("d2h"), "%.1f%%"),
             fmt(sh("peer"), "%.1f%%"), fmt(sh("d2d"), "%.1f%%"), fmt(idle, "%.1f%%"),
@@ -291,7 +298,7 @@ def report(args):
             continue
         tp, ts = run_seconds(b), run_seconds(st)
         w("| %s | %s | %s | %s | %s |" % (s, fmt(tp, "%.4f"), fmt(ts, "%.4f"),
-                                           fmt(ts / tp if tp and ts else None, "%.2f"), st["verdict"]))
+                                           fmt(ratio(ts, tp), "%.2f"), st["verdict"]))
     w("")
     w("### Baselines (bench/gpu/baselines/baseline_stencils; same per-element expressions, -fmad=false like the bbmmc build)")
     w("")
@@ -318,8 +325,8 @@ def report(args):
             ver = " ".join("%s:%s/%s" % (x["impl"], x.get("verified", "?"), x.get("oracle", "?"))
                            for x in (hw, um, wc) if x)
             w("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
-                s, g, fmt(tb, "%.4f"), fmt(th, "%.4f"), fmt(th / tb if th and tb else None, "%.2f"),
-                fmt(tu, "%.4f"), fmt(tu / tb if tu and tb else None, "%.2f"), fmt(tw, "%.4f"), ver))
+                s, g, fmt(tb, "%.4f"), fmt(th, "%.4f"), fmt(ratio(th, tb), "%.2f"),
+                fmt(tu, "%.4f"), fmt(ratio(tu, tb), "%.2f"), fmt(tw, "%.4f"), ver))
             bars.append(("%s %d GPU%s" % (s, g, "s" if g > 1 else ""), tb, th, tu, tw))
     print("\n".join(out))
     plots(args.out, scal, bds, bars, machine)

@@ -262,22 +262,42 @@ TEST_P(NoBlocking, TilePathReturnsWhileNoDeviceWorkHasRun) {
   }
 }
 
+// A runtime on 2 host devices whose operations wait behind a closed gate
+// (GatedBackend). The gate opens before the runtime goes, also after a failed
+// assertion, so that tearing down never waits for it.
+class GatedTwoDevices : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<Backend>> host = make_host_backend({.devices = 2});
+    ASSERT_TRUE(host.ok()) << host.status();
+    auto gated = std::make_unique<GatedBackend>(*std::move(host));
+    GatedBackend* gate = gated.get();
+    absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::create_with_backend(std::move(gated), {});
+    ASSERT_TRUE(rt.ok()) << rt.status();
+    rt_ = *std::move(rt);
+    gate_ = gate;  // owned by rt_
+  }
+  void TearDown() override {
+    if (gate_ != nullptr) gate_->open_gate();
+  }
+
+  GatedBackend* gate_ = nullptr;
+  std::unique_ptr<Runtime> rt_;
+};
+class ReadInSource : public GatedTwoDevices {};
+class WriteBack : public GatedTwoDevices {};
+
 // Where a read-in comes from when the host and another device both hold the
 // elements. While that device's own copy of them is still in flight (its
 // read-in from the host, behind the closed gate), from the host: the read-in
 // must not wait for the other device's. Once that copy has completed, from the
 // device (a peer copy).
-TEST(ReadInSource, FromTheHostWhileThePeersCopyIsInFlightElseFromThePeer) {
+TEST_F(ReadInSource, FromTheHostWhileThePeersCopyIsInFlightElseFromThePeer) {
   const int64_t n = 16;
   std::vector<double> a(n * n);
   for (int64_t k = 0; k < n * n; ++k) a[k] = static_cast<double>(k);
-  absl::StatusOr<std::unique_ptr<Backend>> host = make_host_backend({.devices = 2});
-  ASSERT_TRUE(host.ok()) << host.status();
-  auto gated = std::make_unique<GatedBackend>(*std::move(host));
-  GatedBackend* gate = gated.get();
-  absl::StatusOr<std::unique_ptr<Runtime>> rts = Runtime::create_with_backend(std::move(gated), {});
-  ASSERT_TRUE(rts.ok()) << rts.status();
-  Runtime& rt = **rts;
+  Runtime& rt = *rt_;
+  GatedBackend* gate = gate_;
   const int64_t ext[2] = {n, n};
   Array* A = *rt.register_array("A", a.data(), sizeof(double), ext);
   // Reads rows [lo, hi) of A on `device` (a kernel that does nothing).
@@ -307,16 +327,11 @@ TEST(ReadInSource, FromTheHostWhileThePeersCopyIsInFlightElseFromThePeer) {
 // write_back starts the copies of the device-only elements to the host and
 // returns while they wait behind the closed gate; sync_to_host then waits, and
 // the host holds what the kernel wrote.
-TEST(WriteBack, StartsTheCopiesWithoutWaiting) {
+TEST_F(WriteBack, StartsTheCopiesWithoutWaiting) {
   const int64_t n = 16;
   std::vector<double> a(n * n, 1.0);
-  absl::StatusOr<std::unique_ptr<Backend>> host = make_host_backend({.devices = 2});
-  ASSERT_TRUE(host.ok()) << host.status();
-  auto gated = std::make_unique<GatedBackend>(*std::move(host));
-  GatedBackend* gate = gated.get();
-  absl::StatusOr<std::unique_ptr<Runtime>> rts = Runtime::create_with_backend(std::move(gated), {});
-  ASSERT_TRUE(rts.ok()) << rts.status();
-  Runtime& rt = **rts;
+  Runtime& rt = *rt_;
+  GatedBackend* gate = gate_;
   const int64_t ext[2] = {n, n};
   Array* A = *rt.register_array("A", a.data(), sizeof(double), ext);
   for (int d = 0; d < 2; ++d) {

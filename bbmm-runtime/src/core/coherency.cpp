@@ -29,7 +29,7 @@ absl::Status Coherency::read_in(std::span<const Target> targets) {
       // device's copy is still being written (typically its own read-in from the host at
       // the start): then from the host, so that this read-in does not wait for the other
       // device's. (A host copy still being written back is not ready: then the peer.)
-      const bool host_ready = (g.valid & kHostBit) && !host_being_written(a, g.box);
+      const bool host_ready = (g.valid & kHostBit) && !a.host_hazards.writes_in_flight(g.box);
       int peer = -1;
       for (int e = 0; e < device_count() && peer < 0; ++e) {
         if (e != d && (g.valid & device_bit(e)) && backend_.can_access_peer(d, e) &&
@@ -58,29 +58,12 @@ absl::Status Coherency::read_in(std::span<const Target> targets) {
   return flush_and_apply();
 }
 
-bool Coherency::being_written(Array& a, int device, const Box& box) {
+bool Coherency::being_written(Array& a, int device, const Box& box) const {
   bool pending = false;
   a.for_each_overlapping(device, box, [&](Instance* src) {
-    if (pending) return;
-    scratch_events_.clear();
-    src->hazards.before(*intersection(box, src->box), /*write=*/false, scratch_events_);
-    for (const Event& e : scratch_events_) {
-      if (!e.done()) {
-        pending = true;
-        return;
-      }
-    }
+    pending = pending || src->hazards.writes_in_flight(box);
   });
   return pending;
-}
-
-bool Coherency::host_being_written(Array& a, const Box& box) {
-  scratch_events_.clear();
-  a.host_hazards.before(box, /*write=*/false, scratch_events_);
-  for (const Event& e : scratch_events_) {
-    if (!e.done()) return true;
-  }
-  return false;
 }
 
 absl::Status Coherency::write_back(Array& a, const Box& box) {

@@ -69,16 +69,12 @@ class Coherency {
   };
   // Issues the planned copies; on success applies every pending update.
   absl::Status flush_and_apply();
+  // Whether a write into `box` of `device`'s instances of `a` is still in flight.
+  bool being_written(Array& a, int device, const Box& box) const;
 
   Backend& backend_;
-  // Whether a write into `box` of `device`'s instances of `a` is still in flight.
-  bool being_written(Array& a, int device, const Box& box);
-  // Whether a copy into `box` of the host copy of `a` (a write-back) is still in flight.
-  bool host_being_written(Array& a, const Box& box);
-
   CopyPlanner& planner_;
   std::vector<bbmm_stats>& stats_;
-  std::vector<Event> scratch_events_;  // being_written
   std::vector<Update> updates_;
   std::vector<Directory::Region> regions_;  // scratch
 };

@@ -45,6 +45,13 @@ void Hazards::after(const Box& box, bool write, const Event& done) {
   if (entries_.size() >= prune_at_) prune();
 }
 
+bool Hazards::writes_in_flight(const Box& box) const {
+  for (const Entry& en : entries_) {
+    if (en.write && overlaps(en.box, box) && !en.done.done()) return true;
+  }
+  return false;
+}
+
 void Hazards::all(std::vector<Event>& out) const {
   for (const Entry& en : entries_) add_event(out, en.done);
 }

@@ -29,6 +29,8 @@ class Hazards {
   void after(const Box& box, bool write, const Event& done);
   // Appends every event in flight (the object is about to be freed).
   void all(std::vector<Event>& out) const;
+  // Whether a write overlapping `box` is still in flight.
+  bool writes_in_flight(const Box& box) const;
   size_t size() const { return entries_.size(); }
   // Past this many entries in flight (at a prune), they are merged: one per
   // in-order queue and mode, the hull of their boxes, the latest event.

@@ -234,12 +234,8 @@ absl::Status RuntimeCore::unregister_array(Array* array) {
   for (const Event& e : pending) (void)e.wait();
   absl::Status unpin;
   {
-    double seconds = 0;
-    {
-      ManagerTimer timer(&seconds);
-      unpin = backend_->unregister_host(array->host);
-    }
-    host_unpin_seconds_ += seconds;
+    ManagerTimer timer(&host_unpin_seconds_);
+    unpin = backend_->unregister_host(array->host);
   }
   arrays_.erase(it);
   return unpin;

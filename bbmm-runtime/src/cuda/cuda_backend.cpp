@@ -508,16 +508,8 @@ class CudaBackend final : public Backend {
 // until the device's first read-in had finished, and the other device's read-in waited
 // behind them). Unless the program chose, libbbmm asks for eager loading before CUDA
 // starts (no effect once the process has made its first CUDA call).
-static void prefer_eager_module_loading() {
-  static const bool once = [] {
-    (void)setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
-    return true;
-  }();
-  (void)once;
-}
-
 int cuda_device_count(std::string* why) {
-  prefer_eager_module_loading();
+  (void)setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {

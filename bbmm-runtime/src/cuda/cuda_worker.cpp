@@ -172,14 +172,11 @@ int Worker::slow_issue_threshold_us() {
 }
 
 void Worker::issue_timed(Command& c) {
-  const char* what = c.kind == CommandKind::kLaunch  ? "launch"
-                     : c.kind == CommandKind::kFree  ? "free"
+  const char* what = c.kind == CommandKind::kLaunch   ? "launch"
+                     : c.kind == CommandKind::kFree   ? "free"
                      : c.kind == CommandKind::kRecord ? "record"
-                     : c.kind == CommandKind::kBatch ? "copy batch"
-                                                     : "copy";
-  const char* dir = c.kind == CommandKind::kCopy || c.kind == CommandKind::kBatch
-                        ? copy_trace_name(c.dir)
-                        : "";
+                                                      : copy_trace_name(c.dir);
+  const char* batch = c.kind == CommandKind::kBatch ? " batch" : "";
   const size_t waits = c.waits.size();
   const size_t ops = c.kind == CommandKind::kBatch ? c.batch.size() : 1;
   const auto t0 = std::chrono::steady_clock::now();
@@ -188,8 +185,8 @@ void Worker::issue_timed(Command& c) {
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   if (us >= slow_issue_us_) {
     std::fprintf(stderr,
-                 "bbmm: cuda worker of device %d: issuing %s %s (%zu ops, %zu waits) took %.0f us\n",
-                 device_, what, dir, ops, waits, us);
+                 "bbmm: cuda worker of device %d: issuing %s%s (%zu ops, %zu waits) took %.0f us\n",
+                 device_, what, batch, ops, waits, us);
   }
 }
 

@@ -59,7 +59,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -68,7 +67,8 @@
 #include <string>
 #include <vector>
 
-#include "sample.h"  // samples/common/: sample_value, sample_now
+#include "../bench_common.cuh"  // parse_int
+#include "sample.h"              // samples/common/: sample_value, sample_now
 
 // The samples' loop nests, compiled from samples/<name>/<name>.c as they are, their functions
 // renamed reference_<name> (CMakeLists.txt here): the CPU reference. A C parameter
@@ -1029,19 +1029,13 @@ void usage(FILE* f) {
   std::fprintf(f,
                "usage: baseline_stencils heat2d|heat3d N STEPS --impl handwritten|managed|"
                "wholecopy --gpus G\n"
-               "                         [--verify|--no-verify] [--march M] [--grid-cap B]\n"
+               "                         [--verify|--no-verify] [--oracle-file F] [--march M]\n"
+               "                         [--grid-cap B]\n"
                "       baseline_stencils heat2d|heat3d N STEPS --plan [--gpus G]\n"
                "       baseline_stencils heat2d|heat3d N STEPS --host-check\n");
 }
 
-bool parse_int(const char* s, int64_t lo, int64_t hi, int64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
+using bbmm_bench::parse_int;
 
 }  // namespace
 

@@ -49,7 +49,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -640,14 +639,7 @@ void usage(FILE* f) {
                "       handwritten_kernels --ceiling [--bytes SIZE] [--reps R] [--device D]\n");
 }
 
-bool parse_int(const char* text, int64_t lo, int64_t hi, int64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
+using bbmm_bench::parse_int;
 
 // The sample named by `name` with sizes `sizes` (positional arguments), or null after
 // printing why not. gemm and bscholes take an optional last RUNS, stored in `opt`.
