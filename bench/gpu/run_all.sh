@@ -8,15 +8,16 @@
 #             small sample runs of the test suite (reserve and box-out)   ~1 min (<= 70 s)
 #   samples   every staged bbmmc sample <name>_bbmmc_cuda at a medium size (table below),
 #             verified against its sequential original: 1 GPU and 2 GPUs (2 logical
-#             devices of GPU 0 when one GPU is visible; checking mode), each with 1 and 4
-#             tiles per device, and a box-out run (1 GPU, 8 tiles, BBMM_DEVICE_MEMORY at
+#             devices of GPU 0 when one GPU is visible; checking mode) and 4 GPUs where
+#             there are 4 (checking mode), each with 1 and 4 tiles per device, and a box-out run (1 GPU, 8 tiles, BBMM_DEVICE_MEMORY at
 #             ~60% of the arrays, evictions counted)                    ~1 min (<= 160 s)
 #   sanitize  compute-sanitizer memcheck and racecheck on cuda_backend_test, on the
 #             1-GPU small runs of jacobi2d_cuda and heat3d_cuda (reserve and box-out) and
 #             of every bbmmc sample (e2e test sizes, 4 tiles), memcheck on the
 #             copy-kernel conformance cases                             ~2.5 min (<= 300 s)
 #   perf      ceilings, then jacobi2d_cuda n=16386 100 steps and heat3d_cuda n=768 100
-#             steps on 1 and 2 GPUs (2 tiles per GPU, reserve on), on 2 GPUs without
+#             steps on 1, 2 and (where there are 4) 4 GPUs (2 tiles per GPU, reserve on),
+#             on 2 GPUs without
 #             reserve, and a box-out run on 1 GPU (smaller n)           ~1.5 min (<= 128 s)
 #   bench     gpu_bench (box copies, flow-out, box-out, acquire/release)   ~10 s (<= 20 s)
 #   tune      heat3d_cuda n=768 on 1 GPU with 5 kernel shapes (BBMM_HEAT3D_KERNEL)  ~1 min
@@ -211,6 +212,11 @@ if wants samples; then
       # shellcheck disable=SC2086
       sample_step samples "bbmmc_${s}_${twoname}_${t}t" "$s" "${twoname}_${t}t" 3 env \
         BBMM_BACKEND=cuda "${two[@]}" BBMM_TILES_PER_DEVICE=$t BBMM_STATS=table "$B/$bin" $medium
+      if (( ngpu >= 4 )); then
+        # shellcheck disable=SC2086
+        sample_step samples "bbmmc_${s}_4gpu_${t}t" "$s" "4gpu_${t}t" 3 env BBMM_BACKEND=cuda \
+          BBMM_DEVICES=4 BBMM_CHECK=1 BBMM_TILES_PER_DEVICE=$t BBMM_STATS=table "$B/$bin" $medium
+      fi
     done
     if [[ -n "$capacity" ]]; then
       # shellcheck disable=SC2086
@@ -274,6 +280,7 @@ if wants perf; then
     perf_run jacobi2d_2gpu jacobi2d_cuda 12 --devices 2 "${J[@]}"
     perf_run jacobi2d_2gpu_noreserve jacobi2d_cuda 12 --devices 2 "${J[@]}" --no-reserve
   fi
+  (( ngpu >= 4 )) && perf_run jacobi2d_4gpu jacobi2d_cuda 12 --devices 4 "${J[@]}"
   if (( ngpu < 2 )); then
     # The multi-device path on one GPU: 2 logical devices (halo copies between them on
     # copy streams); the same GPU does all the work, so no speed-up is expected.
@@ -286,6 +293,7 @@ if wants perf; then
     perf_run heat3d_2gpu heat3d_cuda 20 --devices 2 "${H[@]}"
     perf_run heat3d_2gpu_noreserve heat3d_cuda 20 --devices 2 "${H[@]}" --no-reserve
   fi
+  (( ngpu >= 4 )) && perf_run heat3d_4gpu heat3d_cuda 20 --devices 4 "${H[@]}"
   perf_run heat3d_1gpu_boxout heat3d_cuda 12 --devices 1 --n 384 --steps 10 --capacity auto
 fi
 

@@ -8,16 +8,19 @@
 #              every GPU run is verified against the sequential program without running it
 #              again                                                         ~1 min
 #   scaling    every bbmmc sample (<name>_bbmmc_cuda: the verification build, -fmad=false)
-#              at its size on 1 GPU and 2 GPUs (strong scaling) and at the data-scaled size
-#              on 2 GPUs (data scaling: twice the work, same iterations); BBMM_STATS=json;
-#              the timed part excludes creating the runtime (BBMM_SAMPLE_WARMUP=1)  ~2 min
-#   breakdown  the 1- and 2-GPU strong runs again with BBMM_TRACE: the run proper (first
-#              acquire to the last write-back) and, on 2 GPUs, the time breakdown (compute,
-#              read-in, flow-out, write-back, inside libbbmm, idle) from the trace  ~1 min
-#   staged     the stencils on 2 GPUs with BBMM_PEER_ACCESS=0 (flow-out through the host)
+#              at its size on 1, 2, 4, ... GPUs (strong scaling: the powers of two up to the
+#              machine's GPU count, or STUDY_COUNTS="1 2 4") and the data-scaling series
+#              (the data doubles with the GPU count: 1 GPU at half the work, 2 GPUs at the
+#              strong size (that run), 4 GPUs at twice the work); BBMM_STATS=json; the
+#              timed part excludes creating the runtime (BBMM_SAMPLE_WARMUP=1)
+#   breakdown  the strong runs again with BBMM_TRACE at every GPU count: the run proper
+#              (first acquire to the last write-back) and the time breakdown (compute,
+#              read-in, flow-out, write-back, inside libbbmm, idle) from the trace
+#   staged     the stencils on the most GPUs with BBMM_PEER_ACCESS=0 (flow-out through
+#              the host)
 #   baselines  baseline_stencils (bench/gpu/baselines) for heat2d and heat3d at the study's
-#              sizes: hand-written multi-GPU CUDA on 1 and 2 GPUs, unified memory on 2
-#              GPUs, whole-array copies on 1 GPU                             ~1 min
+#              sizes: hand-written multi-GPU CUDA at every GPU count, unified memory at
+#              every count from 2, whole-array copies on 1 GPU
 #   all        refs scaling breakdown staged baselines
 # Every run is under `timeout`; a section that would end past the budget (STUDY_BUDGET_S,
 # default 540 s) is skipped and reported. Writes under $OUT (at most 8 files):
@@ -58,31 +61,35 @@ for s in "${sections[@]}"; do
 done
 wants() { [[ "$want" == *" $1 "* ]]; }
 
-# The samples: name | size (strong scaling) | data-scaled size (twice the sequential work:
-# the data doubles for the stencils, mvt and bscholes; n grows by 2^(1/3) for the O(n^3)
-# kernels floyd, lu and gemm, whose data grows 1.59x) | work ratio of the two.
-# Sizes are chosen so that the sequential original (the oracle) takes about 5-40 s on
-# one core.
+# The samples: name | half | strong | double | work(half)/work(strong) |
+# work(double)/work(strong). Strong scaling runs the strong size on every GPU count; the
+# data-scaling series runs half on 1 GPU, strong on 2 (the strong run) and double on 4
+# (the data doubles for the stencils, adi, mvt and bscholes; n grows by 2^(1/3) for the
+# O(n^3) kernels floyd, lu and gemm). Work: interior points x steps, n^3, ni nj nk, n^2, n.
+# Sizes are chosen so that the sequential original (the oracle) of the strong size takes
+# about 5-40 s on one core.
 study_samples=(
-  "heat2d|8192 100|11586 100|2.000"
-  "fdtd2d|6144 6144 50|8689 8689 50|2.000"
-  "heat3d|384 50|483 50|1.998"
-  "jacobi1d|67108864 50|134217728 50|2.000"
-  "floyd|3000|3780|2.000"
-  "lu|4000|5040|2.000"
-  "adi|2000 50|2828 50|1.999"
-  "mvt|16384|23170|2.000"
-  "gemm|4000 4000 4000|5040 5040 5040|2.000"
-  "bscholes|16777216|33554432|2.000")
+  "heat2d|5793 100|8192 100|11586 100|0.500|2.001"
+  "fdtd2d|4345 4345 50|6144 6144 50|8689 8689 50|0.500|2.000"
+  "heat3d|305 50|384 50|483 50|0.499|1.996"
+  "jacobi1d|33554432 50|67108864 50|134217728 50|0.500|2.000"
+  "floyd|2381|3000|3780|0.500|2.000"
+  "lu|3175|4000|5040|0.500|2.000"
+  "adi|1415 50|2000 50|2828 50|0.500|2.001"
+  "mvt|11585|16384|23170|0.500|2.000"
+  "gemm|3175 3175 3175|4000 4000 4000|5040 5040 5040|0.500|2.000"
+  "bscholes|8388608|16777216|33554432|0.500|2.000")
 stencils=(heat2d fdtd2d heat3d jacobi1d)
 # A self-test of this script without a GPU (bench/gpu/CMakeLists.txt: study.selftest):
 # STUDY_SMALL=1 takes the e2e tests' sizes, STUDY_BACKEND=host runs the samples on the host
 # backend's simulated devices and STUDY_GPUS sets the device count.
 if [[ "${STUDY_SMALL:-0}" == 1 ]]; then
   study_samples=(
-    "heat2d|48 6|66 6|1.976" "fdtd2d|40 44 5|56 62 5|1.973" "heat3d|16 3|20 3|2.000"
-    "jacobi1d|400 8|800 8|2.005" "floyd|40|50|1.953" "lu|40|50|1.953" "adi|32 3|45 3|2.000"
-    "mvt|96|136|2.007" "gemm|36 40 28|45 50 35|1.953" "bscholes|2000|4000|2.000")
+    "heat2d|34 6|48 6|66 6|0.484|1.936" "fdtd2d|28 31 5|40 44 5|56 62 5|0.493|1.973"
+    "heat3d|13 3|16 3|20 3|0.485|2.125" "jacobi1d|200 8|400 8|800 8|0.497|2.005"
+    "floyd|32|40|50|0.512|1.953" "lu|32|40|50|0.512|1.953" "adi|23 3|32 3|45 3|0.490|2.054"
+    "mvt|68|96|136|0.502|2.007" "gemm|29 32 22|36 40 28|45 50 35|0.506|1.953"
+    "bscholes|1000|2000|4000|0.500|2.000")
 fi
 BACKEND="${STUDY_BACKEND:-cuda}"
 # STUDY_SAMPLES="heat2d lu ...": only these samples; STUDY_DATA=0: no data-scaling runs (nor
@@ -99,12 +106,21 @@ DATA="${STUDY_DATA:-1}"
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 [[ -n "${CUDA_VISIBLE_DEVICES:-}" ]] && ngpu=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
 [[ -n "${STUDY_GPUS:-}" ]] && ngpu="$STUDY_GPUS"
+# The GPU counts: the powers of two up to the machine's count (STUDY_COUNTS overrides).
+if [[ -n "${STUDY_COUNTS:-}" ]]; then
+  read -r -a counts <<<"$STUDY_COUNTS"
+else
+  counts=()
+  for ((g = 1; g <= ngpu; g *= 2)); do counts+=("$g"); done
+fi
+most="${counts[-1]}"
 {
   echo "== $(date -u) on $(hostname); sections:$want; budget ${BUDGET_S} s; $ngpu GPU(s)"
   nvidia-smi -L; nvidia-smi topo -m; nproc; free -g; df -h "$CACHE"
 } >> "$LOG" 2>&1
-echo "study.sh: $ngpu GPU(s); sections:$want; budget $BUDGET_S s; output in $OUT"
-printf 'STUDY_MACHINE gpus=%s date=%s gpu_name=%s\n' "$ngpu" "$(date -u +%Y-%m-%d)" \
+echo "study.sh: $ngpu GPU(s), counts ${counts[*]}; sections:$want; budget $BUDGET_S s; output in $OUT"
+printf 'STUDY_MACHINE gpus=%s counts=%s date=%s gpu_name=%s\n' "$ngpu" "$(IFS=,; echo "${counts[*]}")" \
+  "$(date -u +%Y-%m-%d)" \
   "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '_')" >> "$RES"
 
 # study_run LABEL SAMPLE CONFIG GPUS ARGS [ENV=V...]: one run of the staged sample, verified
@@ -136,14 +152,32 @@ study_run() {
        tr '\n' ' ')"
 }
 
+# data_point ROW G: the data-scaling series' size for G GPUs ("" past double) and its
+# config (data:WORK, the work relative to the strong size).
+data_point() {
+  local _n half strong double whalf wdouble
+  IFS='|' read -r _n half strong double whalf wdouble <<<"$1"
+  case "$2" in
+    1) echo "data:$whalf|$half" ;;
+    2) echo "strong|$strong" ;;
+    4) echo "data:$wdouble|$double" ;;
+    *) echo "" ;;
+  esac
+}
+
 if wants refs; then
   echo "[refs] sequential originals into $CACHE (in parallel, $(nproc) cores)"
   : > "$TMP/refs"
   for row in "${study_samples[@]}"; do
-    IFS='|' read -r name strong scaled _ <<<"$row"
+    IFS='|' read -r name _ strong _ <<<"$row"
     [[ -x "$B/${name}${SUFFIX}" ]] || continue
     echo "$name|$strong" >> "$TMP/refs"
-    [[ "$DATA" == 1 ]] && echo "$name|$scaled" >> "$TMP/refs"
+    if [[ "$DATA" == 1 ]]; then
+      for g in "${counts[@]}"; do
+        p="$(data_point "$row" "$g")"
+        [[ -n "$p" && "$g" != 2 ]] && echo "$name|${p#*|}" >> "$TMP/refs"
+      done
+    fi
   done
   left=$((BUDGET_S - (SECONDS - start) - 60))
   export B CACHE LOG SUFFIX
@@ -161,25 +195,29 @@ if wants refs; then
 fi
 
 if wants scaling; then
-  echo "[scaling] 1 GPU and 2 GPUs at each size, 2 GPUs at the data-scaled size"
+  echo "[scaling] every sample on ${counts[*]} GPU(s) (strong), and the data-scaling series"
   for row in "${study_samples[@]}"; do
-    IFS='|' read -r name strong scaled ratio <<<"$row"
-    study_run "${name}_1gpu" "$name" strong 1 "$strong"
-    if (( ngpu >= 2 )); then
-      study_run "${name}_2gpu" "$name" strong 2 "$strong"
-      [[ "$DATA" == 1 ]] && study_run "${name}_2gpu_data" "$name" "data:$ratio" 2 "$scaled"
-    fi
+    IFS='|' read -r name _ strong _ <<<"$row"
+    for g in "${counts[@]}"; do
+      study_run "${name}_${g}gpu" "$name" strong "$g" "$strong"
+    done
+    [[ "$DATA" == 1 ]] || continue
+    for g in "${counts[@]}"; do
+      p="$(data_point "$row" "$g")"
+      [[ -z "$p" || "$g" == 2 ]] && continue
+      study_run "${name}_${g}gpu_data" "$name" "${p%%|*}" "$g" "${p#*|}"
+    done
   done
 fi
 
-if wants breakdown && (( ngpu >= 2 )); then
-  echo "[breakdown] the strong runs with BBMM_TRACE (1 and 2 GPUs)"
+if wants breakdown; then
+  echo "[breakdown] the strong runs with BBMM_TRACE on ${counts[*]} GPU(s)"
   for row in "${study_samples[@]}"; do
-    IFS='|' read -r name strong _ _ <<<"$row"
+    IFS='|' read -r name _ strong _ <<<"$row"
     trace="$TMP/trace_$name.json"
     # No warm-up: the trace then holds the timed run only. 1 GPU too: the traced run
     # (first acquire to the last write-back) is the time the baselines measure.
-    for g in 1 2; do
+    for g in "${counts[@]}"; do
       study_run "${name}_${g}gpu_trace" "$name" trace "$g" "$strong" BBMM_TRACE="$trace" \
         BBMM_SAMPLE_WARMUP=0
     done
@@ -188,13 +226,13 @@ if wants breakdown && (( ngpu >= 2 )); then
   done
 fi
 
-if wants staged && (( ngpu >= 2 )); then
-  echo "[staged] the stencils on 2 GPUs with the flow-out staged through the host"
+if wants staged && (( most >= 2 )); then
+  echo "[staged] the stencils on $most GPUs with the flow-out staged through the host"
   for name in "${stencils[@]}"; do
     for row in "${study_samples[@]}"; do
       [[ "${row%%|*}" == "$name" ]] || continue
-      IFS='|' read -r _ strong _ _ <<<"$row"
-      study_run "${name}_2gpu_staged" "$name" staged 2 "$strong" BBMM_PEER_ACCESS=0
+      IFS='|' read -r _ _ strong _ <<<"$row"
+      study_run "${name}_${most}gpu_staged" "$name" staged "$most" "$strong" BBMM_PEER_ACCESS=0
     done
   done
 fi
@@ -203,10 +241,13 @@ if wants baselines; then
   if [[ -x "$B/baseline_stencils" ]]; then
     echo "[baselines] hand-written multi-GPU, unified memory, whole-array copies"
     for row in "${study_samples[@]}"; do
-      IFS='|' read -r name strong _ _ <<<"$row"
+      IFS='|' read -r name _ strong _ <<<"$row"
       [[ "$name" == heat2d || "$name" == heat3d ]] || continue
-      runs=("handwritten 1" "wholecopy 1")
-      (( ngpu >= 2 )) && runs+=("handwritten 2" "managed 2")
+      runs=("wholecopy 1")
+      for g in "${counts[@]}"; do
+        runs+=("handwritten $g")
+        (( g >= 2 )) && runs+=("managed $g")
+      done
       for r in "${runs[@]}"; do
         read -r impl gpus <<<"$r"
         left=$((BUDGET_S - (SECONDS - start)))

@@ -7,7 +7,8 @@
     study_report.py report study_results.txt --out DIR
         the tables (markdown, on stdout) and DIR/study_{scaling,breakdown,baselines}.png
 
-STUDY line fields: sample, config (strong, data:RATIO, trace, staged), gpus, args (commas),
+STUDY line fields: sample, config (strong, data:WORK (the work relative to the strong
+size), trace, staged), gpus, args (commas),
 rc, verdict (PASSED, FAILED or none), seconds (the generated function, runtime creation
 excluded by the sample's warm-up), seq_seconds, manager_seconds (time inside libbbmm, all
 devices), pin_seconds (page-locking the host arrays, inside the timed part), peak_d<k>
@@ -178,25 +179,36 @@ def fmt(x, spec="%.3f"):
     return "-" if x is None else spec % x
 
 
-TARGETS = {"heat2d": 1.95, "fdtd2d": 1.95, "heat3d": 1.95, "jacobi1d": 1.95, "floyd": 1.8,
-           "lu": 1.7}
+# Strong-scaling targets per GPU count (issues 12, 15, 16).
+STENCILS = ("heat2d", "fdtd2d", "heat3d", "jacobi1d")
+TARGETS = {2: dict({s: 1.95 for s in STENCILS}, floyd=1.8, lu=1.7),
+           4: dict({s: 3.7 for s in STENCILS}, floyd=3.5, lu=3.0),
+           8: {s: 7.0 for s in STENCILS}}
 
 
 def report(args):
     rows, base, machine = read_results(args.results)
     find = lambda s, c, g: next((r for r in rows if r["sample"] == s and r["config"].split(":")[0] == c
                                  and r["gpus"] == str(g) and "seconds" in r), None)
+    def traced_row(s, g):
+        return next((x for x in rows if x["sample"] == s and x["config"] == "trace"
+                     and x["gpus"] == str(g) and "bd_window" in x), None)
     def traced(s, g):
-        r = next((x for x in rows if x["sample"] == s and x["config"] == "trace"
-                  and x["gpus"] == str(g) and "bd_run" in x), None)
+        r = traced_row(s, g)
         return num(r, "bd_run") if r else None
 
     samples = []
     for r in rows:
         if r["sample"] not in samples:
             samples.append(r["sample"])
+    counts = sorted({int(r["gpus"]) for r in rows if r["config"] == "strong"})
+    multi = [g for g in counts if g > 1]
+    most = counts[-1] if counts else 1
     out = []
     w = out.append
+    def table(header):
+        w("| " + " | ".join(header) + " |")
+        w("|" + "---|" * len(header))
     w("## Multi-GPU study (bench/gpu/study.sh), %s, %s x %s" %
       (machine.get("date", "?"), machine.get("gpus", "?"), machine.get("gpu_name", "?")))
     w("")
@@ -208,92 +220,117 @@ def report(args):
       "the traced run. Every run is verified against the sequential program (its cached "
       "result for the same command line).")
     w("")
-    w("### Strong scaling, 1 -> 2 GPUs")
+    w("### Strong scaling, 1 -> %s GPUs" % " -> ".join(str(g) for g in multi))
     w("")
-    w("| sample | size | function 1 GPU s | function 2 GPUs s | speed-up | traced run 1 GPU s | traced run 2 GPUs s | run speed-up | target | verified | libbbmm % of the run (2 GPUs) |")
-    w("|---|---|---|---|---|---|---|---|---|---|---|")
+    w("Function seconds and traced-run seconds on 1, %s GPUs; speed-ups of the traced run "
+      "(of the function in parentheses) against 1 GPU." % ", ".join(str(g) for g in multi))
+    w("")
+    table(["sample", "size"] + ["function %d GPU s" % g for g in counts]
+          + ["run %d GPU s" % g for g in counts]
+          + ["speed-up 1 -> %d (target)" % g for g in multi]
+          + ["verified", "libbbmm %% of the run (%d GPUs)" % most])
     scal = []
     for s in samples:
-        a, b = find(s, "strong", 1), find(s, "strong", 2)
+        a = find(s, "strong", 1)
         if not a:
             continue
-        t1, t2 = num(a, "seconds"), num(b, "seconds") if b else None
-        sp = ratio(t1, t2)
-        r1, r2 = traced(s, 1), traced(s, 2)
-        spt = ratio(r1, r2)
-        lib = lib_share(b, r2 or run_seconds(b))
-        ver = "/".join(x["verdict"] for x in (a, b) if x)
-        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            s, a["args"].replace(",", " "), fmt(t1, "%.4f"), fmt(t2, "%.4f"), fmt(sp, "%.2fx"),
-            fmt(r1, "%.4f"), fmt(r2, "%.4f"), fmt(spt, "%.2fx"),
-            ">= %.2fx" % TARGETS[s] if s in TARGETS else "-", ver, fmt(lib, "%.1f")))
-        scal.append((s, sp, spt))
+        runs = {g: find(s, "strong", g) for g in counts}
+        t = {g: num(runs[g], "seconds") if runs[g] else None for g in counts}
+        r = {g: traced(s, g) for g in counts}
+        cells = [s, a["args"].replace(",", " ")]
+        cells += [fmt(t[g], "%.4f") for g in counts] + [fmt(r[g], "%.4f") for g in counts]
+        ups = {}
+        for g in multi:
+            ups[g] = (ratio(t[1], t[g]), ratio(r[1], r[g]))
+            target = TARGETS.get(g, {}).get(s)
+            cells.append("%s (%s)%s" % (fmt(ups[g][1], "%.2fx"), fmt(ups[g][0], "%.2fx"),
+                                        " (>= %.2fx)" % target if target else ""))
+        cells.append("/".join(runs[g]["verdict"] for g in counts if runs[g]))
+        cells.append(fmt(lib_share(runs[most], r[most] or run_seconds(runs[most])), "%.1f"))
+        w("| " + " | ".join(cells) + " |")
+        scal.append((s, ups))
     w("")
-    w("### Data scaling (twice the work on 2 GPUs; efficiency = t(1 GPU, n) x ratio / 2 / t(2 GPUs, n'); target >= 0.97)")
+    w("### Data scaling (the data doubles with the GPU count: half the strong work on 1 GPU, "
+      "the strong size on 2, twice it on 4; efficiency = t(1 GPU) x work ratio / G / t(G "
+      "GPUs); run efficiency: the same less pinning and reservations; target >= 0.97)")
     w("")
-    w("| sample | n -> n' | work ratio | 1 GPU, n s | 2 GPUs, n' s | efficiency | run efficiency | verified |")
-    w("|---|---|---|---|---|---|---|---|")
+    table(["sample", "size on 1 GPU", "1 GPU s"]
+          + sum([["size on %d" % g, "%d GPUs s" % g, "efficiency", "run efficiency"]
+                 for g in multi], []) + ["verified"])
     for s in samples:
-        a = find(s, "strong", 1)
-        d = next((r for r in rows if r["sample"] == s and r["config"].startswith("data:")
-                  and "seconds" in r), None)
-        if not a or not d:
+        b1 = next((r for r in rows if r["sample"] == s and r["config"].startswith("data:")
+                   and r["gpus"] == "1" and "seconds" in r), None)
+        if not b1:
             continue
-        work = float(d["config"].split(":")[1])
-        t1, t2 = num(a, "seconds"), num(d, "seconds")
-        eff = ratio(t1 * work / 2 if t1 else None, t2)
-        r1, r2 = run_seconds(a), run_seconds(d)
-        reff = ratio(r1 * work / 2 if r1 else None, r2)
-        w("| %s | %s -> %s | %.3f | %s | %s | %s | %s | %s |" % (
-            s, a["args"].replace(",", " "), d["args"].replace(",", " "), work, fmt(t1, "%.4f"),
-            fmt(t2, "%.4f"), fmt(eff, "%.2f"), fmt(reff, "%.2f"), d["verdict"]))
+        w1 = float(b1["config"].split(":")[1])
+        cells = [s, b1["args"].replace(",", " "), fmt(num(b1, "seconds"), "%.4f")]
+        ver = [b1["verdict"]]
+        for g in multi:
+            d = find(s, "strong", g) if g == 2 else next(
+                (r for r in rows if r["sample"] == s and r["config"].startswith("data:")
+                 and r["gpus"] == str(g) and "seconds" in r), None)
+            if not d:
+                cells += ["-"] * 4
+                continue
+            wg = 1.0 if d["config"] == "strong" else float(d["config"].split(":")[1])
+            scale = wg / w1 / g
+            t1, tg = num(b1, "seconds"), num(d, "seconds")
+            r1, rg = run_seconds(b1), run_seconds(d)
+            cells += [d["args"].replace(",", " "), fmt(tg, "%.4f"),
+                      fmt(ratio(t1 * scale if t1 else None, tg), "%.2f"),
+                      fmt(ratio(r1 * scale if r1 else None, rg), "%.2f")]
+            ver.append(d["verdict"])
+        cells.append("/".join(ver))
+        w("| " + " | ".join(cells) + " |")
     w("")
-    w("### Time breakdown on 2 GPUs (traced run: from the first acquire to the last write-back; "
+    w("### Time breakdown (traced run: from the first acquire to the last write-back; "
       "each GPU's busy time per kind of operation, averaged over the GPUs, as shares of the "
       "run; copies overlap kernels, so the shares add to more than 100%)")
     w("")
-    w("| sample | run s | compute | read-in H2D | write-back D2H | flow-out peer | D2D | idle | libbbmm on the host thread (stats, reservations excluded) |")
-    w("|---|---|---|---|---|---|---|---|---|")
+    table(["sample", "GPUs", "run s", "compute", "read-in H2D", "write-back D2H", "flow-out peer",
+           "D2D", "idle", "libbbmm on the host thread (stats, reservations excluded)"])
     bds = []
     for s in samples:
-        r = next((x for x in rows if x["sample"] == s and x["config"] == "trace"
-                  and x["gpus"] == "2" and "bd_window" in x), None)
-        if not r:
-            continue
-        run = num(r, "bd_run") or num(r, "bd_window")
-        sh = lambda k: 100 * num(r, "bd_" + k) / run if run else None
-        busy = num(r, "bd_window") - num(r, "bd_idle")
-        idle = 100 * max(run - busy, 0.0) / run if run else None
-        lib = lib_share(find(s, "strong", 2), run)
-        w("| %s | %.4f | %s | %s | %s | %s | %s | %s | %s |" % (
-            s, run, fmt(sh("compute"), "%.1f%%"), fmt(sh("h2d"), "%.1f%%"), fmt(sh("d2h"), "%.1f%%"),
-            fmt(sh("peer"), "%.1f%%"), fmt(sh("d2d"), "%.1f%%"), fmt(idle, "%.1f%%"),
-            fmt(lib, "%.1f%%")))
-        shares = {k: sh(k) for k in ("compute", "h2d", "d2h", "peer", "d2d")}
-        shares["idle"] = idle
-        bds.append((s, shares))
+        for g in counts:
+            r = traced_row(s, g)
+            if not r:
+                continue
+            run = num(r, "bd_run") or num(r, "bd_window")
+            sh = lambda k: 100 * num(r, "bd_" + k) / run if run else None
+            busy = num(r, "bd_window") - num(r, "bd_idle")
+            idle = 100 * max(run - busy, 0.0) / run if run else None
+            lib = lib_share(find(s, "strong", g), run)
+            w("| %s | %d | %.4f | %s | %s | %s | %s | %s | %s | %s |" % (
+                s, g, run, fmt(sh("compute"), "%.1f%%"), fmt(sh("h2d"), "%.1f%%"),
+                fmt(sh("d2h"), "%.1f%%"), fmt(sh("peer"), "%.1f%%"), fmt(sh("d2d"), "%.1f%%"),
+                fmt(idle, "%.1f%%"), fmt(lib, "%.1f%%")))
+            if g == most:
+                shares = {k: sh(k) for k in ("compute", "h2d", "d2h", "peer", "d2d")}
+                shares["idle"] = idle
+                bds.append((s, shares))
     w("")
-    w("### Allocation per GPU (2 GPUs, strong size): peak bytes allocated vs the GPU's even share of the arrays")
+    w("### Allocation per GPU (%d GPUs, strong size): peak bytes allocated vs the GPU's even "
+      "share of the arrays" % most)
     w("")
-    w("| sample | GPU 0 peak MB | GPU 1 peak MB | arrays' bytes / 2 (MB) | max peak / share |")
-    w("|---|---|---|---|---|")
+    table(["sample"] + ["GPU %d peak MB" % i for i in range(most)]
+          + ["arrays' bytes / %d (MB)" % most, "max peak / share"])
     for s in samples:
-        b = find(s, "strong", 2)
+        b = find(s, "strong", most)
         if not b or "peak_d0" not in b:
             continue
-        share = num(b, "bytes_host_pinned") / 2 if num(b, "bytes_host_pinned") else None
-        p0, p1 = num(b, "peak_d0"), num(b, "peak_d1")
-        w("| %s | %.1f | %s | %s | %s |" % (s, p0 / 1e6, fmt(p1 / 1e6 if p1 is not None else None, "%.1f"),
-                                             fmt(share / 1e6 if share else None, "%.1f"),
-                                             fmt(max(p0, p1 or 0) / share if share else None, "%.2f")))
+        share = num(b, "bytes_host_pinned") / most if num(b, "bytes_host_pinned") else None
+        peaks = [num(b, "peak_d%d" % i) for i in range(most)]
+        top = max(p or 0 for p in peaks)
+        w("| " + " | ".join([s] + [fmt(p / 1e6 if p is not None else None, "%.1f") for p in peaks]
+                            + [fmt(share / 1e6 if share else None, "%.1f"),
+                               fmt(top / share if share else None, "%.2f")]) + " |")
     w("")
-    w("### Peer flow-out vs flow-out staged through the host (BBMM_PEER_ACCESS=0), 2 GPUs")
+    w("### Peer flow-out vs flow-out staged through the host (BBMM_PEER_ACCESS=0), %d GPUs" % most)
     w("")
-    w("| sample | peer run s | staged run s | staged / peer | verified |")
-    w("|---|---|---|---|---|")
+    table(["sample", "peer run s", "staged run s", "staged / peer", "verified"])
     for s in samples:
-        b = find(s, "strong", 2)
-        st = find(s, "staged", 2)
+        b = find(s, "strong", most)
+        st = find(s, "staged", most)
         if not b or not st:
             continue
         tp, ts = run_seconds(b), run_seconds(st)
@@ -307,11 +344,11 @@ def report(args):
       "there is one, else run seconds (above). bbmm vs hand-written = hand-written s / "
       "bbmm s (target >= 0.95); unified memory / bbmm (target >= 2).")
     w("")
-    w("| sample | GPUs | bbmm s | hand-written s | bbmm speed / hand-written | unified memory s | UM / bbmm | whole-array copies s (1 GPU) | verified (baselines) |")
-    w("|---|---|---|---|---|---|---|---|---|")
+    table(["sample", "GPUs", "bbmm s", "hand-written s", "bbmm speed / hand-written",
+           "unified memory s", "UM / bbmm", "whole-array copies s (1 GPU)", "verified (baselines)"])
     bars = []
     for s in ("heat2d", "heat3d"):
-        for g in (1, 2):
+        for g in counts:
             b = find(s, "strong", g)
             if not b:
                 continue
@@ -329,10 +366,10 @@ def report(args):
                 fmt(tu, "%.4f"), fmt(ratio(tu, tb), "%.2f"), fmt(tw, "%.4f"), ver))
             bars.append(("%s %d GPU%s" % (s, g, "s" if g > 1 else ""), tb, th, tu, tw))
     print("\n".join(out))
-    plots(args.out, scal, bds, bars, machine)
+    plots(args.out, scal, multi, bds, most, bars, machine)
 
 
-def plots(outdir, scal, bds, bars, machine):
+def plots(outdir, scal, multi, bds, most, bars, machine):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -342,17 +379,20 @@ def plots(outdir, scal, bds, bars, machine):
         return
     title = "%s x %s, %s" % (machine.get("gpus", "?"), machine.get("gpu_name", "?"),
                              machine.get("date", "?"))
-    if scal:
-        fig, ax = plt.subplots(figsize=(9, 4))
+    if scal and multi:
+        fig, ax = plt.subplots(figsize=(10, 4))
         xs = range(len(scal))
-        ax.bar([x - 0.2 for x in xs], [s[1] or 0 for s in scal], 0.4, label="whole generated function (pinning, reservations, unpinning in)")
-        ax.bar([x + 0.2 for x in xs], [s[2] or 0 for s in scal], 0.4,
-               label="run (traced: first acquire to last write-back)")
-        ax.axhline(2.0, color="grey", linestyle="--", linewidth=1)
-        ax.axhline(1.95, color="red", linestyle=":", linewidth=1, label="stencil target 1.95x")
+        width = 0.8 / len(multi)
+        for i, g in enumerate(multi):
+            ax.bar([x - 0.4 + width * (i + 0.5) for x in xs], [s[1][g][1] or 0 for s in scal],
+                   width, label="1 -> %d GPUs (traced run)" % g)
+            ax.scatter([x - 0.4 + width * (i + 0.5) for x in xs], [s[1][g][0] or 0 for s in scal],
+                       marker="_", color="black", s=60,
+                       label="whole function (pinning in)" if i == 0 else None)
+            ax.axhline(g, color="grey", linestyle="--", linewidth=0.8)
         ax.set_xticks(list(xs))
         ax.set_xticklabels([s[0] for s in scal])
-        ax.set_ylabel("1 -> 2 GPUs speed-up")
+        ax.set_ylabel("speed-up over 1 GPU")
         ax.set_title("bbmmc samples, strong scaling, " + title)
         ax.legend(fontsize=8)
         fig.tight_layout()
@@ -369,7 +409,7 @@ def plots(outdir, scal, bds, bars, machine):
         ax.set_xticks(xs)
         ax.set_xticklabels([b[0] for b in bds])
         ax.set_ylabel("% of the traced run (per GPU)")
-        ax.set_title("time breakdown on 2 GPUs, " + title)
+        ax.set_title("time breakdown on %d GPUs, " % most + title)
         ax.legend(fontsize=8, ncol=3)
         fig.tight_layout()
         fig.savefig(outdir + "/study_breakdown.png", dpi=110)

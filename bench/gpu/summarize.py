@@ -81,6 +81,8 @@ SAMPLE_CONFIGS = {
     "1gpu_4t": "1 GPU, 4 tiles (march 3)",
     "2gpu_1t": "2 GPUs, 1 tile each",
     "2gpu_4t": "2 GPUs, 4 tiles each",
+    "4gpu_1t": "4 GPUs, 1 tile each",
+    "4gpu_4t": "4 GPUs, 4 tiles each",
     "2logical_1t": "2 logical devices of GPU 0, 1 tile each",
     "2logical_4t": "2 logical devices of GPU 0, 4 tiles each",
     "boxout": "box-out, 1 GPU, 8 tiles, grids of <= 3 blocks per dimension (evictions)",
