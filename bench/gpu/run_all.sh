@@ -242,7 +242,7 @@ if wants sanitize; then
       # multi-GiB pinning): under the sanitizer they only take long (80 s timeouts on
       # an H100, 2026-11-23).
       step sanitize "${tool}_backend_test" 30 "${san[@]}" "$B/cuda_backend_test" \
-        --gtest_filter='-*NoCallBlocks*:*EnqueueCost*:*Pinning*:*ReusedPoolMemory*:*RecordCoversEveryStream*:*KernelLaunchError*'
+        --gtest_filter='-*NoCallBlocks*:*EnqueueCost*:*Pinning*:*ReusedPoolMemory*:*RecordCoversEveryStream*:*HeldBackStreams*:*KernelLaunchError*'
 
       if [[ $tool == memcheck ]] && have cuda_conformance_test; then
         step sanitize memcheck_conformance_kernel 20 "${san[@]}" "$B/cuda_conformance_test" \

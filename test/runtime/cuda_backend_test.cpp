@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/backend.h"
 #include "core/trace.h"
 #include "cuda/cuda_backend.h"
@@ -732,6 +733,88 @@ TEST_F(CudaBackendTest, RecordCoversEveryStream) {
   const Event after[] = {*rec};
   ASSERT_TRUE(backend_->free(0, *a, after).ok());
   ASSERT_TRUE(backend_->free(0, *b, after).ok());
+  EXPECT_TRUE(backend_->synchronize(0).ok());
+}
+
+// A copy waiting for a kernel holds back its own stream only. With both copy streams of
+// one direction held back (copies waiting for a kernel that spins until the host sets a
+// flag), copies of the other two directions, waiting for nothing, complete while the
+// kernel still spins. (Streams that shared a hardware work queue, or a worker that
+// waited on the host for the held-back copies, would hold them back too.)
+TEST_F(CudaBackendTest, HeldBackStreamsHoldBackNoOtherStream) {
+  enum Dir { kH2D, kD2H, kD2D };
+  const char* names[] = {"host-to-device", "device-to-host", "device-to-device"};
+  const size_t n = size_t{1} << 20;  // per copy; 6 disjoint slots per buffer
+  PinnedBuffer flag(sizeof(int), /*mapped=*/true), host(6 * n);
+  absl::StatusOr<DeviceBuffer> a = backend_->allocate(0, 6 * n), b = backend_->allocate(0, 6 * n);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a->ready.wait().ok() && b->ready.wait().ok());
+  volatile int* f = reinterpret_cast<volatile int*>(flag.data());
+  // Copy `k` (0, 1) of direction `d` in its own slot d * 2 + k of the buffers.
+  auto copy = [&](Dir d, int k, std::span<const Event> waits) {
+    const size_t at = static_cast<size_t>(d * 2 + k) * n;
+    switch (d) {
+      case kH2D:
+        return backend_->copy(dense(0, a->base, at, n), dense(kHost, host.data(), at, n),
+                              {n, 1, 1}, waits);
+      case kD2H:
+        return backend_->copy(dense(kHost, host.data(), at, n), dense(0, b->base, at, n),
+                              {n, 1, 1}, waits);
+      default:
+        return backend_->copy(dense(0, b->base, at, n), dense(0, a->base, at, n), {n, 1, 1},
+                              waits);
+    }
+  };
+  for (Dir held : {kH2D, kD2H, kD2D}) {
+    SCOPED_TRACE(std::string("held back: ") + names[held]);
+    *f = 0;
+    absl::StatusOr<Event> spin = backend_->launch(
+        0, [&flag](const LaunchContext& ctx) {
+          (void)launch_spin_until(reinterpret_cast<int*>(flag.data()), nullptr,
+                                  static_cast<cudaStream_t>(ctx.queue));
+        }, {});
+    ASSERT_TRUE(spin.ok());
+    const Event ws[] = {*spin};
+    std::vector<Event> held_back, free_ones;
+    std::vector<std::string> what;
+    // Two copies: the direction's two copy streams (round-robin).
+    for (int k = 0; k < 2; ++k) {
+      absl::StatusOr<Event> e = copy(held, k, ws);
+      ASSERT_TRUE(e.ok()) << e.status();
+      held_back.push_back(*e);
+    }
+    for (Dir d : {kH2D, kD2H, kD2D}) {
+      if (d == held) continue;
+      for (int k = 0; k < 2; ++k) {
+        absl::StatusOr<Event> e = copy(d, k, {});
+        ASSERT_TRUE(e.ok()) << e.status();
+        free_ones.push_back(*e);
+        what.push_back(absl::StrCat(names[d], " copy ", k));
+      }
+    }
+    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
+    auto all_done = [&] {
+      return std::all_of(free_ones.begin(), free_ones.end(), [](const Event& e) { return e.done(); });
+    };
+    while (!all_done() && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::string stuck;
+    for (size_t i = 0; i < free_ones.size(); ++i) {
+      if (!free_ones[i].done()) absl::StrAppend(&stuck, stuck.empty() ? "" : ", ", what[i]);
+    }
+    const bool spinning = !spin->done();
+    const bool held_waiting = !held_back[0].done() && !held_back[1].done();
+    *f = 1;
+    ASSERT_TRUE(spin->wait().ok());
+    for (Event& e : held_back) ASSERT_TRUE(e.wait().ok());
+    for (Event& e : free_ones) ASSERT_TRUE(e.wait().ok());
+    EXPECT_TRUE(spinning && held_waiting) << "the kernel or a held-back copy ended early";
+    EXPECT_TRUE(stuck.empty()) << "waited for the spinning kernel though independent of it: "
+                               << stuck;
+  }
+  ASSERT_TRUE(backend_->free(0, *a, {}).ok());
+  ASSERT_TRUE(backend_->free(0, *b, {}).ok());
   EXPECT_TRUE(backend_->synchronize(0).ok());
 }
 
