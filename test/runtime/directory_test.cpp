@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bbmm/box.h"
+#include "bbmm/box_set.h"
 #include "core/directory.h"
 
 namespace bbmm::detail {
@@ -122,6 +123,129 @@ TEST(Directory, RowWritesMergeBack) {
   EXPECT_EQ(dir.regions().size(), 2u);
   for (int64_t r = 0; r < 64; ++r) dir.add(*Box::create({r, 0}, {r + 1, 64}), kHostBit);
   EXPECT_EQ(dir.regions().size(), 2u);
+}
+
+// The directory's algorithm without its filters (per-region spans, per-block
+// summaries): every scan visits every region, as the first version did. The
+// filters must change nothing, not even the order of the regions (it sets the
+// order of the copies a read-in plans).
+class PlainDirectory {
+ public:
+  explicit PlainDirectory(const Box& whole) { regions_.push_back({whole, kHostBit}); }
+  const std::vector<Directory::Region>& regions() const { return regions_; }
+  std::vector<Directory::Region> query(const Box& box) const {
+    std::vector<Directory::Region> out;
+    for (const auto& r : regions_) {
+      if (overlaps(r.box, box)) out.push_back({*intersection(r.box, box), r.valid});
+    }
+    return out;
+  }
+  bool all_valid(const Box& box, HolderMask bits) const {
+    for (const auto& r : regions_) {
+      if ((r.valid & bits) != bits && overlaps(r.box, box)) return false;
+    }
+    return true;
+  }
+  template <typename F>
+  void update(const Box& box, F f) {
+    if (box.empty()) return;
+    std::vector<size_t> work;
+    const size_t n = regions_.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (!overlaps(regions_[i].box, box)) continue;
+      const HolderMask old = regions_[i].valid, now = f(old);
+      if (now == old) continue;
+      work.push_back(i);
+      const Box region = regions_[i].box, inside = *intersection(region, box);
+      regions_[i] = {inside, now};
+      if (inside == region) continue;
+      BoxSet rest = *subtract(region, box);
+      for (size_t k = 0; k < rest.size(); ++k) {
+        work.push_back(regions_.size());
+        regions_.push_back({rest[k], old});
+      }
+    }
+    // Merge with the first region (in order) of equal holders whose union with
+    // it is a box, until none is left.
+    std::vector<char> dead(regions_.size(), 0);
+    while (!work.empty()) {
+      const size_t i = work.back();
+      work.pop_back();
+      if (dead[i]) continue;
+      for (size_t j = 0; j < regions_.size(); ++j) {
+        if (j == i || dead[j] || regions_[j].valid != regions_[i].valid) continue;
+        const Box h = *convex_union(regions_[i].box, regions_[j].box);
+        if (h.volume() != regions_[i].box.volume() + regions_[j].box.volume()) continue;
+        regions_[i].box = h;
+        dead[j] = 1;
+        work.push_back(i);
+        break;
+      }
+    }
+    size_t out = 0;
+    for (size_t k = 0; k < regions_.size(); ++k) {
+      if (!dead[k]) regions_[out++] = regions_[k];
+    }
+    regions_.resize(out);
+  }
+
+ private:
+  std::vector<Directory::Region> regions_;
+};
+
+bool same(const std::vector<Directory::Region>& a, const std::vector<Directory::Region>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!(a[i].box == b[i].box) || a[i].valid != b[i].valid) return false;
+  }
+  return true;
+}
+
+// Many regions (dozens of blocks): row strips written by their owners and read by
+// others, as LU and Floyd-Warshall do, mixed with random boxes.
+TEST(Directory, SameRegionsInTheSameOrderAsWithoutFilters) {
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937 rng(seed);
+    const std::vector<int64_t> ext = {96, 40};
+    const Box whole = *Box::from_extents(ext);
+    Directory dir(whole);
+    PlainDirectory plain(whole);
+    for (int s = 0; s < 400; ++s) {
+      Box b = random_box(rng, ext);
+      if (s % 3 != 0) {  // a row strip [r, r + h) x [c, 40)
+        const int64_t r = std::uniform_int_distribution<int64_t>(0, 95)(rng);
+        const int64_t h = std::uniform_int_distribution<int64_t>(1, 4)(rng);
+        const int64_t c = std::uniform_int_distribution<int64_t>(0, 39)(rng);
+        b = *Box::create({r, c}, {std::min<int64_t>(r + h, 96), 40});
+      }
+      const HolderMask bits = device_bit(std::uniform_int_distribution<int>(0, 3)(rng));
+      const int op = std::uniform_int_distribution<int>(0, 2)(rng);
+      if (op == 0) {
+        dir.set(b, bits);
+        plain.update(b, [&](HolderMask) { return bits; });
+      } else if (op == 1) {
+        dir.add(b, bits);
+        plain.update(b, [&](HolderMask m) { return m | bits; });
+      } else {
+        dir.add(b, kHostBit);
+        plain.update(b, [&](HolderMask m) { return m | kHostBit; });
+        dir.remove(b, bits);
+        plain.update(b, [&](HolderMask m) { return m & ~bits; });
+      }
+      const std::string when = "seed " + std::to_string(seed) + " step " + std::to_string(s);
+      ASSERT_TRUE(same(dir.regions(), plain.regions())) << when << ": " << dir.regions().size()
+                                                        << " vs " << plain.regions().size();
+      const Box q = random_box(rng, ext);
+      ASSERT_TRUE(same(dir.query(q), plain.query(q))) << when << " query " << q;
+      std::vector<Directory::Region> seen;
+      dir.for_each(q, [&](const Directory::Region& r) { seen.push_back(r); });
+      ASSERT_TRUE(same(seen, plain.query(q))) << when << " for_each " << q;
+      for (int d = 0; d < 4; ++d) {
+        ASSERT_EQ(dir.all_valid(q, device_bit(d)), plain.all_valid(q, device_bit(d))) << when;
+      }
+      ASSERT_EQ(dir.all_valid(q, kHostBit), plain.all_valid(q, kHostBit)) << when;
+    }
+  }
 }
 
 }  // namespace

@@ -22,6 +22,10 @@ bbmm_add_test(directory_test LABELS runtime
 bbmm_add_test(hazards_test LABELS runtime
   SOURCES hazards_test.cpp
   LIBS bbmm_runtime_internal)
+# instance_list_test: a device's instances of an array (blocked hulls) against a plain list.
+bbmm_add_test(instance_list_test LABELS runtime
+  SOURCES instance_list_test.cpp
+  LIBS bbmm_runtime_internal)
 # no_blocking_test: the tile path returns while no device work has run (a
 # gated backend adaptor holds every operation until the test opens it).
 bbmm_add_test(no_blocking_test LABELS runtime

@@ -13,6 +13,7 @@
 #include "core/directory.h"
 #include "core/hazards.h"
 #include "core/instance.h"
+#include "core/instance_list.h"
 
 namespace bbmm {
 
@@ -45,7 +46,7 @@ class Array {
 
   detail::Directory directory;
   // Instances of this array on each device; on one device they are disjoint.
-  std::vector<std::vector<detail::Instance*>> instances;
+  std::vector<detail::InstanceList> instances;
   // Copies in flight reading (H2D) or writing (D2H) the host copy, per box.
   detail::Hazards host_hazards;
 
@@ -67,9 +68,7 @@ class Array {
   // `f` must not add or remove instances of that device.
   template <typename F>
   void for_each_overlapping(int device, const Box& box, F f) const {
-    for (detail::Instance* inst : instances[device]) {
-      if (overlaps(inst->box, box)) f(inst);
-    }
+    instances[device].for_each_overlapping(box, f);
   }
 };
 

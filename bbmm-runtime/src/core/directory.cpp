@@ -20,46 +20,74 @@ void Directory::put(size_t i, Region r) {
     regions_[i] = std::move(r);
     spans_[i] = sp;
   }
+  rebuild_blocks(i / kBlock, i / kBlock + 1);
+}
+
+void Directory::set_valid(size_t i, HolderMask valid) {
+  regions_[i].valid = valid;
+  spans_[i].valid = valid;
+  rebuild_blocks(i / kBlock, i / kBlock + 1);
+}
+
+void Directory::rebuild_blocks(size_t first, size_t last) {
+  const size_t n = (regions_.size() + kBlock - 1) / kBlock;
+  blocks_.resize(n);
+  last = std::min(last, n);
+  for (size_t b = first; b < last; ++b) {
+    Block k;
+    k.all = ~HolderMask{0};
+    k.lo = spans_[b * kBlock].lo;
+    k.hi = spans_[b * kBlock].hi;
+    for (size_t i = b * kBlock, end = block_end(b); i < end; ++i) {
+      k.lo = std::min(k.lo, spans_[i].lo);
+      k.hi = std::max(k.hi, spans_[i].hi);
+      k.all &= spans_[i].valid;
+      k.any |= spans_[i].valid;
+    }
+    blocks_[b] = k;
+  }
 }
 
 std::vector<Directory::Region> Directory::query(const Box& box) const {
   std::vector<Region> out;
-  for (size_t i = 0; i < regions_.size(); ++i) {
-    const Region& r = regions_[i];
-    if (!spans_[i].meets(box) || !overlaps(r.box, box)) continue;
-    out.push_back({*intersection(r.box, box), r.valid});
-  }
+  for_each(box, [&](const Region& r) { out.push_back(r); });
   return out;
 }
 
 template <typename F>
 void Directory::update(const Box& box, F f) {
   if (box.empty()) return;
-  std::vector<size_t> changed;
+  std::vector<size_t>& changed = changed_;
+  changed.clear();
+  // The regions there before the update; the pieces split off are appended
+  // (a block's regions change only while the loop is in it, so a block that
+  // missed `box` at the start still does).
   const size_t n = regions_.size();
-  for (size_t i = 0; i < n; ++i) {
-    if (!spans_[i].meets(box) || !overlaps(regions_[i].box, box)) continue;
-    const HolderMask old = regions_[i].valid;
-    const HolderMask now = f(old);
-    if (now == old) continue;
-    changed.push_back(i);
-    const Box region = regions_[i].box;
-    const Box inside = *intersection(region, box);
-    if (inside == region) {
-      regions_[i].valid = now;
-      spans_[i].valid = now;
-      continue;
-    }
-    // Split: the part inside `box` takes the new holders, the rest keeps the
-    // old ones.
-    put(i, {inside, now});
-    BoxSet rest = *subtract(region, box);
-    for (size_t k = 0; k < rest.size(); ++k) {
-      changed.push_back(regions_.size());
-      put(regions_.size(), {rest[k], old});
+  for (size_t b = 0; b * kBlock < n; ++b) {
+    if (!blocks_[b].meets(box)) continue;
+    for (size_t i = b * kBlock, end = std::min(n, (b + 1) * kBlock); i < end; ++i) {
+      if (!spans_[i].meets(box) || !overlaps(regions_[i].box, box)) continue;
+      const HolderMask old = regions_[i].valid;
+      const HolderMask now = f(old);
+      if (now == old) continue;
+      changed.push_back(i);
+      const Box region = regions_[i].box;
+      const Box inside = *intersection(region, box);
+      if (inside == region) {
+        set_valid(i, now);
+        continue;
+      }
+      // Split: the part inside `box` takes the new holders, the rest keeps the
+      // old ones.
+      put(i, {inside, now});
+      BoxSet rest = *subtract(region, box);
+      for (size_t k = 0; k < rest.size(); ++k) {
+        changed.push_back(regions_.size());
+        put(regions_.size(), {rest[k], old});
+      }
     }
   }
-  if (!changed.empty()) merge(std::move(changed));
+  if (!changed.empty()) merge(changed);
 }
 
 namespace {
@@ -87,38 +115,54 @@ std::optional<Box> box_union(const Box& a, const Box& b) {
 
 }  // namespace
 
-void Directory::merge(std::vector<size_t> work) {
+void Directory::merge(std::vector<size_t>& work) {
   // Merge two regions with equal holders whose union is a box, until none is
   // left. Before the update no such pair existed, so every pair to merge has
   // a changed region in it: only those (and the merged results) are tried,
   // which keeps an update at O(changed x regions) instead of rescanning all
   // pairs after each merge (LU's fragmented directory spent most of its
   // runtime there).
-  std::vector<char> dead(regions_.size(), 0);
+  std::vector<char>& dead = dead_;
+  dead.assign(regions_.size(), 0);
+  size_t first_dead = regions_.size();
   while (!work.empty()) {
     const size_t i = work.back();
     work.pop_back();
     if (dead[i]) continue;
-    for (size_t j = 0; j < regions_.size(); ++j) {
-      if (j == i || dead[j] || spans_[j].valid != spans_[i].valid) continue;
-      // Mergeable regions touch or coincide in dimension 0.
-      if (spans_[j].hi < spans_[i].lo || spans_[i].hi < spans_[j].lo) continue;
-      std::optional<Box> h = box_union(regions_[i].box, regions_[j].box);
-      if (!h) continue;
-      put(i, {*h, regions_[i].valid});
-      dead[j] = 1;
-      work.push_back(i);  // the larger region may now merge further
-      break;
+    const Span si = spans_[i];
+    size_t partner = regions_.size();
+    // Mergeable regions have equal holders and touch or coincide in dimension 0.
+    for (size_t b = 0; b < blocks_.size() && partner == regions_.size(); ++b) {
+      const Block& k = blocks_[b];
+      if ((k.any & si.valid) != si.valid || (k.all & ~si.valid) != 0 || k.hi < si.lo ||
+          si.hi < k.lo) {
+        continue;
+      }
+      for (size_t j = b * kBlock, end = block_end(b); j < end; ++j) {
+        if (j == i || dead[j] || spans_[j].valid != si.valid) continue;
+        if (spans_[j].hi < si.lo || si.hi < spans_[j].lo) continue;
+        if (box_union(regions_[i].box, regions_[j].box)) {
+          partner = j;
+          break;
+        }
+      }
     }
+    if (partner == regions_.size()) continue;
+    put(i, {*box_union(regions_[i].box, regions_[partner].box), si.valid});
+    dead[partner] = 1;
+    first_dead = std::min(first_dead, partner);
+    work.push_back(i);  // the larger region may now merge further
   }
-  size_t out = 0;
-  for (size_t k = 0; k < regions_.size(); ++k) {
+  // Close the gaps left by the merged-away regions (none: nothing moves).
+  size_t out = first_dead;
+  for (size_t k = first_dead; k < regions_.size(); ++k) {
     if (dead[k]) continue;
     regions_[out] = regions_[k];
     spans_[out++] = spans_[k];
   }
   regions_.resize(out);
   spans_.resize(out);
+  rebuild_blocks(first_dead / kBlock, blocks_.size());
 }
 
 void Directory::set(const Box& box, HolderMask valid) {

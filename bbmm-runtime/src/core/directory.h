@@ -9,6 +9,8 @@
 // Thread-safety: none; the runtime core serialises access.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -38,18 +40,24 @@ class Directory {
   // returns them, without allocating; `f` must not update the directory.
   template <typename F>
   void for_each(const Box& box, F f) const {
-    for (size_t i = 0; i < regions_.size(); ++i) {
-      if (!spans_[i].meets(box)) continue;
-      const Region& r = regions_[i];
-      if (overlaps(r.box, box)) f(Region{*intersection(r.box, box), r.valid});
+    for (size_t b = 0; b < blocks_.size(); ++b) {
+      if (!blocks_[b].meets(box)) continue;
+      for (size_t i = b * kBlock, end = block_end(b); i < end; ++i) {
+        if (!spans_[i].meets(box)) continue;
+        const Region& r = regions_[i];
+        if (overlaps(r.box, box)) f(Region{*intersection(r.box, box), r.valid});
+      }
     }
   }
   // True when every point of `box` is valid in every holder of `bits`.
   bool all_valid(const Box& box, HolderMask bits) const {
-    for (size_t i = 0; i < regions_.size(); ++i) {
-      if ((spans_[i].valid & bits) != bits && spans_[i].meets(box) &&
-          overlaps(regions_[i].box, box)) {
-        return false;
+    for (size_t b = 0; b < blocks_.size(); ++b) {
+      if ((blocks_[b].all & bits) == bits || !blocks_[b].meets(box)) continue;
+      for (size_t i = b * kBlock, end = block_end(b); i < end; ++i) {
+        if ((spans_[i].valid & bits) != bits && spans_[i].meets(box) &&
+            overlaps(regions_[i].box, box)) {
+          return false;
+        }
       }
     }
     return true;
@@ -68,8 +76,8 @@ class Directory {
   template <typename F>
   void update(const Box& box, F f);
   // Merges regions with equal holders whose union is a box; `work` holds the
-  // indices of the regions the update changed or added.
-  void merge(std::vector<size_t> work);
+  // indices of the regions the update changed or added (consumed).
+  void merge(std::vector<size_t>& work);
 
   // What the scans test first, in a compact array beside regions_ (a Box is 136
   // bytes; LU's directories hold thousands of row strips): each region's extent
@@ -83,11 +91,32 @@ class Directory {
   static Span span_of(const Region& r) {
     return r.box.rank() > 0 ? Span{r.box.lo(0), r.box.hi(0), r.valid} : Span{0, 1, r.valid};
   }
-  // Writes region `i` (i == size: appends), keeping spans_ in step.
+  // Writes region `i` (i == size: appends), keeping spans_ and blocks_ in step.
   void put(size_t i, Region r);
+  // Sets region `i`'s holders, keeping spans_ and blocks_ in step.
+  void set_valid(size_t i, HolderMask valid);
+
+  // The scans skip whole blocks of kBlock consecutive regions first: the hull of
+  // their extents in dimension 0 and the holders common to all of them (LU's
+  // directory keeps the row strips of its early steps in order, so a block spans
+  // a few rows). Exact: recomputed from spans_ whenever a region changes.
+  static constexpr size_t kBlock = 16;
+  struct Block {
+    int64_t lo = 0, hi = 0;  // hull of the regions' spans in dimension 0
+    HolderMask all = 0;      // holders of every region of the block
+    HolderMask any = 0;      // holders of some region of the block
+    bool meets(const Box& b) const { return b.rank() == 0 || (lo < b.hi(0) && b.lo(0) < hi); }
+  };
+  size_t block_end(size_t b) const { return std::min(regions_.size(), (b + 1) * kBlock); }
+  // Recomputes blocks [first, last) from spans_ (blocks_ follows the number of
+  // regions).
+  void rebuild_blocks(size_t first, size_t last);
 
   std::vector<Region> regions_;
   std::vector<Span> spans_;  // parallel to regions_
+  std::vector<Block> blocks_;  // per kBlock regions
+  std::vector<size_t> changed_;  // scratch of update()
+  std::vector<char> dead_;       // scratch of merge()
 };
 
 }  // namespace bbmm::detail

@@ -18,8 +18,14 @@ void add_event(std::vector<Event>& out, const Event& e) {
 }
 
 void Hazards::before(const Box& box, bool write, std::vector<Event>& out) const {
+  // Entries of one batch of copies share its event: adding it again would
+  // change nothing (`out` then holds it, or a later event of its queue).
+  const EventState* last = nullptr;
   for (const Entry& en : entries_) {
-    if ((write || en.write) && overlaps(en.box, box)) add_event(out, en.done);
+    if ((write || en.write) && en.done.state() != last && overlaps(en.box, box)) {
+      add_event(out, en.done);
+      last = en.done.state();
+    }
   }
 }
 
@@ -33,15 +39,19 @@ void Hazards::after(const Box& box, bool write, const Event& done) {
     // A read whose completion implies an earlier read of a box inside its own
     // (one in-order queue: a stencil's kernels re-reading their halo every
     // step) stands for it: a writer of those elements waits for this one.
-    const EventState& now = *done.state();
-    entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
-                                  [&](const Entry& en) {
-                                    return !en.write && now.implies(*en.done.state()) &&
-                                           is_subset(en.box, box);
-                                  }),
-                   entries_.end());
+    // (EventState::implies, on the cached queue and sequence.)
+    const void* q = done.state()->queue();
+    const uint64_t seq = done.state()->sequence();
+    if (q != nullptr) {
+      entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                    [&](const Entry& en) {
+                                      return !en.write && en.queue == q && seq >= en.sequence &&
+                                             is_subset(en.box, box);
+                                    }),
+                     entries_.end());
+    }
   }
-  entries_.push_back(Entry{box, done, write});
+  entries_.push_back(Entry{box, done, write, done.state()->queue(), done.state()->sequence()});
   if (entries_.size() >= prune_at_) prune();
 }
 
@@ -77,10 +87,8 @@ void Hazards::merge() {
   // shrinking box per step, never a superset of an earlier one).
   std::vector<Entry> merged;
   for (const Entry& en : entries_) {
-    const EventState* s = en.done.state();
     auto same = std::find_if(merged.begin(), merged.end(), [&](const Entry& m) {
-      const EventState* t = m.done.state();
-      return m.write == en.write && t->queue() != nullptr && t->queue() == s->queue();
+      return m.write == en.write && m.queue != nullptr && m.queue == en.queue;
     });
     if (same == merged.end()) {
       merged.push_back(en);
@@ -92,7 +100,10 @@ void Hazards::merge() {
       continue;
     }
     same->box = *std::move(h);
-    if (s->implies(*same->done.state())) same->done = en.done;
+    if (en.sequence >= same->sequence) {  // en.done implies same->done (one queue)
+      same->done = en.done;
+      same->sequence = en.sequence;
+    }
   }
   entries_ = std::move(merged);
 }

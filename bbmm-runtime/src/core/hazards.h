@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "bbmm/box.h"
@@ -41,6 +42,10 @@ class Hazards {
     Box box;
     Event done;
     bool write;
+    // done's queue and place in it, read once (the scans compare them for
+    // every entry; asking the event costs two virtual calls and a cache miss).
+    const void* queue;
+    uint64_t sequence;
   };
   // Drops the entries whose operation has completed; past kMaxInFlight entries
   // still in flight, merges them (merge()).

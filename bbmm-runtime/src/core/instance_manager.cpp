@@ -128,8 +128,7 @@ absl::Status InstanceManager::free(Instance* inst) {
   inst->hazards.all(scratch_);
   absl::Status s = backend_.free(inst->device, inst->buffer, scratch_);
   (inst->usage > 0 ? dev.in_use : dev.unused).erase(inst->list_pos);
-  auto& list = inst->array->instances[inst->device];
-  list.erase(std::find(list.begin(), list.end(), inst));
+  inst->array->instances[inst->device].erase(inst);
   dev.allocated -= inst->bytes;
   bbmm_stats& st = stats_[inst->device];
   st.bytes_allocated = dev.allocated;

@@ -82,13 +82,7 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
   BoxSet rest(a.rank());
   for (size_t i = 0; i < part.all.size(); ++i) {
     const Box r = part.all[i];
-    Instance* home = nullptr;
-    for (Instance* inst : a.instances[d]) {
-      if (is_subset(r, inst->box)) {
-        home = inst;
-        break;
-      }
-    }
+    Instance* home = a.instances[d].find_containing(r);
     if (home == nullptr) {
       rest.append_unchecked(r);
       continue;
@@ -189,9 +183,7 @@ absl::Status Placement::evict_unused_overlapping(TileState& tile) {
 
 absl::Status Placement::reserve(int device, Array& a, const Box& box) {
   if (box.empty()) return absl::OkStatus();
-  for (Instance* inst : a.instances[device]) {
-    if (is_subset(box, inst->box)) return absl::OkStatus();  // already in place
-  }
+  if (a.instances[device].find_containing(box) != nullptr) return absl::OkStatus();  // in place
   // The hull of the box and every instance it overlaps, until it overlaps no
   // other (instances of one device stay disjoint).
   std::vector<Instance*> cands;

@@ -1,0 +1,66 @@
+#include "core/instance_list.h"
+
+#include <algorithm>
+
+namespace bbmm::detail {
+
+void InstanceList::widen(Box& h, const Box& box) {
+  if (box.empty()) return;
+  if (h.rank() == 0) {
+    h = box;
+    return;
+  }
+  int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
+  for (int d = 0; d < box.rank(); ++d) {
+    lo[d] = std::min(h.lo(d), box.lo(d));
+    hi[d] = std::max(h.hi(d), box.hi(d));
+  }
+  h = Box::make_unchecked(box.rank(), lo, hi);
+}
+
+void InstanceList::push_back(Instance* inst) {
+  if (items_.size() % kBlock == 0) hulls_.emplace_back();
+  items_.push_back(inst);
+  spans_.push_back(span_of(inst->box));
+  widen(hulls_.back(), inst->box);
+}
+
+void InstanceList::erase(Instance* inst) {
+  const size_t i = static_cast<size_t>(std::find(items_.begin(), items_.end(), inst) - items_.begin());
+  items_.erase(items_.begin() + static_cast<std::ptrdiff_t>(i));
+  spans_.erase(spans_.begin() + static_cast<std::ptrdiff_t>(i));
+  hulls_.resize((items_.size() + kBlock - 1) / kBlock);
+  rebuild_hulls(i / kBlock);
+}
+
+void InstanceList::rebuild_hulls(size_t first_block) {
+  for (size_t b = first_block; b < hulls_.size(); ++b) {
+    Box h;
+    const size_t end = std::min(items_.size(), (b + 1) * kBlock);
+    for (size_t i = b * kBlock; i < end; ++i) widen(h, items_[i]->box);
+    hulls_[b] = h;
+  }
+}
+
+Instance* InstanceList::find_containing(const Box& box) const {
+  if (box.empty()) {
+    // Every instance of its rank holds an empty box: the first one.
+    for (Instance* inst : items_) {
+      if (is_subset(box, inst->box)) return inst;
+    }
+    return nullptr;
+  }
+  const int64_t lo = box.lo(0), hi = box.hi(0);
+  for (size_t b = 0; b < hulls_.size(); ++b) {
+    if (!is_subset(box, hulls_[b])) continue;
+    const size_t end = std::min(items_.size(), (b + 1) * kBlock);
+    for (size_t i = b * kBlock; i < end; ++i) {
+      if (spans_[i].lo <= lo && hi <= spans_[i].hi && is_subset(box, items_[i]->box)) {
+        return items_[i];
+      }
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace bbmm::detail
