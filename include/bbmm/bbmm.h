@@ -116,9 +116,7 @@ bbmm_status bbmm_array_unregister(bbmm_runtime* rt, bbmm_array* array);
  * box outside the array. BBMM_ERROR_OUT_OF_MEMORY when it does not fit even
  * after boxing out unused instances (nothing changed). Afterwards it is an
  * ordinary unused instance: under memory pressure it may be boxed out.
- * Setup, made before the first tile: returns once the allocation itself is done
- * (then the first copies into the instance wait for nothing on the device), without
- * waiting for other device work. */
+ * Returns without waiting for device work. */
 bbmm_status bbmm_reserve(bbmm_runtime* rt, int device, bbmm_array* array, const int64_t* lo,
                          const int64_t* hi);
 

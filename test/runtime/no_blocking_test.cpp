@@ -84,8 +84,6 @@ class GatedBackend : public Backend {
   void watch(std::thread::id id) { watched_ = id; }
   int blocking_calls() const { return blocking_.load(); }
   int device_ops() const { return device_ops_.load(); }
-  // Allocations too complete only when the gate opens.
-  void gate_allocations() { gate_allocations_ = true; }
 
   BackendKind kind() const override { return up_->kind(); }
   std::string name() const override { return "gated(" + up_->name() + ")"; }
@@ -95,7 +93,7 @@ class GatedBackend : public Backend {
   bool can_access_peer(int dst, int src) const override { return up_->can_access_peer(dst, src); }
   absl::StatusOr<DeviceBuffer> allocate(int d, size_t bytes) override {
     absl::StatusOr<DeviceBuffer> b = up_->allocate(d, bytes);
-    if (b.ok()) b->ready = watched(gate_allocations_ ? Event(gate_) : b->ready);
+    if (b.ok()) b->ready = watched(b->ready);
     return b;
   }
   absl::Status free(int d, const DeviceBuffer& buf, std::span<const Event> after) override {
@@ -143,7 +141,6 @@ class GatedBackend : public Backend {
   std::atomic<int> blocking_{0};
   std::atomic<int> device_ops_{0};
   std::atomic<std::thread::id> watched_{};
-  bool gate_allocations_ = false;
 };
 
 // A 2-D Jacobi grid `n` x `n`, `steps` steps of two phases (A -> B, B -> A).
@@ -289,35 +286,6 @@ class GatedTwoDevices : public ::testing::Test {
 };
 class ReadInSource : public GatedTwoDevices {};
 class WriteBack : public GatedTwoDevices {};
-class Reserve : public GatedTwoDevices {};
-
-// reserve is setup: it returns once its allocation is done (so that the first copies
-// into the instance wait for nothing on the device), and waits for nothing else. With
-// the allocations behind the gate, opened by another thread after 100 ms, reserve
-// returns after the opening; a tile's acquire on the reserved instance then issues its
-// read-in without waiting.
-TEST_F(Reserve, WaitsForItsAllocationOnly) {
-  const int64_t n = 16;
-  std::vector<double> a(n * n, 2.0);
-  Runtime& rt = *rt_;
-  GatedBackend* gate = gate_;
-  gate->gate_allocations();
-  const int64_t ext[2] = {n, n};
-  Array* A = *rt.register_array("A", a.data(), sizeof(double), ext);
-  std::atomic<bool> opened{false};
-  std::thread opener([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    opened = true;
-    gate->open_gate();
-  });
-  const absl::Status s = rt.reserve(1, A, *Box::create({0, 0}, {8, n}));
-  const bool waited = opened.load();
-  opener.join();
-  ASSERT_TRUE(s.ok()) << s;
-  EXPECT_TRUE(waited) << "reserve returned before its allocation was done";
-  EXPECT_EQ(rt.stats(1).reservations, 1u);
-  ASSERT_TRUE(rt.unregister_array(A).ok());
-}
 
 // Where a read-in comes from when the host and another device both hold the
 // elements. While that device's own copy of them is still in flight (its

@@ -211,21 +211,6 @@ absl::Status Placement::reserve(int device, Array& a, const Box& box) {
                         absl::StrCat("reserve array '", a.name, "' box ", box.to_string(),
                                      " on device ", device, ": ", inst.status().message()));
   }
-  // A reservation is setup, made before the first tile, so it waits for its allocation
-  // (not for other device work): the first copies into the instance then wait for
-  // nothing on the device. Left to the device, a stream-ordered allocation that grows a
-  // pool mapped into peer GPUs completed only once the peers' work in flight had (4 x
-  // H200, 2026-11-26: each GPU's first read-in waited for the previous GPU's, and the
-  // fourth GPU started computing 6.8 ms after the first).
-  const Event& ready = (*inst)->buffer.ready;
-  if (!ready.done()) {
-    absl::Status w = ready.wait();
-    if (!w.ok()) {
-      return absl::Status(w.code(), absl::StrCat("reserve array '", a.name, "' box ",
-                                                 box.to_string(), " on device ", device,
-                                                 ": the allocation failed: ", w.message()));
-    }
-  }
   stats_[device].reservations++;
   stats_[device].bytes_reserved += (*inst)->bytes;
   return absl::OkStatus();
