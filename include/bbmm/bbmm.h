@@ -66,11 +66,16 @@ typedef struct bbmm_options {
   int cuda_devices_per_gpu;   /* CUDA: logical devices per GPU, each with its own streams and
                                  capacity (default 1; more shows multi-device behaviour on one
                                  GPU) */
+  int cuda_copy_kernel;       /* CUDA: strided device-to-device and peer boxes copied by a
+                                 kernel (default 1) or by the copy engines (0) */
+  int cuda_copy_streams;      /* CUDA: copy streams per direction and device, 1..8 (default 2;
+                                 0: the default) */
 } bbmm_options;
 
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,
- * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS and
- * BBMM_CUDA_DEVICES_PER_GPU from the environment. Fails on a malformed variable
+ * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,
+ * BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL and BBMM_CUDA_COPY_STREAMS from the
+ * environment. Fails on a malformed variable
  * (the message names it). */
 bbmm_status bbmm_options_init(bbmm_options* opts);
 

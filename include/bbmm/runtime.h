@@ -30,10 +30,13 @@ struct RuntimeOptions {
   bool peer_access = true;   // false: device-to-device copies staged through the host
   bool host_poison = true;        // host backend: fill new device memory with 0xA5
   int cuda_devices_per_gpu = 1;   // CUDA: logical devices per GPU (> 1: tests, demos on one GPU)
+  bool cuda_copy_kernel = true;   // CUDA: strided device-to-device/peer boxes by a kernel
+  int cuda_copy_streams = 2;      // CUDA: copy streams per direction and device, 1..8
 
   // Defaults overridden by BBMM_BACKEND, BBMM_DEVICES, BBMM_DEVICE_MEMORY,
-  // BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON and BBMM_CUDA_DEVICES_PER_GPU. Fails naming
-  // a malformed variable.
+  // BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,
+  // BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL and BBMM_CUDA_COPY_STREAMS. Fails
+  // naming a malformed variable.
   static absl::StatusOr<RuntimeOptions> from_env();
 };
 

@@ -25,7 +25,8 @@ extern "C" bbmm_status c_caller_tile_require(bbmm_tile* tile, bbmm_array* array,
 namespace {
 
 const char* const kEnv[] = {"BBMM_BACKEND", "BBMM_DEVICES", "BBMM_DEVICE_MEMORY", "BBMM_TRACE",
-                            "BBMM_CHECK", "BBMM_HOST_POISON", "BBMM_PEER_ACCESS"};
+                            "BBMM_CHECK", "BBMM_HOST_POISON", "BBMM_PEER_ACCESS",
+                            "BBMM_CUDA_COPY_KERNEL", "BBMM_CUDA_COPY_STREAMS"};
 
 std::string last() { return bbmm_last_error_message(); }
 bool mentions(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
@@ -155,6 +156,23 @@ TEST_F(CApi, OptionsFromEnvironment) {
   setenv("BBMM_HOST_POISON", "1", 1);
   ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
   EXPECT_EQ(o.host_poison, 1);
+  // The CUDA copy paths (the backend is not created here: any machine).
+  EXPECT_EQ(o.cuda_copy_kernel, 1);
+  EXPECT_EQ(o.cuda_copy_streams, 2);
+  setenv("BBMM_CUDA_COPY_KERNEL", "off", 1);
+  setenv("BBMM_CUDA_COPY_STREAMS", "1", 1);
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << last();
+  EXPECT_EQ(o.cuda_copy_kernel, 0);
+  EXPECT_EQ(o.cuda_copy_streams, 1);
+  setenv("BBMM_CUDA_COPY_KERNEL", "sometimes", 1);
+  EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(last(), "BBMM_CUDA_COPY_KERNEL='sometimes'")) << last();
+  unsetenv("BBMM_CUDA_COPY_KERNEL");
+  for (const char* v : {"0", "9", "two"}) {
+    setenv("BBMM_CUDA_COPY_STREAMS", v, 1);
+    EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT) << v;
+    EXPECT_TRUE(mentions(last(), "BBMM_CUDA_COPY_STREAMS=") && mentions(last(), "1..8")) << last();
+  }
 }
 
 TEST_F(CApi, WriteBackRejectsNullArguments) {

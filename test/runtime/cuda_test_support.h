@@ -8,10 +8,12 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "bbmm/runtime.h"
 #include "cuda/cuda_backend.h"
 #include "runtime_test_util.h"
 
@@ -58,6 +60,15 @@ inline BackendFactory cuda_factory(std::string name, bool copy_kernel) {
     o.capacity_bytes = capacity;
     o.oversubscribe = true;  // several logical devices per GPU on small machines
     o.copy_kernel = copy_kernel;
+    // BBMM_CUDA_COPY_KERNEL and BBMM_CUDA_COPY_STREAMS as for a runtime (RuntimeOptions):
+    // a copy path can be switched off on the GPU machine without a rebuild.
+    absl::StatusOr<RuntimeOptions> env = RuntimeOptions::from_env();
+    if (!env.ok()) {
+      ADD_FAILURE() << env.status();
+      return nullptr;
+    }
+    if (std::getenv("BBMM_CUDA_COPY_KERNEL") != nullptr) o.copy_kernel = env->cuda_copy_kernel;
+    o.copy_streams = env->cuda_copy_streams;
     absl::StatusOr<std::unique_ptr<Backend>> b = make_cuda_backend(o);
     if (!b.ok()) {
       ADD_FAILURE() << b.status();

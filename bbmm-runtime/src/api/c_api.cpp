@@ -134,6 +134,8 @@ bbmm_status bbmm_options_init(bbmm_options* opts) {
     opts->peer_access = d.peer_access ? 1 : 0;
     opts->host_poison = d.host_poison ? 1 : 0;
     opts->cuda_devices_per_gpu = d.cuda_devices_per_gpu;
+    opts->cuda_copy_kernel = d.cuda_copy_kernel ? 1 : 0;
+    opts->cuda_copy_streams = d.cuda_copy_streams;
     opts->eviction_policy = d.eviction_policy;
     if (!o.ok()) return to_c(o.status());
     opts->backend = o->backend;
@@ -145,6 +147,8 @@ bbmm_status bbmm_options_init(bbmm_options* opts) {
     opts->host_poison = o->host_poison ? 1 : 0;
     opts->peer_access = o->peer_access ? 1 : 0;
     opts->cuda_devices_per_gpu = o->cuda_devices_per_gpu;
+    opts->cuda_copy_kernel = o->cuda_copy_kernel ? 1 : 0;
+    opts->cuda_copy_streams = o->cuda_copy_streams;
     return BBMM_OK;
   });
 }
@@ -180,6 +184,9 @@ bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out) {
     o.peer_access = opts->peer_access != 0;
     o.host_poison = opts->host_poison != 0;
     o.cuda_devices_per_gpu = opts->cuda_devices_per_gpu < 1 ? 1 : opts->cuda_devices_per_gpu;
+    o.cuda_copy_kernel = opts->cuda_copy_kernel != 0;
+    // 0 (a zeroed struct): the default.
+    if (opts->cuda_copy_streams > 0) o.cuda_copy_streams = opts->cuda_copy_streams;
     absl::StatusOr<std::unique_ptr<bbmm::Runtime>> rt = bbmm::Runtime::create(o);
     if (!rt.ok()) return to_c(rt.status());
     *out = new bbmm_runtime{*std::move(rt), o.trace_file};

@@ -96,6 +96,19 @@ absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
           absl::StrCat("BBMM_CUDA_DEVICES_PER_GPU='", v, "': expected 1..16"));
     }
   }
+  if (const char* v = std::getenv("BBMM_CUDA_COPY_KERNEL"); v != nullptr && *v != '\0') {
+    const std::string s = absl::AsciiStrToLower(v);
+    if (s == "1" || s == "on" || s == "true" || s == "yes") o.cuda_copy_kernel = true;
+    else if (s == "0" || s == "off" || s == "false" || s == "no") o.cuda_copy_kernel = false;
+    else return absl::InvalidArgumentError(absl::StrCat("BBMM_CUDA_COPY_KERNEL='", v, "': use 0 or 1"));
+  }
+  if (const char* v = std::getenv("BBMM_CUDA_COPY_STREAMS"); v != nullptr && *v != '\0') {
+    if (!absl::SimpleAtoi(v, &o.cuda_copy_streams) || o.cuda_copy_streams < 1 ||
+        o.cuda_copy_streams > 8) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("BBMM_CUDA_COPY_STREAMS='", v, "': expected 1..8"));
+    }
+  }
   return o;
 }
 
