@@ -169,6 +169,13 @@ bbmm_status bbmm_array_write_back(bbmm_runtime* rt, bbmm_array* array);
 bbmm_status bbmm_sync_to_host(bbmm_runtime* rt, bbmm_array* array);
 /* Waits for all devices; starts a new checking epoch. */
 bbmm_status bbmm_synchronize(bbmm_runtime* rt);
+/* Starts a new checking epoch without waiting: a phase boundary. The tiles begun
+ * after it follow those begun before it in program order (the runtime orders
+ * every tile after the ones issued before it in any case), so checking mode
+ * compares a tile's writes only with other devices' writes since the last
+ * boundary or synchronisation point; tiles still open keep their check. Nothing
+ * else changes. The code bbmmc generates calls it at the start of every phase. */
+bbmm_status bbmm_phase_boundary(bbmm_runtime* rt);
 
 /* Counters of one device (device == -1: all devices together).
  * manager_seconds: time the calling threads spent inside acquire, launch,

@@ -135,6 +135,9 @@ class Runtime {
   absl::Status sync_to_host(Array* array);
   // Waits for all devices; starts a new checking epoch.
   absl::Status synchronize();
+  // Starts a new checking epoch without waiting: a phase boundary (see
+  // bbmm_phase_boundary in bbmm.h).
+  absl::Status phase_boundary();
 
   // Per-device counters (`device` == -1: total).
   bbmm_stats stats(int device = -1) const;

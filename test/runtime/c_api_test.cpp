@@ -175,6 +175,11 @@ TEST_F(CApi, OptionsFromEnvironment) {
   }
 }
 
+TEST_F(CApi, PhaseBoundaryRejectsANullRuntime) {
+  EXPECT_EQ(bbmm_phase_boundary(nullptr), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(last(), "phase_boundary")) << last();
+}
+
 TEST_F(CApi, WriteBackRejectsNullArguments) {
   EXPECT_EQ(bbmm_array_write_back(nullptr, nullptr), BBMM_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(last().find("array_write_back"), std::string::npos) << last();

@@ -622,6 +622,59 @@ TEST_P(RuntimeConformance, CheckingModeReportsOverlappingWritesByTwoDevices) {
   }
 }
 
+// A phase boundary starts a new checking epoch without waiting: device 1 may then write
+// what device 0 wrote in the previous phase (the result is program order's), while two
+// devices writing the same elements within one phase are still reported, and so is a
+// tile of the previous phase that is still open.
+TEST_P(RuntimeConformance, PhaseBoundaryStartsACheckingEpochWithoutWaiting) {
+  RuntimeOptions opts;
+  opts.check = true;
+  std::vector<double> x(32, 0.0);
+  auto rt = make_runtime(2, 0, opts);
+  Array* a = reg(*rt, "X", x.data(), 8, {32});
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {16}), Access::kWrite}},
+                       write_1d(B({0}, {16}), [](int64_t i) { return value(i); }))
+                  .ok());
+  ASSERT_TRUE(rt->phase_boundary().ok());
+  // Phase 2: device 1 rewrites [8,24), device 0 [24,32), both in program order after phase 1.
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({8}, {24}), Access::kReadWrite}},
+                       [](const std::vector<PieceCopy>& v) {
+                         for (int64_t i = 8; i < 24; ++i) v[0].ref<double>({i}) += 1000.0;
+                       })
+                  .ok());
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({24}, {32}), Access::kWrite}},
+                       write_1d(B({24}, {32}), [](int64_t i) { return -1.0 * i; }))
+                  .ok());
+  // Within phase 2, device 0 writing [20,28) overlaps device 1's [8,24).
+  absl::Status s = run_tile(*rt, 0, {{a, B({20}, {28}), Access::kWrite}},
+                            write_1d(B({20}, {28}), [](int64_t) { return 7.0; }));
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_NE(std::string(s.message()).find("[8,24)"), std::string::npos) << s;
+  // An open tile across a boundary is still checked against.
+  absl::StatusOr<Tile> open = rt->begin_tile(1);
+  ASSERT_TRUE(open.ok());
+  ASSERT_TRUE(open->require(a, B({0}, {4}), Access::kWrite).ok());
+  ASSERT_TRUE(open->acquire().ok());
+  ASSERT_TRUE(rt->phase_boundary().ok());
+  absl::StatusOr<Tile> other = rt->begin_tile(0);
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(other->require(a, B({2}, {6}), Access::kWrite).ok());
+  s = other->acquire();
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  ASSERT_TRUE(other->release().ok());
+  const std::vector<PieceCopy> views = {PieceCopy(*open->view(a))};
+  ASSERT_TRUE(open->launch([views](const bbmm_launch_info& info) {
+                    run_host_kernel(info, views, write_1d(B({0}, {4}), [](int64_t) { return 5.0; }));
+                  }).ok());
+  ASSERT_TRUE(open->release().ok());
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int i = 0; i < 32; ++i) {
+    const double want = i < 4 ? 5.0 : i < 8 ? value(i) : i < 16 ? value(i) + 1000.0
+                      : i < 24 ? 1000.0 : -1.0 * i;
+    EXPECT_EQ(x[i], want) << i;
+  }
+}
+
 TEST_P(RuntimeConformance, WithoutCheckingModeOverlappingWritesAreNotReported) {
   std::vector<double> x(32, 0.0);
   auto rt = make_runtime(2, 0);

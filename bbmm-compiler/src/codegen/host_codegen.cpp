@@ -697,6 +697,9 @@ class ScopGenerator {
        << serial_params_decl(sig) << ") {\n";
     os << param_locals("  ");
     for (const std::string& v : sig.serial) os << "  (void)" << v << ";\n";
+    // Every call of a phase follows the previous ones in program order: a new checking
+    // epoch (two devices may write the same elements in two phases, not in one).
+    os << "  bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), \"bbmm_phase_boundary\");\n";
     std::string serial_args;
     for (const std::string& v : sig.serial) serial_args += ", " + v;
     const size_t nd = part.dims.size();

@@ -368,6 +368,13 @@ bbmm_status bbmm_synchronize(bbmm_runtime* rt) {
   });
 }
 
+bbmm_status bbmm_phase_boundary(bbmm_runtime* rt) {
+  return guarded([&] {
+    if (rt == nullptr) return fail(BBMM_ERROR_INVALID_ARGUMENT, "phase_boundary: null runtime");
+    return to_c(rt->rt->phase_boundary());
+  });
+}
+
 bbmm_status bbmm_stats_get(const bbmm_runtime* rt, int device, bbmm_stats* out) {
   return guarded([&] {
     if (rt == nullptr || out == nullptr) {

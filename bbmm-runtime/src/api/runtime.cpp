@@ -131,6 +131,8 @@ absl::Status Runtime::sync_to_host(Array* array) { return core_->sync_to_host(ar
 
 absl::Status Runtime::synchronize() { return core_->synchronize(); }
 
+absl::Status Runtime::phase_boundary() { return core_->phase_boundary(); }
+
 bbmm_stats Runtime::stats(int device) const { return core_->stats(device); }
 
 std::string Runtime::stats_table() const { return core_->stats_table(); }

@@ -634,4 +634,11 @@ absl::Status RuntimeCore::synchronize() {
   return status;
 }
 
+absl::Status RuntimeCore::phase_boundary() {
+  if (!options_.check) return absl::OkStatus();  // nothing is recorded then
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& a : arrays_) a->epoch_writes.clear();
+  return absl::OkStatus();
+}
+
 }  // namespace bbmm::detail

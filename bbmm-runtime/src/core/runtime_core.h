@@ -77,6 +77,8 @@ class RuntimeCore {
   absl::Status write_back(Array* array);
   absl::Status sync_to_host(Array* array);
   absl::Status synchronize();
+  // A new checking epoch (the writes of closed tiles are forgotten), without waiting.
+  absl::Status phase_boundary();
   // Synchronises, frees every instance, unpins the arrays still registered
   // and writes the trace. kFailedPrecondition naming the arrays still
   // registered (their host copy was not made valid). Idempotent.

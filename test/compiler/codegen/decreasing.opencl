@@ -282,6 +282,7 @@ static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, i
 static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
   const int64_t n = bbmm_x->n;
   (void)n;
+  bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = 1, bbmm_to0 = n - 1;
   if (bbmm_from0 >= bbmm_to0) return;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;

@@ -308,6 +308,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t k) {
   const int64_t n = bbmm_x->n;
   (void)n;
   (void)k;
+  bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = 0, bbmm_to0 = n;
   if (bbmm_from0 >= bbmm_to0) return;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;

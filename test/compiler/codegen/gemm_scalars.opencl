@@ -354,6 +354,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
   (void)nj;
   const int64_t nk = bbmm_x->nk;
   (void)nk;
+  bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = 0, bbmm_to0 = ni;
   if (bbmm_from0 >= bbmm_to0) return;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;

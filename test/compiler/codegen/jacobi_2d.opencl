@@ -340,6 +340,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t t) {
   const int64_t N = bbmm_x->N;
   (void)N;
   (void)t;
+  bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = 1, bbmm_to0 = N - 1;
   if (bbmm_from0 >= bbmm_to0) return;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
@@ -701,6 +702,7 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t t) {
   const int64_t N = bbmm_x->N;
   (void)N;
   (void)t;
+  bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = 1, bbmm_to0 = N - 1;
   if (bbmm_from0 >= bbmm_to0) return;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;

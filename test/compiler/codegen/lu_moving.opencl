@@ -238,6 +238,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t k) {
   const int64_t n = bbmm_x->n;
   (void)n;
   (void)k;
+  bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = k + 1, bbmm_to0 = n;
   if (bbmm_from0 >= bbmm_to0) return;
   /* tiles of the whole range over all serial iterations, clamped */
@@ -524,6 +525,7 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t k) {
   const int64_t n = bbmm_x->n;
   (void)n;
   (void)k;
+  bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = k + 1, bbmm_to0 = n;
   if (bbmm_from0 >= bbmm_to0) return;
   /* tiles of the whole range over all serial iterations, clamped */

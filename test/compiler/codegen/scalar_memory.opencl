@@ -213,6 +213,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
   (void)n;
   const int64_t m = bbmm_x->m;
   (void)m;
+  bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   if (bbmm_x->capacity > 0) {
     const uint64_t bbmm_need = bbmm_s0_p0_bytes(bbmm_x);
     bbmm_gen_tile_too_large("phase 0 of scop 0 in kernel", bbmm_need, bbmm_x->capacity, 0);
@@ -573,6 +574,7 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t k) {
   const int64_t m = bbmm_x->m;
   (void)m;
   (void)k;
+  bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   if (bbmm_x->capacity > 0) {
     const uint64_t bbmm_need = bbmm_s0_p1_bytes(bbmm_x, k);
     bbmm_gen_tile_too_large("phase 1 of scop 0 in kernel", bbmm_need, bbmm_x->capacity, 0);
@@ -909,6 +911,7 @@ static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t k) {
   const int64_t m = bbmm_x->m;
   (void)m;
   (void)k;
+  bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = 0, bbmm_to0 = m;
   if (bbmm_from0 >= bbmm_to0) return;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
@@ -1224,6 +1227,7 @@ static void bbmm_s0_phase3(const struct bbmm_s0_ctx* bbmm_x) {
   (void)n;
   const int64_t m = bbmm_x->m;
   (void)m;
+  bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = 0, bbmm_to0 = m;
   if (bbmm_from0 >= bbmm_to0) return;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;

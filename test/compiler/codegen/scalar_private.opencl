@@ -496,6 +496,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t i) {
   const int64_t m = bbmm_x->m;
   (void)m;
   (void)i;
+  bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = 0, bbmm_to0 = m;
   if (bbmm_from0 >= bbmm_to0) return;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
@@ -767,6 +768,7 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x) {
   (void)n;
   const int64_t m = bbmm_x->m;
   (void)m;
+  bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = 0, bbmm_to0 = n;
   if (bbmm_from0 >= bbmm_to0) return;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;

@@ -222,6 +222,7 @@ static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int bbmm_dev) {
 static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
   const int64_t N = bbmm_x->N;
   (void)N;
+  bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   if (bbmm_x->capacity > 0) {
     const uint64_t bbmm_need = bbmm_s0_p0_bytes(bbmm_x);
     bbmm_gen_tile_too_large("phase 0 of scop 0 in kernel_strided", bbmm_need, bbmm_x->capacity, 0);
