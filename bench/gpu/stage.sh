@@ -46,7 +46,7 @@ for t in "${targets[@]}"; do
   ldd "$f" | awk '/libabsl|libgtest|libgmock|libbenchmark/ {print $3}' |
     xargs -r -I{} cp -L {} "$stage/lib/"
 done
-for s in run_all.sh summarize.py plot_trace.py study.sh study_report.py kernels/kernel_speed.sh kernels/kernel_time.py kernels/march_tune.sh kernels/variants.sh out_of_core.sh; do
+for s in run_all.sh summarize.py plot_trace.py study.sh study_report.py first_starts.py start_order.sh kernels/kernel_speed.sh kernels/kernel_time.py kernels/march_tune.sh kernels/variants.sh out_of_core.sh; do
   if [[ -f "$root/bench/gpu/$s" ]]; then cp "$root/bench/gpu/$s" "$stage/"; fi
 done
 # Symbols help compute-sanitizer's backtraces: strip only when the folder is large.

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Tests of bench/gpu/study_report.py (ctest e2e.study.report): the union of intervals, the
-time breakdown of a synthetic trace (numbers worked out by hand below), the STUDY line of a
-sample's output, and the report's run-time rules (traced run preferred, setup subtracted).
-Exits nonzero on the first failed check."""
+"""Tests of bench/gpu/study_report.py and first_starts.py (ctest e2e.study.report): the union
+of intervals, the time breakdown of a synthetic trace (numbers worked out by hand below), the
+STUDY line of a sample's output, the report's run-time rules (traced run preferred, setup
+subtracted) and each device's first read-in and kernel. Exits nonzero on the first failed
+check."""
 import io
 import json
 import os
@@ -76,4 +77,21 @@ check(kv["verdict"] == "PASSED" and kv["seconds"] == "0.207667" and kv["args"] =
 check(kv["peak_d0"] == "5" and kv["peak_d1"] == "7" and kv["tiles"] == "4", "per-device peaks")
 # Run seconds: less pinning and reservations (not unpinning, which overlaps the write-backs).
 check(close(sr.run_seconds(kv), 0.207667 - 0.08 - 0.01), "run_seconds")
+# first_starts.py: each device's first read-in and first kernel from the first acquire (us
+# in the trace, ms out); a free does not end the run.
+import first_starts as fs  # noqa: E402
+spans = [
+    {"ph": "X", "name": "acquire", "tid": 0, "ts": 1000, "dur": 5},
+    {"ph": "X", "name": "copy batch H2D", "tid": 1, "ts": 1100, "dur": 300},
+    {"ph": "X", "name": "kernel", "tid": 1, "ts": 1500, "dur": 100},
+    {"ph": "X", "name": "copy H2D", "tid": 2, "ts": 1200, "dur": 1300},
+    {"ph": "X", "name": "kernel", "tid": 2, "ts": 2600, "dur": 400},
+    {"ph": "X", "name": "free", "tid": 2, "ts": 4000, "dur": 10},
+]
+st = fs.starts(spans)
+check(close(st["run"], 2.0), "first_starts: run from the first acquire to the last non-free end")
+check(st["devices"][0][0] == 0 and close(st["devices"][0][1], 0.1) and close(st["devices"][0][2], 0.5),
+      "first_starts: device 0")
+check(close(st["devices"][1][1], 0.2) and close(st["devices"][1][2], 1.6), "first_starts: device 1")
+check(fs.starts([e for e in spans if e["name"] != "acquire"]) is None, "first_starts: no acquire")
 print("test_study_report: all checks passed")
