@@ -16,12 +16,15 @@
 #   breakdown  the strong runs again with BBMM_TRACE at every GPU count: the run proper
 #              (first acquire to the last write-back) and the time breakdown (compute,
 #              read-in, flow-out, write-back, inside libbbmm, idle) from the trace
+#   long       the stencils with 4 times the steps (compute weighs 4 times more against
+#              reading in and writing back, which the GPUs' shared host bandwidth bounds)
+#              on every GPU count, untimed-setup and traced runs (config long, trace:long)
 #   staged     the stencils on the most GPUs with BBMM_PEER_ACCESS=0 (flow-out through
 #              the host)
 #   baselines  baseline_stencils (bench/gpu/baselines) for heat2d and heat3d at the study's
 #              sizes: hand-written multi-GPU CUDA at every GPU count, unified memory at
 #              every count from 2, whole-array copies on 1 GPU
-#   all        refs scaling breakdown staged baselines
+#   all        refs scaling breakdown long staged baselines
 # Every run is under `timeout`; a section that would end past the budget (STUDY_BUDGET_S,
 # default 540 s) is skipped and reported. Writes under $OUT (at most 8 files):
 #   study_logs.txt     every command and its whole output
@@ -54,8 +57,8 @@ sections=("$@")
 want=" "
 for s in "${sections[@]}"; do
   case "$s" in
-    all) want+="refs scaling breakdown staged baselines " ;;
-    refs|scaling|breakdown|staged|baselines) want+="$s " ;;
+    all) want+="refs scaling breakdown long staged baselines " ;;
+    refs|scaling|breakdown|long|staged|baselines) want+="$s " ;;
     *) echo "study.sh: unknown section '$s'" >&2; exit 1 ;;
   esac
 done
@@ -80,6 +83,8 @@ study_samples=(
   "gemm|3175 3175 3175|4000 4000 4000|5040 5040 5040|0.500|2.000"
   "bscholes|8388608|16777216|33554432|0.500|2.000")
 stencils=(heat2d fdtd2d heat3d jacobi1d)
+# The long runs: the stencils' strong sizes with 4 times the steps.
+long_samples=("heat2d|8192 400" "fdtd2d|6144 6144 200" "heat3d|384 200" "jacobi1d|67108864 200")
 # A self-test of this script without a GPU (bench/gpu/CMakeLists.txt: study.selftest):
 # STUDY_SMALL=1 takes the e2e tests' sizes, STUDY_BACKEND=host runs the samples on the host
 # backend's simulated devices and STUDY_GPUS sets the device count.
@@ -90,6 +95,7 @@ if [[ "${STUDY_SMALL:-0}" == 1 ]]; then
     "floyd|32|40|50|0.512|1.953" "lu|32|40|50|0.512|1.953" "adi|23 3|32 3|45 3|0.490|2.054"
     "mvt|68|96|136|0.502|2.007" "gemm|29 32 22|36 40 28|45 50 35|0.506|1.953"
     "bscholes|1000|2000|4000|0.500|2.000")
+  long_samples=("heat2d|48 24" "fdtd2d|40 44 20" "heat3d|16 12" "jacobi1d|400 32")
 fi
 BACKEND="${STUDY_BACKEND:-cuda}"
 # STUDY_SAMPLES="heat2d lu ...": only these samples; STUDY_DATA=0: no data-scaling runs (nor
@@ -100,6 +106,11 @@ if [[ -n "${STUDY_SAMPLES:-}" ]]; then
     [[ " $STUDY_SAMPLES " == *" ${row%%|*} "* ]] && kept+=("$row")
   done
   study_samples=("${kept[@]}")
+  kept=()
+  for row in "${long_samples[@]}"; do
+    [[ " $STUDY_SAMPLES " == *" ${row%%|*} "* ]] && kept+=("$row")
+  done
+  long_samples=("${kept[@]}")
 fi
 DATA="${STUDY_DATA:-1}"
 
@@ -172,6 +183,11 @@ if wants refs; then
     IFS='|' read -r name _ strong _ <<<"$row"
     [[ -x "$B/${name}${SUFFIX}" ]] || continue
     echo "$name|$strong" >> "$TMP/refs"
+    if wants long; then
+      for lrow in "${long_samples[@]}"; do
+        [[ "${lrow%%|*}" == "$name" ]] && echo "$name|${lrow#*|}" >> "$TMP/refs"
+      done
+    fi
     if [[ "$DATA" == 1 ]]; then
       for g in "${counts[@]}"; do
         p="$(data_point "$row" "$g")"
@@ -219,6 +235,23 @@ if wants breakdown; then
     # (first acquire to the last write-back) is the time the baselines measure.
     for g in "${counts[@]}"; do
       study_run "${name}_${g}gpu_trace" "$name" trace "$g" "$strong" BBMM_TRACE="$trace" \
+        BBMM_SAMPLE_WARMUP=0
+    done
+    rm -f "$trace"
+    unset trace
+  done
+fi
+
+if wants long; then
+  echo "[long] the stencils with 4 times the steps on ${counts[*]} GPU(s), untraced and traced"
+  for row in "${long_samples[@]}"; do
+    IFS='|' read -r name args <<<"$row"
+    trace="$TMP/trace_long_$name.json"
+    for g in "${counts[@]}"; do
+      study_run "${name}_${g}gpu_long" "$name" long "$g" "$args"
+    done
+    for g in "${counts[@]}"; do
+      study_run "${name}_${g}gpu_long_trace" "$name" trace:long "$g" "$args" BBMM_TRACE="$trace" \
         BBMM_SAMPLE_WARMUP=0
     done
     rm -f "$trace"

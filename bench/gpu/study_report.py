@@ -190,11 +190,11 @@ def report(args):
     rows, base, machine = read_results(args.results)
     find = lambda s, c, g: next((r for r in rows if r["sample"] == s and r["config"].split(":")[0] == c
                                  and r["gpus"] == str(g) and "seconds" in r), None)
-    def traced_row(s, g):
-        return next((x for x in rows if x["sample"] == s and x["config"] == "trace"
+    def traced_row(s, g, config="trace"):
+        return next((x for x in rows if x["sample"] == s and x["config"] == config
                      and x["gpus"] == str(g) and "bd_window" in x), None)
-    def traced(s, g):
-        r = traced_row(s, g)
+    def traced(s, g, config="trace"):
+        r = traced_row(s, g, config)
         return num(r, "bd_run") if r else None
 
     samples = []
@@ -220,36 +220,46 @@ def report(args):
       "the traced run. Every run is verified against the sequential program (its cached "
       "result for the same command line).")
     w("")
-    w("### Strong scaling, 1 -> %s GPUs" % " -> ".join(str(g) for g in multi))
-    w("")
-    w("Function seconds and traced-run seconds on 1, %s GPUs; speed-ups of the traced run "
-      "(of the function in parentheses) against 1 GPU." % ", ".join(str(g) for g in multi))
-    w("")
-    table(["sample", "size"] + ["function %d GPU s" % g for g in counts]
-          + ["run %d GPU s" % g for g in counts]
-          + ["speed-up 1 -> %d (target)" % g for g in multi]
-          + ["verified", "libbbmm %% of the run (%d GPUs)" % most])
-    scal = []
-    for s in samples:
-        a = find(s, "strong", 1)
-        if not a:
-            continue
-        runs = {g: find(s, "strong", g) for g in counts}
-        t = {g: num(runs[g], "seconds") if runs[g] else None for g in counts}
-        r = {g: traced(s, g) for g in counts}
-        cells = [s, a["args"].replace(",", " ")]
-        cells += [fmt(t[g], "%.4f") for g in counts] + [fmt(r[g], "%.4f") for g in counts]
-        ups = {}
-        for g in multi:
-            ups[g] = (ratio(t[1], t[g]), ratio(r[1], r[g]))
-            target = TARGETS.get(g, {}).get(s)
-            cells.append("%s (%s)%s" % (fmt(ups[g][1], "%.2fx"), fmt(ups[g][0], "%.2fx"),
-                                        " (>= %.2fx)" % target if target else ""))
-        cells.append("/".join(runs[g]["verdict"] for g in counts if runs[g]))
-        cells.append(fmt(lib_share(runs[most], r[most] or run_seconds(runs[most])), "%.1f"))
-        w("| " + " | ".join(cells) + " |")
-        scal.append((s, ups))
-    w("")
+    def scaling_table(config, trace_config, title):
+        """The strong-scaling table of runs `config` (traced: `trace_config`); returns
+        [(sample, {G: (function speed-up, run speed-up)})]."""
+        w("### %s, 1 -> %s GPUs" % (title, " -> ".join(str(g) for g in multi)))
+        w("")
+        w("Function seconds and traced-run seconds on 1, %s GPUs; speed-ups of the traced run "
+          "(of the function in parentheses) against 1 GPU." % ", ".join(str(g) for g in multi))
+        w("")
+        table(["sample", "size"] + ["function %d GPU s" % g for g in counts]
+              + ["run %d GPU s" % g for g in counts]
+              + ["speed-up 1 -> %d (target)" % g for g in multi]
+              + ["verified", "libbbmm %% of the run (%d GPUs)" % most])
+        got = []
+        for s in samples:
+            a = find(s, config, 1)
+            if not a:
+                continue
+            runs = {g: find(s, config, g) for g in counts}
+            t = {g: num(runs[g], "seconds") if runs[g] else None for g in counts}
+            r = {g: traced(s, g, trace_config) for g in counts}
+            cells = [s, a["args"].replace(",", " ")]
+            cells += [fmt(t[g], "%.4f") for g in counts] + [fmt(r[g], "%.4f") for g in counts]
+            ups = {}
+            for g in multi:
+                ups[g] = (ratio(t[1], t[g]), ratio(r[1], r[g]))
+                target = TARGETS.get(g, {}).get(s)
+                cells.append("%s (%s)%s" % (fmt(ups[g][1], "%.2fx"), fmt(ups[g][0], "%.2fx"),
+                                            " (>= %.2fx)" % target if target else ""))
+            cells.append("/".join(runs[g]["verdict"] for g in counts if runs[g]))
+            most_run = runs[most]
+            cells.append(fmt(lib_share(most_run, r[most] or run_seconds(most_run))
+                             if most_run else None, "%.1f"))
+            w("| " + " | ".join(cells) + " |")
+            got.append((s, ups))
+        w("")
+        return got
+
+    scal = scaling_table("strong", "trace", "Strong scaling")
+    if any(r["config"] == "long" for r in rows):
+        scaling_table("long", "trace:long", "Strong scaling with 4 times the steps (long runs)")
     w("### Data scaling (the data doubles with the GPU count: half the strong work on 1 GPU, "
       "the strong size on 2, twice it on 4; efficiency = t(1 GPU) x work ratio / G / t(G "
       "GPUs); run efficiency: the same less pinning and reservations; target >= 0.97)")
@@ -290,21 +300,22 @@ def report(args):
     table(["sample", "GPUs", "run s", "compute", "read-in H2D", "write-back D2H", "flow-out peer",
            "D2D", "idle", "libbbmm on the host thread (stats, reservations excluded)"])
     bds = []
-    for s in samples:
+    for s, cfg, label in [(x, c, x + l) for c, l in (("trace", ""), ("trace:long", " (long)"))
+                          for x in samples]:
         for g in counts:
-            r = traced_row(s, g)
+            r = traced_row(s, g, cfg)
             if not r:
                 continue
             run = num(r, "bd_run") or num(r, "bd_window")
             sh = lambda k: 100 * num(r, "bd_" + k) / run if run else None
             busy = num(r, "bd_window") - num(r, "bd_idle")
             idle = 100 * max(run - busy, 0.0) / run if run else None
-            lib = lib_share(find(s, "strong", g), run)
+            lib = lib_share(find(s, "long" if cfg == "trace:long" else "strong", g), run)
             w("| %s | %d | %.4f | %s | %s | %s | %s | %s | %s | %s |" % (
-                s, g, run, fmt(sh("compute"), "%.1f%%"), fmt(sh("h2d"), "%.1f%%"),
+                label, g, run, fmt(sh("compute"), "%.1f%%"), fmt(sh("h2d"), "%.1f%%"),
                 fmt(sh("d2h"), "%.1f%%"), fmt(sh("peer"), "%.1f%%"), fmt(sh("d2d"), "%.1f%%"),
                 fmt(idle, "%.1f%%"), fmt(lib, "%.1f%%")))
-            if g == most:
+            if g == most and cfg == "trace":
                 shares = {k: sh(k) for k in ("compute", "h2d", "d2h", "peer", "d2d")}
                 shares["idle"] = idle
                 bds.append((s, shares))

@@ -3,7 +3,7 @@
 # simulated devices at the e2e tests' sizes (STUDY_SMALL=1), from the host samples of a
 # build tree, on 4 simulated devices (GPU counts 1, 2, 4). Every sample must have its
 # strong runs on 1, 2 and 4 devices, its data-scaling runs (half the work on 1 device,
-# twice it on 4), its traced runs on 1, 2 and 4 devices and (stencils) staged runs, each
+# twice it on 4), its traced runs on 1, 2 and 4 devices and (stencils) long and staged runs, each
 # verified (PASSED), the traced ones with a time breakdown, and the report must print all
 # its tables with a 4-device column.
 #   study_selftest.sh BUILD_SAMPLES_DIR SCRATCH_DIR
@@ -13,7 +13,7 @@ bins="$1" scratch="$2"
 rm -rf "$scratch" && mkdir -p "$scratch/out" || exit 1
 STUDY_SMALL=1 STUDY_BACKEND=host STUDY_GPUS=4 STUDY_BIN_DIR="$bins" STUDY_BIN_SUFFIX= \
   STUDY_CACHE="$scratch/cache" OUT="$scratch/out" bash "$here/study.sh" "$here" \
-  refs scaling breakdown staged > "$scratch/stdout" 2>&1
+  refs scaling breakdown long staged > "$scratch/stdout" 2>&1
 rc=$?
 res="$scratch/out/study_results.txt"
 fail() { echo "study_selftest: $1"; cat "$scratch/stdout"; exit 1; }
@@ -28,6 +28,9 @@ for s in heat2d fdtd2d heat3d jacobi1d floyd lu adi mvt gemm bscholes; do
     fail "$s: the traced run has no time breakdown"
 done
 for s in heat2d fdtd2d heat3d jacobi1d; do
+  for c in "config=long gpus=1" "config=long gpus=4" "config=trace:long gpus=4"; do
+    grep -q "^STUDY sample=$s $c .*verdict=PASSED" "$res" || fail "$s: no PASSED run with '$c'"
+  done
   grep "^STUDY sample=$s config=staged gpus=4" "$res" | grep -q "verdict=PASSED.* bytes_peer=0 " ||
     fail "$s: the staged run did not verify or copied between devices directly"
 done
@@ -36,6 +39,9 @@ for t in "Strong scaling" "Data scaling" "Time breakdown" "Allocation per GPU" "
   grep -q "### $t" "$scratch/out/study.md" || fail "the report has no '$t' table"
 done
 grep -q "speed-up 1 -> 4" "$scratch/out/study.md" || fail "the report has no 1 -> 4 speed-up"
+grep -q "### Strong scaling with 4 times the steps" "$scratch/out/study.md" ||
+  fail "the report has no long-run table"
+grep -q "^| heat2d (long) | 4 | " "$scratch/out/study.md" || fail "no breakdown of the long runs"
 grep -q "^| heat2d | 34 6 | .* | 48 6 | .* | 66 6 | " "$scratch/out/study.md" ||
   fail "the data-scaling table has no heat2d series 34 -> 48 -> 66"
 rm -rf "$scratch"
