@@ -187,9 +187,8 @@ if wants tests; then
     step tests "${t%_test}_all" "$est" env BBMM_FUZZ_TRACES=2000 "$B/$t"
     step tests "${t%_test}_gpu0" "$est" env CUDA_VISIBLE_DEVICES=0 BBMM_FUZZ_TRACES=2000 "$B/$t"
   done
-  # The random traces with a copy path changed (2026-11-26, 4 x H200: 1-2 traces in
-  # 2,000-4,000 failed with the defaults; none in one run of 4,000 with copy kernels and
-  # zero-copy batches off, nor with one copy stream per direction: docs/gpu-validation.md).
+  # The random traces with the copy engines instead of the copy kernel, and with one copy
+  # stream per direction (the other copy paths; docs/gpu-validation.md).
   if have cuda_fuzz_test; then
     step tests cuda_fuzz_all_engine 15 env BBMM_FUZZ_TRACES=4000 BBMM_CUDA_COPY_KERNEL=0 \
       "$B/cuda_fuzz_test"
