@@ -38,6 +38,15 @@ if(BBMM_HAVE_CUDA)
   if(BBMM_SANITIZER)
     target_compile_definitions(cuda_fuzz_fake_test PRIVATE BBMM_TEST_SANITIZER=1)
   endif()
+  # The conformance suite on the CUDA backend over the fake, likewise.
+  bbmm_add_test(cuda_conformance_fake_test LABELS cuda_fake
+    SOURCES cuda_conformance_test.cpp runtime_conformance_suite.cpp cuda_fake_runtime.cpp
+      ${fake_rt_src}
+    LIBS absl::status absl::statusor absl::strings absl::str_format absl::inlined_vector
+      Threads::Threads)
+  target_include_directories(cuda_conformance_fake_test PRIVATE ${cuda_src}
+    ${PROJECT_SOURCE_DIR}/include ${CUDAToolkit_INCLUDE_DIRS})
+  target_compile_definitions(cuda_conformance_fake_test PRIVATE BBMM_HAVE_CUDA=1)
   bbmm_add_test(cuda_conformance_test LABELS gpu
     SOURCES cuda_conformance_test.cpp runtime_conformance_suite.cpp
     LIBS bbmm_runtime_internal CUDA::cudart_static)
