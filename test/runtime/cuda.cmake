@@ -26,27 +26,26 @@ if(BBMM_HAVE_CUDA)
   # copy engines: it cannot show what only hardware does). It found, 2026-11-26, what made
   # cuda_fuzz_test fail 1-2 traces in 2,000 on 4 H200s: the suites' host-staged kernels
   # (cuda_test_support.h) copied back bytes they had not written.
+  # The runtime's sources over the fake, compiled once for both (position-independent
+  # like the library, whose flags they share).
   file(GLOB fake_rt_src ${cuda_src}/core/*.cpp ${cuda_src}/api/*.cpp ${cuda_src}/host/*.cpp
     ${cuda_src}/cuda/*.cpp)
-  bbmm_add_test(cuda_fuzz_fake_test LABELS cuda_fake
-    SOURCES runtime_fuzz_test.cpp cuda_fuzz_setup.cpp cuda_fake_runtime.cpp ${fake_rt_src}
-    LIBS absl::status absl::statusor absl::strings absl::str_format absl::inlined_vector
-      Threads::Threads)
-  target_include_directories(cuda_fuzz_fake_test PRIVATE ${cuda_src}
+  add_library(bbmm_runtime_cuda_fake OBJECT ${fake_rt_src} cuda_fake_runtime.cpp)
+  set_target_properties(bbmm_runtime_cuda_fake PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  target_include_directories(bbmm_runtime_cuda_fake PUBLIC ${cuda_src}
     ${PROJECT_SOURCE_DIR}/include ${CUDAToolkit_INCLUDE_DIRS})
-  target_compile_definitions(cuda_fuzz_fake_test PRIVATE BBMM_HAVE_CUDA=1)
+  target_compile_definitions(bbmm_runtime_cuda_fake PUBLIC BBMM_HAVE_CUDA=1)
+  target_compile_options(bbmm_runtime_cuda_fake PRIVATE -Wall -Wextra)
+  target_link_libraries(bbmm_runtime_cuda_fake PUBLIC absl::status absl::statusor absl::strings
+    absl::str_format absl::inlined_vector Threads::Threads)
+  bbmm_add_test(cuda_fuzz_fake_test LABELS cuda_fake
+    SOURCES runtime_fuzz_test.cpp cuda_fuzz_setup.cpp LIBS bbmm_runtime_cuda_fake)
   if(BBMM_SANITIZER)
     target_compile_definitions(cuda_fuzz_fake_test PRIVATE BBMM_TEST_SANITIZER=1)
   endif()
   # The conformance suite on the CUDA backend over the fake, likewise.
   bbmm_add_test(cuda_conformance_fake_test LABELS cuda_fake
-    SOURCES cuda_conformance_test.cpp runtime_conformance_suite.cpp cuda_fake_runtime.cpp
-      ${fake_rt_src}
-    LIBS absl::status absl::statusor absl::strings absl::str_format absl::inlined_vector
-      Threads::Threads)
-  target_include_directories(cuda_conformance_fake_test PRIVATE ${cuda_src}
-    ${PROJECT_SOURCE_DIR}/include ${CUDAToolkit_INCLUDE_DIRS})
-  target_compile_definitions(cuda_conformance_fake_test PRIVATE BBMM_HAVE_CUDA=1)
+    SOURCES cuda_conformance_test.cpp runtime_conformance_suite.cpp LIBS bbmm_runtime_cuda_fake)
   bbmm_add_test(cuda_conformance_test LABELS gpu
     SOURCES cuda_conformance_test.cpp runtime_conformance_suite.cpp
     LIBS bbmm_runtime_internal CUDA::cudart_static)
