@@ -44,7 +44,11 @@ typedef enum bbmm_backend_kind {
 typedef enum bbmm_access {
   BBMM_READ = 1,       /* the tile reads the box */
   BBMM_WRITE = 2,      /* the tile writes EVERY element of the box (no read-in) */
-  BBMM_READ_WRITE = 3  /* the tile reads, or writes only part of, the box */
+  BBMM_READ_WRITE = 3, /* the tile reads, or writes only part of, the box */
+  BBMM_READ_TRANSIENT = 5 /* BBMM_READ, and the device needs the box only until the next
+                             phase boundary (bbmm_phase_boundary): an instance allocated
+                             for it (and only such boxes) is freed there once no open
+                             tile holds it, e.g. the pivot row of a step of LU */
 } bbmm_access;
 
 typedef enum bbmm_eviction_policy { BBMM_EVICT_LRU = 0 } bbmm_eviction_policy;
@@ -173,8 +177,9 @@ bbmm_status bbmm_synchronize(bbmm_runtime* rt);
  * after it follow those begun before it in program order (the runtime orders
  * every tile after the ones issued before it in any case), so checking mode
  * compares a tile's writes only with other devices' writes since the last
- * boundary or synchronisation point; tiles still open keep their check. Nothing
- * else changes. The code bbmmc generates calls it at the start of every phase. */
+ * boundary or synchronisation point; tiles still open keep their check. It also
+ * frees the instances allocated for BBMM_READ_TRANSIENT boxes that no open tile
+ * holds. The code bbmmc generates calls it at the start of every phase. */
 bbmm_status bbmm_phase_boundary(bbmm_runtime* rt);
 
 /* Counters of one device (device == -1: all devices together).

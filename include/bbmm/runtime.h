@@ -17,7 +17,12 @@
 
 namespace bbmm {
 
-enum class Access { kRead = BBMM_READ, kWrite = BBMM_WRITE, kReadWrite = BBMM_READ_WRITE };
+enum class Access {
+  kRead = BBMM_READ,
+  kWrite = BBMM_WRITE,
+  kReadWrite = BBMM_READ_WRITE,
+  kReadTransient = BBMM_READ_TRANSIENT,  // read; freed at the next phase boundary (bbmm.h)
+};
 
 struct RuntimeOptions {
   bbmm_backend_kind backend = BBMM_BACKEND_AUTO;

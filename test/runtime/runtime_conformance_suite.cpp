@@ -675,6 +675,63 @@ TEST_P(RuntimeConformance, PhaseBoundaryStartsACheckingEpochWithoutWaiting) {
   }
 }
 
+// BBMM_READ_TRANSIENT: an instance allocated for such boxes only stays for the phase (a
+// second tile of the phase hits it) and is freed at the next phase boundary once no open
+// tile holds it; a non-transient use keeps it; what the device then reads again is the
+// current data.
+TEST_P(RuntimeConformance, TransientReadsAreFreedAtThePhaseBoundary) {
+  std::vector<double> x = iota_doubles(64);
+  auto rt = make_runtime(2, 0);
+  Array* a = reg(*rt, "X", x.data(), 8, {64});
+  auto bad = std::make_shared<std::atomic<int>>(0);
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({0}, {8}), Access::kReadTransient}}, check_1d(bad, B({0}, {8}))).ok());
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({0}, {8}), Access::kReadTransient}}, check_1d(bad, B({0}, {8}))).ok());
+  EXPECT_EQ(rt->stats(1).instances, 1u);
+  EXPECT_EQ(rt->stats(1).misses, 1u);
+  EXPECT_EQ(rt->stats(1).hits_exact, 1u);
+  ASSERT_TRUE(rt->phase_boundary().ok());
+  EXPECT_EQ(rt->stats(1).instances, 0u);
+  EXPECT_EQ(rt->stats(1).bytes_allocated, 0u);
+  EXPECT_EQ(rt->stats(1).evictions, 0u) << "a transient free is not a box-out";
+  // Held by an open tile at the boundary: freed at the next one.
+  absl::StatusOr<Tile> open = rt->begin_tile(1);
+  ASSERT_TRUE(open.ok());
+  ASSERT_TRUE(open->require(a, B({8}, {16}), Access::kReadTransient).ok());
+  ASSERT_TRUE(open->acquire().ok());
+  ASSERT_TRUE(rt->phase_boundary().ok());
+  EXPECT_EQ(rt->stats(1).instances, 1u);
+  const std::vector<PieceCopy> views = {PieceCopy(*open->view(a))};
+  ASSERT_TRUE(open->launch([views, bad](const bbmm_launch_info& info) {
+                    run_host_kernel(info, views, check_1d(bad, B({8}, {16})));
+                  }).ok());
+  ASSERT_TRUE(open->release().ok());
+  ASSERT_TRUE(rt->phase_boundary().ok());
+  EXPECT_EQ(rt->stats(1).instances, 0u);
+  // A plain read of the same instance in the phase keeps it.
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({16}, {24}), Access::kReadTransient}}, check_1d(bad, B({16}, {24}))).ok());
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({16}, {24}), Access::kRead}}, check_1d(bad, B({16}, {24}))).ok());
+  ASSERT_TRUE(rt->phase_boundary().ok());
+  EXPECT_EQ(rt->stats(1).instances, 1u);
+  // Device 0 rewrites [0,8); device 1's transient read gets the new values.
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {8}), Access::kWrite}},
+                       write_1d(B({0}, {8}), [](int64_t i) { return value(i) + 100.0; }))
+                  .ok());
+  ASSERT_TRUE(rt->phase_boundary().ok());
+  auto bad2 = std::make_shared<std::atomic<int>>(0);
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({0}, {8}), Access::kReadTransient}},
+                       [bad2](const std::vector<PieceCopy>& v) {
+                         for (int64_t i = 0; i < 8; ++i) {
+                           if (*static_cast<const double*>(v[0].at(&i)) != value(i) + 100.0) ++*bad2;
+                         }
+                       })
+                  .ok());
+  ASSERT_TRUE(rt->phase_boundary().ok());
+  EXPECT_EQ(bad->load(), 0);
+  EXPECT_EQ(bad2->load(), 0);
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(x[i], i < 8 ? value(i) + 100.0 : value(i)) << i;
+}
+
 TEST_P(RuntimeConformance, WithoutCheckingModeOverlappingWritesAreNotReported) {
   std::vector<double> x(32, 0.0);
   auto rt = make_runtime(2, 0);

@@ -141,10 +141,20 @@ const char* access_name(Access a) {
   return a == Access::kRead ? "R" : a == Access::kWrite ? "W" : "RW";
 }
 
+// Derived from the tile's own seed (no draws of the trace's generator, so seeds keep
+// their traces): read requirement k of the tile is BBMM_READ_TRANSIENT, and a phase
+// boundary follows the tile's op.
+bool transient_read(const TileSpec& t, size_t k, const Req& r) {
+  return r.access == Access::kRead && ((t.seed >> (k % 48)) & 3) == 0;
+}
+bool boundary_after(const TileSpec& t) { return (t.seed >> 50) % 3 == 0; }
+
 std::string to_string(const TileSpec& t) {
   std::string s = absl::StrCat("tile dev", t.device, " seed=", t.seed, t.launch ? "" : " nolaunch");
-  for (const Req& r : t.reqs) {
-    absl::StrAppend(&s, " ", access_name(r.access), "(A", r.array, r.box.to_string(), ")");
+  for (size_t k = 0; k < t.reqs.size(); ++k) {
+    const Req& r = t.reqs[k];
+    absl::StrAppend(&s, " ", transient_read(t, k, r) ? "RT" : access_name(r.access), "(A",
+                    r.array, r.box.to_string(), ")");
   }
   for (const auto& [a, b] : t.flows) absl::StrAppend(&s, " flow(A", a, b.to_string(), ")");
   return s;
@@ -167,11 +177,12 @@ std::string to_string(const Trace& t) {
     absl::StrAppend(&s, "  [", i, "] ");
     switch (op.kind) {
       case OpKind::kTile:
-        absl::StrAppend(&s, to_string(op.a));
+        absl::StrAppend(&s, to_string(op.a), boundary_after(op.a) ? " | phase boundary" : "");
         break;
       case OpKind::kPair:
-        absl::StrAppend(&s, "pair", op.b_first ? " (b first)" : "", "\n      a: ", to_string(op.a),
-                        "\n      b: ", to_string(op.b));
+        absl::StrAppend(&s, "pair", op.b_first ? " (b first)" : "",
+                        boundary_after(op.a) ? " | phase boundary" : "", "\n      a: ",
+                        to_string(op.a), "\n      b: ", to_string(op.b));
         break;
       case OpKind::kSync:
         absl::StrAppend(&s, "sync_to_host A", op.array);
@@ -537,7 +548,7 @@ class Runner {
         Open a{&op.a, std::nullopt};
         if (auto f = begin_acquire(a, false)) return f;
         if (auto f = finish(a)) return f;
-        return std::nullopt;
+        return phase_boundary(op);
       }
       case OpKind::kPair: {
         Open a{&op.a, std::nullopt}, b{&op.b, std::nullopt};
@@ -549,9 +560,19 @@ class Runner {
         if (auto f = launch(second)) return f;
         if (auto f = finish(first)) return f;
         if (auto f = finish(second)) return f;
-        return std::nullopt;
+        return phase_boundary(op);
       }
     }
+    return std::nullopt;
+  }
+
+  // After a tile or pair whose first tile says so (boundary_after): a phase boundary,
+  // which frees the unheld transient instances and starts a checking epoch.
+  std::optional<std::string> phase_boundary(const Op& op) {
+    if (!boundary_after(op.a)) return std::nullopt;
+    absl::Status s = rt_->phase_boundary();
+    if (!s.ok()) return absl::StrCat("phase_boundary: ", s.message());
+    epoch_writes_.clear();
     return std::nullopt;
   }
 
@@ -580,8 +601,10 @@ class Runner {
     absl::StatusOr<Tile> tile = rt_->begin_tile(t.device);
     if (!tile.ok()) return absl::StrCat("begin_tile: ", tile.status().message());
     o.tile = std::move(*tile);
-    for (const Req& r : t.reqs) {
-      absl::Status s = o.tile->require(arrays_[r.array], r.box, r.access);
+    for (size_t k = 0; k < t.reqs.size(); ++k) {
+      const Req& r = t.reqs[k];
+      absl::Status s = o.tile->require(arrays_[r.array], r.box,
+                                       transient_read(t, k, r) ? Access::kReadTransient : r.access);
       if (!s.ok()) return absl::StrCat("require: ", s.message());
     }
     const bool conflict = predicts_conflict(t);

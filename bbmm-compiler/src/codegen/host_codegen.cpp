@@ -284,6 +284,22 @@ class ScopGenerator {
     return false;
   }
 
+  // Whether "box" of phase "p" changes with the phase's serial iterators: for some serial
+  // iteration where it is nonempty, it is smaller than its union over all iterations
+  // (floyd's row k, lu's pivot row).
+  bool moves(const TileBox& box, int p) const {
+    isl_set* x = box.set.copy();
+    for (int l : s_.phases[p].serial_loops) {
+      const int pos = isl_set_find_dim_by_name(x, isl_dim_param, s_.loops[l].c_name.c_str());
+      if (pos >= 0) x = isl_set_project_out(x, isl_dim_param, pos, 1);
+    }
+    isl_set* u = isl_set_align_params(x, box.set.get_space().release());
+    u = isl_set_intersect_params(u, isl_set_params(box.set.copy()));
+    const bool moving = isl_set_is_subset(u, box.set.get()) != isl_bool_true;
+    isl_set_free(u);
+    return moving;
+  }
+
   std::string tile_function(int p, const KernelSignature& sig, const std::string& name) {
     const PhaseBoxes& pb = b_.phases[p];
     std::ostringstream os;
@@ -316,7 +332,12 @@ class ScopGenerator {
         // Per-row writes: the covering boxes are read here; the rows actually written are
         // declared READ_WRITE below, so that the runtime takes only those as written.
         if (per_row && mode != BoxAccess::kRead) mode = BoxAccess::kRead;
-        emit_box(os, "  ", ab->required[r], "bbmm_gen_require", arr, ", " + access_name(mode) + count);
+        // A box only read that moves with the serial iterators is needed for this
+        // iteration only: its instance goes at the next phase boundary (a device that
+        // reads row k of every step would otherwise keep every row).
+        const bool transient = mode == BoxAccess::kRead && moves(ab->required[r], p);
+        emit_box(os, "  ", ab->required[r], "bbmm_gen_require", arr,
+                 ", " + (transient ? std::string("BBMM_READ_TRANSIENT") : access_name(mode)) + count);
       }
       if (per_row) {
         for (const RowEnumeration& rows : ab->write_rows) {

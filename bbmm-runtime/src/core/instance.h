@@ -27,6 +27,8 @@ struct Instance {
   size_t bytes = 0;  // exact footprint, pitch padding included
 
   int usage = 0;          // tiles holding it; 0 = on the unused list
+  bool transient = false;  // allocated for BBMM_READ_TRANSIENT boxes only: freed at the
+                           // next phase boundary (InstanceManager::release_transient)
   uint64_t last_use = 0;  // manager clock at the last acquire/release
   // Operations in flight on its boxes (copies in and out, kernels); the
   // allocation's ready event counts as a write of the whole box.

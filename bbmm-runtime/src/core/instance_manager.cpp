@@ -117,6 +117,40 @@ absl::Status InstanceManager::evict(Instance* inst) {
   return free(inst);
 }
 
+void InstanceManager::mark_transient(Instance* inst) {
+  if (inst->transient) return;
+  inst->transient = true;
+  transient_.push_back(inst);
+}
+
+void InstanceManager::unmark_transient(Instance* inst) {
+  if (!inst->transient) return;
+  inst->transient = false;
+  transient_.erase(std::find(transient_.begin(), transient_.end(), inst));
+}
+
+absl::Status InstanceManager::release_transient() {
+  absl::Status status;
+  for (size_t k = 0; k < transient_.size();) {
+    Instance* inst = transient_[k];
+    if (inst->usage > 0) {
+      ++k;
+      continue;
+    }
+    // Only read: another copy is valid (save_sole_copies writes back nothing then).
+    Array& a = *inst->array;
+    absl::Status s = coherency_.save_sole_copies(*inst);
+    if (s.ok()) {
+      a.directory.remove(inst->box, device_bit(inst->device));
+      s = free(inst);  // takes it off transient_
+    } else {
+      ++k;
+    }
+    if (status.ok()) status = s;
+  }
+  return status;
+}
+
 absl::Status InstanceManager::free(Instance* inst) {
   // The planned copies' events must be among the hazards the free waits for.
   if (!planner_.empty()) {
@@ -129,6 +163,9 @@ absl::Status InstanceManager::free(Instance* inst) {
   absl::Status s = backend_.free(inst->device, inst->buffer, scratch_);
   (inst->usage > 0 ? dev.in_use : dev.unused).erase(inst->list_pos);
   inst->array->instances[inst->device].erase(inst);
+  if (inst->transient) {
+    transient_.erase(std::find(transient_.begin(), transient_.end(), inst));
+  }
   dev.allocated -= inst->bytes;
   bbmm_stats& st = stats_[inst->device];
   st.bytes_allocated = dev.allocated;

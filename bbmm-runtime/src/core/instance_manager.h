@@ -62,6 +62,13 @@ class InstanceManager {
   void unpin(Instance* inst);
   // Touches `inst` for the eviction policy.
   void touch(Instance* inst) { inst->last_use = ++clock_; }
+  // Remembers that `inst` was allocated for transient reads only / that a tile
+  // needs it otherwise too (it stays).
+  void mark_transient(Instance* inst);
+  void unmark_transient(Instance* inst);
+  // Frees the instances marked transient that no open tile holds (their data
+  // is valid elsewhere: they were only read); the others wait for the next call.
+  absl::Status release_transient();
 
  private:
   // Boxes out unused instances of `device` until `bytes` more fit.
@@ -77,6 +84,7 @@ class InstanceManager {
   std::vector<Device> devices_;
   uint64_t clock_ = 0;
   std::vector<Event> scratch_;
+  std::vector<Instance*> transient_;  // marked transient, alive
 };
 
 }  // namespace bbmm::detail

@@ -55,6 +55,7 @@ absl::Status Placement::allocate_fresh(TileState& tile, TileState::ArrayPart& pa
     absl::StatusOr<Instance*> inst = manager_.allocate(d, &a, hull, &tile);
     if (inst.ok()) {
       stats_[d].misses++;
+      if (part.only_transient((*inst)->box)) manager_.mark_transient(*inst);
       hold(tile, *inst);
       for (size_t i = 0; i < fresh.size(); ++i) part.pieces.push_back({*inst, fresh[i]});
       return absl::OkStatus();
@@ -67,6 +68,7 @@ absl::Status Placement::allocate_fresh(TileState& tile, TileState::ArrayPart& pa
     absl::StatusOr<Instance*> inst = manager_.allocate(d, &a, fresh[i], &tile);
     if (!inst.ok()) return inst.status();
     stats_[d].misses++;
+    if (part.only_transient((*inst)->box)) manager_.mark_transient(*inst);
     hold(tile, *inst);
     part.pieces.push_back({*inst, fresh[i]});
   }
@@ -88,6 +90,7 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
       continue;
     }
     (home->box == r ? st.hits_exact : st.hits_contained)++;
+    if (!part.only_transient(r)) manager_.unmark_transient(home);
     hold(tile, home);
     part.pieces.push_back({home, r});
   }
@@ -149,6 +152,7 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
           if (!s.ok()) return s;
           continue;
         }
+        if (!part.only_transient(*intersection(rest[i], c->box))) manager_.unmark_transient(c);
         hold(tile, c);
         part.pieces.push_back({c, *intersection(rest[i], c->box)});
         st.pieces++;

@@ -300,11 +300,12 @@ absl::Status RuntimeCore::require(TileState& tile, Array* array, const Box& box,
                                                    ": box is outside the array's extent ",
                                                    array->whole.to_string()));
   }
-  if (array->read_only && access != Access::kRead) {
+  if (array->read_only && access != Access::kRead && access != Access::kReadTransient) {
     return absl::InvalidArgumentError(absl::StrCat(
         "require ", describe(*array, box), ": the array is registered read-only"));
   }
-  if (access != Access::kRead && access != Access::kWrite && access != Access::kReadWrite) {
+  if (access != Access::kRead && access != Access::kWrite && access != Access::kReadWrite &&
+      access != Access::kReadTransient) {
     return absl::InvalidArgumentError(absl::StrCat("require ", describe(*array, box),
                                                    ": unknown access mode ",
                                                    static_cast<int>(access)));
@@ -381,8 +382,14 @@ absl::Status RuntimeCore::acquire(TileState& tile) {
   for (const TileState::Requirement& req : tile.requirements) {
     TileState::ArrayPart& part = tile.part_of(req.array, req.box.rank());
     (void)part.all.add(req.box);
+    const bool reads_only = req.access == Access::kRead || req.access == Access::kReadTransient;
     if (req.access != Access::kWrite) (void)part.read.add(req.box);
-    if (req.access != Access::kRead) (void)part.write.add(req.box);
+    if (!reads_only) (void)part.write.add(req.box);
+    if (req.access == Access::kReadTransient) {
+      part.any_transient = true;
+    } else {
+      (void)part.kept.add(req.box);
+    }
   }
   for (TileState::ArrayPart& part : tile.live_parts()) {
     part.all.coalesce();
@@ -635,10 +642,11 @@ absl::Status RuntimeCore::synchronize() {
 }
 
 absl::Status RuntimeCore::phase_boundary() {
-  if (!options_.check) return absl::OkStatus();  // nothing is recorded then
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& a : arrays_) a->epoch_writes.clear();
-  return absl::OkStatus();
+  if (options_.check) {
+    for (auto& a : arrays_) a->epoch_writes.clear();
+  }
+  return manager_->release_transient();
 }
 
 }  // namespace bbmm::detail

@@ -47,6 +47,18 @@ class alignas(64) TileState {
     BoxSet read;   // points the tile reads (need valid data on the device)
     BoxSet write;  // points the tile writes
     BoxSet all;    // everything it asked for
+    BoxSet kept;   // the boxes of its requirements other than BBMM_READ_TRANSIENT
+    bool any_transient = false;
+
+    // True when `box` holds only transient reads of the tile: an instance
+    // allocated for it goes at the next phase boundary.
+    bool only_transient(const Box& box) const {
+      if (!any_transient) return false;
+      for (size_t i = 0; i < kept.size(); ++i) {
+        if (overlaps(kept[i], box)) return false;
+      }
+      return true;
+    }
     std::vector<std::pair<Instance*, Box>> pieces;  // instance, box served by it
     std::vector<bbmm_piece> view;
 
@@ -56,6 +68,8 @@ class alignas(64) TileState {
       read.reset(rank);
       write.reset(rank);
       all.reset(rank);
+      kept.reset(rank);
+      any_transient = false;
       pieces.clear();
       view.clear();
     }

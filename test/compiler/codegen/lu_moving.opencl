@@ -201,7 +201,7 @@ static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t k, int64_t
   {
     const int64_t bbmm_blo[2] = {k, k};
     const int64_t bbmm_bhi[2] = {k + 1, k + 1};
-    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[0]);
+    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_TRANSIENT, &bbmm_required[0]);
   }
   bbmm_gen_check(bbmm_tile_acquire(bbmm_t), "bbmm_tile_acquire");
   {
@@ -482,7 +482,7 @@ static void bbmm_s0_p1_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t k, int64_t
   {
     const int64_t bbmm_blo[2] = {k, k + 1};
     const int64_t bbmm_bhi[2] = {k + 1, n};
-    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[0]);
+    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_TRANSIENT, &bbmm_required[0]);
   }
   bbmm_gen_check(bbmm_tile_acquire(bbmm_t), "bbmm_tile_acquire");
   {

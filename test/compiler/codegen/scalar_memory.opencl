@@ -522,7 +522,7 @@ static void bbmm_s0_p1_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t k, int bbm
   if (m >= 1 && k >= 1 && n >= k + 1) {
     const int64_t bbmm_blo[2] = {k, 0};
     const int64_t bbmm_bhi[2] = {k + 1, m};
-    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[1]);
+    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_TRANSIENT, &bbmm_required[1]);
   }
   /* R: written (exact boxes); convex hull */
   if (k >= 1 && n >= k + 1) {
