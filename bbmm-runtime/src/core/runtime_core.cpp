@@ -387,12 +387,24 @@ absl::Status RuntimeCore::acquire(TileState& tile) {
     if (!reads_only) (void)part.write.add(req.box);
     if (req.access == Access::kReadTransient) {
       part.any_transient = true;
+      (void)part.transient_boxes.add(req.box);
     } else {
       (void)part.kept.add(req.box);
     }
   }
   for (TileState::ArrayPart& part : tile.live_parts()) {
-    part.all.coalesce();
+    if (part.any_transient) {
+      // Transient boxes stay apart from the others: coalesced with an adjacent block
+      // (lu's or floyd's row next to a device's rows), they would grow its instance.
+      part.kept.coalesce();
+      part.all.reset(part.array->rank());
+      for (size_t i = 0; i < part.kept.size(); ++i) (void)part.all.add(part.kept[i]);
+      for (size_t i = 0; i < part.transient_boxes.size(); ++i) {
+        (void)part.all.add(part.transient_boxes[i]);
+      }
+    } else {
+      part.all.coalesce();
+    }
     part.read.coalesce();
     part.write.coalesce();
   }

@@ -48,6 +48,7 @@ class alignas(64) TileState {
     BoxSet write;  // points the tile writes
     BoxSet all;    // everything it asked for
     BoxSet kept;   // the boxes of its requirements other than BBMM_READ_TRANSIENT
+    BoxSet transient_boxes;  // and of those
     bool any_transient = false;
 
     // True when `box` holds only transient reads of the tile: an instance
@@ -69,6 +70,7 @@ class alignas(64) TileState {
       write.reset(rank);
       all.reset(rank);
       kept.reset(rank);
+      transient_boxes.reset(rank);
       any_transient = false;
       pieces.clear();
       view.clear();
