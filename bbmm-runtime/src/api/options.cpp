@@ -43,6 +43,26 @@ absl::StatusOr<uint64_t> parse_bytes(std::string_view text_in) {
                                                  "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"));
 }
 
+namespace {
+
+// Sets `*out` from the on/off variable `name` (1/on/true/yes, 0/off/false/no) when it is
+// set and not empty.
+absl::Status env_flag(const char* name, bool* out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return absl::OkStatus();
+  const std::string s = absl::AsciiStrToLower(v);
+  if (s == "1" || s == "on" || s == "true" || s == "yes") {
+    *out = true;
+  } else if (s == "0" || s == "off" || s == "false" || s == "no") {
+    *out = false;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(name, "='", v, "': use 0 or 1"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
   RuntimeOptions o;
   if (const char* v = std::getenv("BBMM_BACKEND"); v != nullptr && *v != '\0') {
@@ -71,24 +91,9 @@ absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
     o.device_memory = *bytes;
   }
   if (const char* v = std::getenv("BBMM_TRACE"); v != nullptr) o.trace_file = v;
-  if (const char* v = std::getenv("BBMM_CHECK"); v != nullptr && *v != '\0') {
-    const std::string s = absl::AsciiStrToLower(v);
-    if (s == "1" || s == "on" || s == "true" || s == "yes") o.check = true;
-    else if (s == "0" || s == "off" || s == "false" || s == "no") o.check = false;
-    else return absl::InvalidArgumentError(absl::StrCat("BBMM_CHECK='", v, "': use 0 or 1"));
-  }
-  if (const char* v = std::getenv("BBMM_HOST_POISON"); v != nullptr && *v != '\0') {
-    const std::string s = absl::AsciiStrToLower(v);
-    if (s == "1" || s == "on" || s == "true" || s == "yes") o.host_poison = true;
-    else if (s == "0" || s == "off" || s == "false" || s == "no") o.host_poison = false;
-    else return absl::InvalidArgumentError(absl::StrCat("BBMM_HOST_POISON='", v, "': use 0 or 1"));
-  }
-  if (const char* v = std::getenv("BBMM_PEER_ACCESS"); v != nullptr && *v != '\0') {
-    const std::string s = absl::AsciiStrToLower(v);
-    if (s == "1" || s == "on" || s == "true" || s == "yes") o.peer_access = true;
-    else if (s == "0" || s == "off" || s == "false" || s == "no") o.peer_access = false;
-    else return absl::InvalidArgumentError(absl::StrCat("BBMM_PEER_ACCESS='", v, "': use 0 or 1"));
-  }
+  if (absl::Status s = env_flag("BBMM_CHECK", &o.check); !s.ok()) return s;
+  if (absl::Status s = env_flag("BBMM_HOST_POISON", &o.host_poison); !s.ok()) return s;
+  if (absl::Status s = env_flag("BBMM_PEER_ACCESS", &o.peer_access); !s.ok()) return s;
   if (const char* v = std::getenv("BBMM_CUDA_DEVICES_PER_GPU"); v != nullptr && *v != '\0') {
     if (!absl::SimpleAtoi(v, &o.cuda_devices_per_gpu) || o.cuda_devices_per_gpu < 1 ||
         o.cuda_devices_per_gpu > 16) {
@@ -96,12 +101,7 @@ absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
           absl::StrCat("BBMM_CUDA_DEVICES_PER_GPU='", v, "': expected 1..16"));
     }
   }
-  if (const char* v = std::getenv("BBMM_CUDA_COPY_KERNEL"); v != nullptr && *v != '\0') {
-    const std::string s = absl::AsciiStrToLower(v);
-    if (s == "1" || s == "on" || s == "true" || s == "yes") o.cuda_copy_kernel = true;
-    else if (s == "0" || s == "off" || s == "false" || s == "no") o.cuda_copy_kernel = false;
-    else return absl::InvalidArgumentError(absl::StrCat("BBMM_CUDA_COPY_KERNEL='", v, "': use 0 or 1"));
-  }
+  if (absl::Status s = env_flag("BBMM_CUDA_COPY_KERNEL", &o.cuda_copy_kernel); !s.ok()) return s;
   if (const char* v = std::getenv("BBMM_CUDA_COPY_STREAMS"); v != nullptr && *v != '\0') {
     if (!absl::SimpleAtoi(v, &o.cuda_copy_streams) || o.cuda_copy_streams < 1 ||
         o.cuda_copy_streams > 8) {

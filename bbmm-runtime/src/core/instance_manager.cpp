@@ -101,11 +101,15 @@ absl::StatusOr<Instance*> InstanceManager::allocate(int device, Array* a, const 
   return raw;
 }
 
-absl::Status InstanceManager::evict(Instance* inst) {
-  Array& a = *inst->array;
+absl::Status InstanceManager::drop(Instance* inst) {
   absl::Status s = coherency_.save_sole_copies(*inst);
   if (!s.ok()) return s;
-  a.directory.remove(inst->box, device_bit(inst->device));
+  inst->array->directory.remove(inst->box, device_bit(inst->device));
+  return free(inst);
+}
+
+absl::Status InstanceManager::evict(Instance* inst) {
+  Array& a = *inst->array;
   bbmm_stats& st = stats_[inst->device];
   st.evictions++;
   st.bytes_evicted += inst->bytes;
@@ -114,7 +118,7 @@ absl::Status InstanceManager::evict(Instance* inst) {
                    absl::StrCat("\"array\":\"", json_escape(a.name), "\",\"box\":\"",
                                 inst->box.to_string(), "\",\"bytes\":", inst->bytes));
   }
-  return free(inst);
+  return drop(inst);
 }
 
 void InstanceManager::mark_transient(Instance* inst) {
@@ -137,16 +141,13 @@ absl::Status InstanceManager::release_transient() {
       ++k;
       continue;
     }
-    // Only read: another copy is valid (save_sole_copies writes back nothing then).
-    Array& a = *inst->array;
-    absl::Status s = coherency_.save_sole_copies(*inst);
-    if (s.ok()) {
-      a.directory.remove(inst->box, device_bit(inst->device));
-      s = free(inst);  // takes it off transient_
-    } else {
+    // Only read: another copy is valid (drop writes back nothing then). On success
+    // free() takes it off transient_.
+    absl::Status s = drop(inst);
+    if (!s.ok()) {
       ++k;
+      if (status.ok()) status = s;
     }
-    if (status.ok()) status = s;
   }
   return status;
 }

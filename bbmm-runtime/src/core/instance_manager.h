@@ -71,6 +71,9 @@ class InstanceManager {
   absl::Status release_transient();
 
  private:
+  // Writes back what only `inst` holds, takes it out of the directory and frees it
+  // (evict without the statistics of a box-out).
+  absl::Status drop(Instance* inst);
   // Boxes out unused instances of `device` until `bytes` more fit.
   absl::Status make_room(int device, size_t bytes, const TileState* tile, const Array& a,
                          const Box& box);

@@ -381,29 +381,20 @@ absl::Status RuntimeCore::acquire(TileState& tile) {
   tile.nparts = 0;
   for (const TileState::Requirement& req : tile.requirements) {
     TileState::ArrayPart& part = tile.part_of(req.array, req.box.rank());
-    (void)part.all.add(req.box);
     const bool reads_only = req.access == Access::kRead || req.access == Access::kReadTransient;
+    (void)(req.access == Access::kReadTransient ? part.transient_boxes : part.all).add(req.box);
     if (req.access != Access::kWrite) (void)part.read.add(req.box);
     if (!reads_only) (void)part.write.add(req.box);
-    if (req.access == Access::kReadTransient) {
-      part.any_transient = true;
-      (void)part.transient_boxes.add(req.box);
-    } else {
-      (void)part.kept.add(req.box);
-    }
   }
   for (TileState::ArrayPart& part : tile.live_parts()) {
-    if (part.any_transient) {
-      // Transient boxes stay apart from the others: coalesced with an adjacent block
-      // (lu's or floyd's row next to a device's rows), they would grow its instance.
-      part.kept.coalesce();
-      part.all.reset(part.array->rank());
-      for (size_t i = 0; i < part.kept.size(); ++i) (void)part.all.add(part.kept[i]);
+    part.all.coalesce();
+    if (!part.transient_boxes.empty()) {
+      // Transient boxes join after coalescing: merged with an adjacent block (lu's or
+      // floyd's row next to a device's rows), they would grow its instance.
+      part.kept = part.all;
       for (size_t i = 0; i < part.transient_boxes.size(); ++i) {
         (void)part.all.add(part.transient_boxes[i]);
       }
-    } else {
-      part.all.coalesce();
     }
     part.read.coalesce();
     part.write.coalesce();

@@ -47,14 +47,13 @@ class alignas(64) TileState {
     BoxSet read;   // points the tile reads (need valid data on the device)
     BoxSet write;  // points the tile writes
     BoxSet all;    // everything it asked for
-    BoxSet kept;   // the boxes of its requirements other than BBMM_READ_TRANSIENT
-    BoxSet transient_boxes;  // and of those
-    bool any_transient = false;
+    BoxSet transient_boxes;  // of its BBMM_READ_TRANSIENT requirements
+    BoxSet kept;   // of the others, when there are transient ones
 
     // True when `box` holds only transient reads of the tile: an instance
     // allocated for it goes at the next phase boundary.
     bool only_transient(const Box& box) const {
-      if (!any_transient) return false;
+      if (transient_boxes.empty()) return false;
       for (size_t i = 0; i < kept.size(); ++i) {
         if (overlaps(kept[i], box)) return false;
       }
@@ -71,7 +70,6 @@ class alignas(64) TileState {
       all.reset(rank);
       kept.reset(rank);
       transient_boxes.reset(rank);
-      any_transient = false;
       pieces.clear();
       view.clear();
     }
