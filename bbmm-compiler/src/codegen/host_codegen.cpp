@@ -284,16 +284,22 @@ class ScopGenerator {
     return false;
   }
 
-  // Whether "box" of phase "p" changes with the phase's serial iterators: for some serial
-  // iteration where it is nonempty, it is smaller than its union over all iterations
-  // (floyd's row k, lu's pivot row).
-  bool moves(const TileBox& box, int p) const {
+  // "box" of phase "p" over all iterations of the phase's serial loops (their iterators
+  // projected out).
+  isl::set over_serial_iterations(const TileBox& box, int p) const {
     isl_set* x = box.set.copy();
     for (int l : s_.phases[p].serial_loops) {
       const int pos = isl_set_find_dim_by_name(x, isl_dim_param, s_.loops[l].c_name.c_str());
       if (pos >= 0) x = isl_set_project_out(x, isl_dim_param, pos, 1);
     }
-    isl_set* u = isl_set_align_params(x, box.set.get_space().release());
+    return isl::manage(x);
+  }
+
+  // Whether "box" of phase "p" changes with the phase's serial iterators: for some serial
+  // iteration where it is nonempty, it is smaller than its union "all" over all iterations
+  // (floyd's row k, lu's pivot row).
+  static bool moves(const TileBox& box, const isl::set& all) {
+    isl_set* u = isl_set_align_params(all.copy(), box.set.get_space().release());
     u = isl_set_intersect_params(u, isl_set_params(box.set.copy()));
     const bool moving = isl_set_is_subset(u, box.set.get()) != isl_bool_true;
     isl_set_free(u);
@@ -335,7 +341,8 @@ class ScopGenerator {
         // A box only read that moves with the serial iterators is needed for this
         // iteration only: its instance goes at the next phase boundary (a device that
         // reads row k of every step would otherwise keep every row).
-        const bool transient = mode == BoxAccess::kRead && moves(ab->required[r], p);
+        const bool transient = mode == BoxAccess::kRead &&
+                               moves(ab->required[r], over_serial_iterations(ab->required[r], p));
         emit_box(os, "  ", ab->required[r], "bbmm_gen_require", arr,
                  ", " + (transient ? std::string("BBMM_READ_TRANSIENT") : access_name(mode)) + count);
       }
@@ -492,19 +499,8 @@ class ScopGenerator {
         for (const ArrayBoxes& ab : b_.phases[p].arrays) {
           if (s_.arrays[ab.array].is_scalar || partitions_of[ab.array].size() > 1) continue;
           for (const TileBox& box : ab.required) {
-            isl_set* x = box.set.copy();
-            for (int l : s_.phases[p].serial_loops) {
-              const int pos =
-                  isl_set_find_dim_by_name(x, isl_dim_param, s_.loops[l].c_name.c_str());
-              if (pos >= 0) x = isl_set_project_out(x, isl_dim_param, pos, 1);
-            }
-            // Moving: for some serial iteration where the box is nonempty, it is smaller
-            // than its union over all iterations.
-            isl_set* u = isl_set_align_params(isl_set_copy(x), box.set.get_space().release());
-            u = isl_set_intersect_params(u, isl_set_params(box.set.copy()));
-            if (isl_set_is_subset(u, box.set.get()) != isl_bool_true) moving.insert(ab.array);
-            isl_set_free(u);
-            isl::set v = isl::manage(x);
+            isl::set v = over_serial_iterations(box, p);
+            if (moves(box, v)) moving.insert(ab.array);
             auto it = hull.find(ab.array);
             if (it == hull.end()) hull.emplace(ab.array, v);
             else it->second = it->second.unite(v);
