@@ -10,17 +10,11 @@ other: each one's first read-in began when the previous one's first kernel had r
 (docs/performance.md, "four H200s"); bench/gpu/start_order.sh runs the experiment.
 Needs nothing but Python 3.
 """
-import gzip
-import json
+import os
 import sys
 
-
-def load(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        data = json.load(f)
-    events = data["traceEvents"] if isinstance(data, dict) else data
-    return [e for e in events if e.get("ph") == "X" and "dur" in e]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from study_report import trace_spans  # noqa: E402 (the same folder, staged with it)
 
 
 def starts(spans):
@@ -47,7 +41,7 @@ def main():
         return 2
     for path in sys.argv[1:]:
         try:
-            s = starts(load(path))
+            s = starts(trace_spans(path))
         except (OSError, ValueError, KeyError) as e:
             print("%s: cannot read: %s" % (path, e))
             continue

@@ -22,6 +22,7 @@ A docs tool: the report's plots need matplotlib (python3-matplotlib); the parser
 nothing but Python 3.
 """
 import argparse
+import gzip
 import json
 import re
 import sys
@@ -53,11 +54,17 @@ def kind_of(name):
     return "other"
 
 
-def breakdown(path):
-    with open(path, encoding="utf-8") as f:
+def trace_spans(path):
+    """The complete slices ("ph": "X") of a libbbmm trace (BBMM_TRACE), .json or .json.gz."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
         data = json.load(f)
     events = data["traceEvents"] if isinstance(data, dict) else data
-    spans = [e for e in events if e.get("ph") == "X" and "dur" in e]
+    return [e for e in events if e.get("ph") == "X" and "dur" in e]
+
+
+def breakdown(path):
+    spans = trace_spans(path)
     if not spans:
         return {}
     lo = min(e["ts"] for e in spans)
