@@ -29,7 +29,7 @@ for t in cuda_conformance_test cuda_fuzz_test handwritten_kernels handwritten_ke
   if grep -q "^$t:" <<<"$all_targets"; then targets+=("$t"); fi
 done
 # The bbmmc samples built for CUDA (samples/CMakeLists.txt).
-mapfile -t samples < <(sed -n '/^cmake_/d; s/^\([a-z0-9_]*_bbmmc_cuda\(_fast\)\{0,1\}\): phony$/\1/p' \
+mapfile -t samples < <(sed -n '/^cmake_/d; s/^\([a-z0-9_]*_bbmmc_cuda\(_fast\(_r[0-9]*\)\{0,1\}\)\{0,1\}\): phony$/\1/p' \
   <<<"$all_targets" | sort -u)
 if (( ${#samples[@]} == 0 )); then
   echo "stage.sh: no <name>_bbmmc_cuda sample targets in $build" >&2

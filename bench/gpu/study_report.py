@@ -208,7 +208,8 @@ def report(args):
     for r in rows:
         if r["sample"] not in samples:
             samples.append(r["sample"])
-    counts = sorted({int(r["gpus"]) for r in rows if r["config"] == "strong"})
+    # GPU counts of the strong-scaling runs (or of the long ones, when only those ran).
+    counts = sorted({int(r["gpus"]) for r in rows if r["config"] in ("strong", "long")})
     multi = [g for g in counts if g > 1]
     most = counts[-1] if counts else 1
     out = []

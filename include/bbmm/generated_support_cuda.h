@@ -29,6 +29,21 @@
 #include "bbmm/bbmm.h"
 #include "bbmm/view.h"
 
+/* The register bound of every generated kernel. Default __launch_bounds__(1024): every
+   block shape BBMM_CUDA_BLOCK accepts (up to 1024 threads) can launch, as registers are
+   capped at 64 per thread. Building with -DBBMM_CUDA_MAX_REGISTERS=N (16..64) caps them at
+   N instead (__maxnreg__(N)): more resident threads for a kernel that needs more than N
+   without it (occupancy), at the price of spills when the body needs them
+   (docs/codegen.md). */
+#ifdef BBMM_CUDA_MAX_REGISTERS
+#if BBMM_CUDA_MAX_REGISTERS < 16 || BBMM_CUDA_MAX_REGISTERS > 64
+#error "BBMM_CUDA_MAX_REGISTERS must be 16..64 (a kernel of 1024 threads needs <= 64)"
+#endif
+#define BBMM_GEN_CUDA_KERNEL_BOUND __maxnreg__(BBMM_CUDA_MAX_REGISTERS)
+#else
+#define BBMM_GEN_CUDA_KERNEL_BOUND __launch_bounds__(1024)
+#endif
+
 #ifndef BBMM_GEN_CUDA_BLOCK_X
 #define BBMM_GEN_CUDA_BLOCK_X 32
 #endif

@@ -14,6 +14,7 @@ if(BBMM_HAVE_CUDA)
     SOURCES cuda_backend_test.cpp cuda_fake_runtime.cpp
       ${cuda_src}/cuda/cuda_backend.cpp ${cuda_src}/cuda/cuda_copy.cpp
       ${cuda_src}/cuda/cuda_events.cpp ${cuda_src}/cuda/cuda_pinning.cpp
+      ${cuda_src}/cuda/cuda_pool_grower.cpp
       ${cuda_src}/cuda/cuda_status.cpp ${cuda_src}/cuda/cuda_streams.cpp
       ${cuda_src}/cuda/cuda_topology.cpp ${cuda_src}/cuda/cuda_trace.cpp
       ${cuda_src}/cuda/cuda_worker.cpp ${cuda_src}/core/trace.cpp ${cuda_src}/core/backend.cpp

@@ -29,6 +29,10 @@
 #include "cuda/cuda_backend.h"
 #include "cuda_test_kernels.h"
 
+// Defined by the fake CUDA runtime only (cuda_fake_runtime.cpp): the pool
+// growths made by the calling thread's allocations; null on a real GPU.
+extern "C" uint64_t fake_cuda_pool_growths_on_this_thread() __attribute__((weak));
+
 namespace bbmm {
 namespace {
 
@@ -504,6 +508,65 @@ TEST_F(CudaBackendTest, CapacityLimitGivesResourceExhausted) {
   // A second free of the same buffer is an error, not a crash.
   EXPECT_TRUE(absl::IsInvalidArgument((*b)->free(0, *y, {})));
   EXPECT_TRUE((*b)->synchronize(0).ok());
+}
+
+// The pool grower (cuda_pool_grower.h) keeps free memory in the GPU's pool
+// ahead of the allocations, so that allocate() finds the pool grown already
+// (growing it on the caller's thread can wait for kernels, even of another
+// GPU). Read through the pool's own counters; on the fake CUDA runtime also
+// through who grew the pool.
+
+TEST_F(CudaBackendTest, PoolGrowerKeepsFreeMemoryAheadOfAllocations) {
+  constexpr size_t kMiB = size_t{1} << 20, kHeadroom = 64 * kMiB, kStep = 8 * kMiB;
+  CudaBackendOptions o;
+  o.devices = 1;
+  o.pool_headroom_bytes = kHeadroom;
+  absl::StatusOr<std::unique_ptr<Backend>> made = make_cuda_backend(o);
+  ASSERT_TRUE(made.ok()) << made.status();
+  Backend& b = **made;
+  ASSERT_GE(b.free_memory(0), 1024 * kMiB) << "needs a GPU with 1 GiB free";
+  cudaMemPool_t pool = nullptr;
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, 0), cudaSuccess);
+  auto attr = [&](cudaMemPoolAttr a) {
+    uint64_t v = 0;
+    EXPECT_EQ(cudaMemPoolGetAttribute(pool, a, &v), cudaSuccess);
+    return v;
+  };
+  auto pool_free = [&] {
+    const uint64_t reserved = attr(cudaMemPoolAttrReservedMemCurrent);
+    const uint64_t used = attr(cudaMemPoolAttrUsedMemCurrent);
+    return reserved > used ? reserved - used : 0;
+  };
+  // Waits (2 s at most) until the pool has `bytes` free; the free bytes.
+  auto wait_free = [&](uint64_t bytes) {
+    const auto deadline = Clock::now() + std::chrono::seconds(2);
+    uint64_t f = pool_free();
+    while (f < bytes && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      f = pool_free();
+    }
+    return f;
+  };
+  // Primed when the backend was made.
+  EXPECT_GE(pool_free(), kHeadroom / 2);
+  const uint64_t grown_here_before =
+      fake_cuda_pool_growths_on_this_thread ? fake_cuda_pool_growths_on_this_thread() : 0;
+  std::vector<DeviceBuffer> held;
+  for (size_t total = kStep; total <= 512 * kMiB; total += kStep) {
+    absl::StatusOr<DeviceBuffer> x = b.allocate(0, kStep);
+    ASSERT_TRUE(x.ok()) << x.status();
+    held.push_back(*x);
+    // The grower catches up: half its headroom (a quarter of what is in
+    // use, at least 64 MiB) is free again.
+    const uint64_t want = std::max<uint64_t>(kHeadroom, total / 4) / 2;
+    EXPECT_GE(wait_free(want), want) << "after " << total / kMiB << " MiB allocated";
+  }
+  if (fake_cuda_pool_growths_on_this_thread) {
+    EXPECT_EQ(fake_cuda_pool_growths_on_this_thread() - grown_here_before, 0u)
+        << "allocate() grew the pool on the calling thread";
+  }
+  for (const DeviceBuffer& x : held) ASSERT_TRUE(b.free(0, x, {}).ok());
+  EXPECT_TRUE(b.synchronize(0).ok());
 }
 
 // A freed block handed out again must not be written before the old user is

@@ -16,9 +16,11 @@
 // It is no substitute for running cuda_backend_test on a GPU.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -95,8 +97,15 @@ struct CUstream_st {
   }
 };
 
+// A pool's accounting (no memory of its own: blocks come from malloc): what
+// cudaMemPoolGetAttribute reports and the pool grower reads. A block counts
+// as used from its allocation to its free call; an allocation that finds
+// fewer free bytes than it asks for grows `reserved` (as a pool maps a new
+// chunk), counted per thread (fake_cuda_pool_growths_on_this_thread).
 struct CUmemPoolHandle_st {
   int device;
+  std::mutex mu;
+  uint64_t reserved = 0, used = 0;
 };
 
 namespace {
@@ -107,6 +116,21 @@ int device_count() {
 thread_local int tls_device = 0;
 thread_local cudaError_t tls_error = cudaSuccess;
 CUmemPoolHandle_st pools[16];
+thread_local uint64_t tls_pool_growths = 0;
+
+// Accounts an allocation of `n` bytes in `pool`.
+void pool_take(CUmemPoolHandle_st& pool, size_t n) {
+  std::lock_guard<std::mutex> l(pool.mu);
+  if (pool.reserved - pool.used < n) {
+    pool.reserved = pool.used + n;
+    ++tls_pool_growths;
+  }
+  pool.used += n;
+}
+void pool_give(CUmemPoolHandle_st& pool, size_t n) {
+  std::lock_guard<std::mutex> l(pool.mu);
+  pool.used -= std::min<uint64_t>(n, pool.used);
+}
 
 std::mutex reg_mu;
 std::map<uintptr_t, size_t> registered;  // begin -> bytes (host registered or hostalloc)
@@ -252,6 +276,10 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
 
 std::mutex size_mu;
 std::map<void*, size_t> dev_sizes;
+// cudaMallocFromPoolAsync's blocks (bytes, pool), at addresses no malloc
+// returns.
+std::map<void*, std::pair<size_t, CUmemPoolHandle_st*>> phantoms;
+uintptr_t next_phantom = uintptr_t{0x7e0000000000};
 
 // CUDA's rule for a host operand: its bytes lie in one registration or in
 // none (a region spanning two registrations is cudaErrorInvalidValue).
@@ -277,6 +305,7 @@ bool host_span_ok(const void* p, size_t n) {
 #define CHECK_SPAN(p, n) if (!host_span_ok((p), (n))) { std::fprintf(stderr, "FAKE: copy spans registrations at %p+%zu\n", (const void*)(p), (size_t)(n)); return ret(cudaErrorInvalidValue); }
 
 cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t s) {
+  pool_take(pools[s->device], n);
   {
     std::lock_guard<std::mutex> l(s->mu);
     for (size_t i = 0; i < s->freed.size(); ++i) {
@@ -298,6 +327,14 @@ cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t s) {
 cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
   size_t n;
   {
+    std::lock_guard<std::mutex> l(size_mu);
+    if (auto it = phantoms.find(p); it != phantoms.end()) {
+      pool_give(*it->second.second, it->second.first);
+      phantoms.erase(it);
+      return cudaSuccess;
+    }
+  }
+  {
     std::lock_guard<std::mutex> l2(size_mu);
     auto it = dev_sizes.find(p);
     if (it == dev_sizes.end()) {
@@ -307,6 +344,7 @@ cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
     n = it->second;
     dev_sizes.erase(it);
   }
+  pool_give(pools[s->device], n);
   // Stream-ordered: poisoned when the free executes; reusable by later
   // allocations on `s` at once (their work comes after it in stream order).
   s->push([p, n] { std::memset(p, 0xDD, n); });
@@ -397,8 +435,34 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int d) {
   return cudaSuccess;
 }
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void*) { return cudaSuccess; }
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr a, void* v) {
+  std::lock_guard<std::mutex> l(pool->mu);
+  switch (a) {
+    case cudaMemPoolAttrReservedMemCurrent: *static_cast<uint64_t*>(v) = pool->reserved; return cudaSuccess;
+    case cudaMemPoolAttrUsedMemCurrent: *static_cast<uint64_t*>(v) = pool->used; return cudaSuccess;
+    default: return ret(cudaErrorInvalidValue);
+  }
+}
+// Only the pool grower calls it, to grow the pool: accounting only, the block
+// has no memory behind it (nobody may touch it: a copy to it is an error).
+cudaError_t cudaMallocFromPoolAsync(void** p, size_t n, cudaMemPool_t pool, cudaStream_t s) {
+  if (pool->device != s->device) return ret(cudaErrorInvalidValue);
+  pool_take(*pool, n);
+  std::lock_guard<std::mutex> l(size_mu);
+  *p = reinterpret_cast<void*>(next_phantom);
+  next_phantom += (n + 4095) / 4096 * 4096 + 4096;
+  phantoms[*p] = {n, pool};
+  return cudaSuccess;
+}
+// Pool growths made by the calling thread's allocations (the fake's own
+// counter, for tests of who grows the pools).
+uint64_t fake_cuda_pool_growths_on_this_thread() { return tls_pool_growths; }
 cudaError_t cudaMemPoolSetAccess(cudaMemPool_t, const cudaMemAccessDesc*, size_t) { return cudaSuccess; }
-cudaError_t cudaMemPoolTrimTo(cudaMemPool_t, size_t) { return cudaSuccess; }
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
+  std::lock_guard<std::mutex> l(pool->mu);
+  pool->reserved = std::max<uint64_t>(pool->used, std::min<uint64_t>(pool->reserved, keep));
+  return cudaSuccess;
+}
 cudaError_t cudaMemGetInfo(size_t* f, size_t* t) {
   *f = size_t{8} << 30;
   *t = size_t{10} << 30;

@@ -67,11 +67,13 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
   // distinct; instances of distinct arrays never overlap), const where the phase only
   // reads the array: values stay in registers across statements and reads may go through
   // the read-only data cache.
-  // __launch_bounds__(1024): every block shape BBMM_CUDA_BLOCK accepts (up to 1024
-  // threads) can launch, as registers are capped at 64 per thread; that cap also keeps
-  // heavy bodies at 50% occupancy or more (bscholes: 79 registers without it).
+  // BBMM_GEN_CUDA_KERNEL_BOUND (generated_support_cuda.h): __launch_bounds__(1024) unless
+  // the build sets BBMM_CUDA_MAX_REGISTERS; either way every block shape BBMM_CUDA_BLOCK
+  // accepts (up to 1024 threads) can launch, as registers are capped at 64 per thread or
+  // less; that cap also keeps heavy bodies at 50% occupancy or more (bscholes: 79
+  // registers without it).
   if (!pieces) os << "template <typename I, typename U>\n";
-  os << "__global__ void __launch_bounds__(1024) " << fn << "(const struct " << name << "_args bbmm_a, const struct "
+  os << "__global__ void BBMM_GEN_CUDA_KERNEL_BOUND " << fn << "(const struct " << name << "_args bbmm_a, const struct "
      << name << "_cu bbmm_c";
   if (pieces) {
     os << ", const char* __restrict__ bbmm_blk";

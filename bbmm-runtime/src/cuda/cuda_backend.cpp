@@ -18,6 +18,7 @@
 #include "core/trace.h"
 #include "cuda/cuda_copy.h"
 #include "cuda/cuda_events.h"
+#include "cuda/cuda_pool_grower.h"
 #include "cuda/cuda_status.h"
 #include "cuda/cuda_streams.h"
 #include "cuda/cuda_topology.h"
@@ -85,6 +86,9 @@ class CudaBackend final : public Backend {
   // Issues everything queued, waits for the devices, frees what is still
   // allocated and unpins the registered arrays.
   ~CudaBackend() override {
+    for (auto& g : growers_) {
+      if (g != nullptr) g->stop();
+    }
     // Each worker drains its queue before it ends; a command of one device
     // may wait for an event of another, whose worker is still running (or
     // has issued it already).
@@ -153,6 +157,24 @@ class CudaBackend final : public Backend {
                                              topology_, pinner_, wo, &batch_api_rejections_);
       devices_.push_back(std::move(dev));
     }
+    // Pool growers (cuda_pool_grower.h), primed before any work is queued.
+    growers_.resize(topology_.gpu_count);
+    if (options_.pool_headroom_bytes > 0) {
+      for (int g = 0; g < topology_.gpu_count; ++g) {
+        size_t limit = 0;
+        for (const auto& dev : devices_) {
+          if (dev->gpu == g) limit += dev->capacity;
+        }
+        growers_[g] = std::make_unique<PoolGrower>(g, topology_.pool[g], limit,
+                                                   options_.pool_headroom_bytes);
+        try {
+          if (absl::Status gs = growers_[g]->start(); !gs.ok()) return gs;
+        } catch (const std::exception& e) {
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "cuda backend: cannot start the pool grower of GPU ", g, ": ", e.what()));
+        }
+      }
+    }
     BBMM_CUDA(cudaSetDevice(0));
     for (auto& dev : devices_) {
       try {
@@ -197,7 +219,11 @@ class CudaBackend final : public Backend {
       }
     } while (!dev.in_use.compare_exchange_weak(used, used + bytes, std::memory_order_acq_rel));
     absl::StatusOr<DeviceBuffer> buf = allocate_reserved(dev, bytes);
-    if (!buf.ok()) dev.in_use.fetch_sub(bytes, std::memory_order_acq_rel);
+    if (!buf.ok()) {
+      dev.in_use.fetch_sub(bytes, std::memory_order_acq_rel);
+    } else if (PoolGrower* g = growers_[dev.gpu].get(); g != nullptr) {
+      g->add_in_use(static_cast<int64_t>(bytes));
+    }
     return buf;
   }
 
@@ -220,6 +246,7 @@ class CudaBackend final : public Backend {
     // The bytes count as free now; the memory returns to the pool when the
     // worker's cudaFreeAsync runs in stream order after `after`.
     dev.in_use.fetch_sub(bytes, std::memory_order_acq_rel);
+    if (PoolGrower* g = growers_[dev.gpu].get(); g != nullptr) g->add_in_use(-static_cast<int64_t>(bytes));
     Command c;
     c.kind = CommandKind::kFree;
     c.waits.assign(after.begin(), after.end());
@@ -496,6 +523,8 @@ class CudaBackend final : public Backend {
   // cudaMemcpy3DBatchAsync calls rejected in a row (cuda_copy.h).
   std::atomic<int> batch_api_rejections_{0};
   std::vector<std::unique_ptr<Device>> devices_;
+  // growers_[g]: GPU g's pool grower (null when pool_headroom_bytes is 0).
+  std::vector<std::unique_ptr<PoolGrower>> growers_;
 };
 
 }  // namespace

@@ -57,6 +57,10 @@
 //   Capacity accounting (free_memory) counts a buffer free at the free()
 //   call; when cudaMallocAsync then finds the pool short, allocate() lets the
 //   worker issue the frees queued before it and tries once more.
+//   A pool grower per GPU (cuda_pool_grower.h) keeps free memory in the pool
+//   ahead of the allocations on a thread of its own, so that allocate() is a
+//   pool hit: growing a pool on the caller's thread can wait for kernels,
+//   even of another GPU (measured on two H200s).
 // - Errors: every CUDA call's error becomes a status naming the call. An
 //   operation that fails (a CUDA error, a launch error, an exception of the
 //   launch function) fails its event, is remembered as the device's first
@@ -152,6 +156,11 @@ struct CudaBackendOptions {
   // suites' current runtime core). Costs a stream wait per stream after each
   // allocation, and false dependencies behind frees.
   bool wait_for_allocations = false;
+  // Free bytes each GPU's memory pool keeps ahead of the allocations, grown
+  // by a thread of its own (cuda_pool_grower.h), so that allocate() does not
+  // grow the pool itself (which can wait for kernels, even of another GPU):
+  // max(this, a quarter of the bytes in use), within the capacity. 0: off.
+  size_t pool_headroom_bytes = size_t{64} << 20;
   // How register_host pins (cuda_pinning.h).
   HostPinMethod pin_method = HostPinMethod::kAuto;
   size_t pin_chunk_bytes = size_t{256} << 20;

@@ -18,7 +18,8 @@
 #      the trace: its kernels' time per step (first step left out, like handwritten_kernels).
 # Sizes (about 17 GB on the device each; README.md): KERNEL_SPEED_SIZE_<sample>="..."
 # overrides one (the sample's own arguments), KERNEL_SPEED_SCALE=small runs all at 1/4 of
-# the elements (a quick try). Budget: KERNEL_SPEED_BUDGET_S (default 180 s); every command
+# the elements (a quick try); KERNEL_SPEED_VARIANT=_rN times <name>_bbmmc_cuda_fast_rN (registers
+# capped at N; samples/CMakeLists.txt BBMM_SAMPLE_REGISTER_CAPS) instead. Budget: KERNEL_SPEED_BUDGET_S (default 180 s); every command
 # runs under `timeout`, a step that would start past the budget is skipped and reported.
 #
 # Writes under $OUT (default /tmp/bbmm-kernel-speed): logs.txt (every command and its
@@ -145,8 +146,14 @@ for s in "${samples[@]}"; do
   run "${s}_hand" 90 "$HW" "$s" "${L[@]}" --no-verify
   # The default-flags build (<name>_bbmmc_cuda_fast) when staged: the verification build
   # <name>_bbmmc_cuda has its kernels compiled with -fmad=false.
-  bin="$(find_bin "${s}_bbmmc_cuda_fast" || find_bin "${s}_bbmmc_cuda" ||
-         { [[ $s != heat3d ]] && find_bin "${s}_cuda"; } || true)"
+  # KERNEL_SPEED_VARIANT=_rN: the build with registers capped at N (samples/CMakeLists.txt,
+  # BBMM_SAMPLE_REGISTER_CAPS), nothing else.
+  if [[ -n "${KERNEL_SPEED_VARIANT:-}" ]]; then
+    bin="$(find_bin "${s}_bbmmc_cuda_fast${KERNEL_SPEED_VARIANT}" || true)"
+  else
+    bin="$(find_bin "${s}_bbmmc_cuda_fast" || find_bin "${s}_bbmmc_cuda" ||
+           { [[ $s != heat3d ]] && find_bin "${s}_cuda"; } || true)"
+  fi
   if [[ -z "$bin" ]]; then
     echo "  (no ${s}_bbmmc_cuda staged: no bbmmc columns)"
     printf 'RUN\t%s\tmissing\t0\tno %s_bbmmc_cuda\n' "${s}_bbmmc" "$s" >> "$RES"
