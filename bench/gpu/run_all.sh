@@ -13,7 +13,8 @@
 #             ~60% of the arrays, evictions counted)                    ~1 min (<= 160 s)
 #   sanitize  compute-sanitizer memcheck and racecheck on cuda_backend_test, on the
 #             1-GPU small runs of jacobi2d_cuda and heat3d_cuda (reserve and box-out) and
-#             of every bbmmc sample (e2e test sizes, 4 tiles), memcheck on the
+#             of every bbmmc sample (e2e test sizes, 4 tiles), where there are 2 GPUs the
+#             backend tests, jacobi2d_cuda and bbmmc heat2d/heat3d on both, memcheck on the
 #             copy-kernel conformance cases                             ~2.5 min (<= 300 s)
 #   perf      ceilings, then jacobi2d_cuda n=16386 100 steps and heat3d_cuda n=768 100
 #             steps on 1, 2 and (where there are 4) 4 GPUs (2 tiles per GPU, reserve on),
@@ -270,6 +271,23 @@ if wants sanitize; then
           BBMM_BACKEND=cuda BBMM_DEVICES=1 BBMM_TILES_PER_DEVICE=4 \
           "$SAN" --tool "$tool" --error-exitcode 1 --print-limit 50 "$B/$bin" $small
       done
+      # The same tools across GPUs (peer copies, cross-GPU events, one pool per GPU): the
+      # backend tests, jacobi2d_cuda and two bbmmc samples on 2 GPUs.
+      if (( ngpu >= 2 )); then
+        san2=(env CUDA_VISIBLE_DEVICES=0,1 "$SAN" --tool "$tool" --error-exitcode 1 --print-limit 50)
+        step sanitize "${tool}_backend_test_2gpu" 30 "${san2[@]}" "$B/cuda_backend_test" \
+          --gtest_filter='-*NoCallBlocks*:*EnqueueCost*:*Pinning*:*ReusedPoolMemory*:*RecordCoversEveryStream*:*HeldBackStreams*:*KernelLaunchError*'
+        step sanitize "${tool}_jacobi2d_2gpu" 15 "${san2[@]}" "$B/jacobi2d_cuda" --n 258 \
+          --steps 3 --devices 2
+        for s in heat2d heat3d; do
+          [[ " ${staged_samples[*]} " == *" $s "* ]] || continue
+          bbmmc_sample "$s"
+          # shellcheck disable=SC2086  # the arguments are words
+          sample_step sanitize "${tool}_bbmmc_${s}_2gpu" "$s" "$tool" 6 env CUDA_VISIBLE_DEVICES=0,1 \
+            BBMM_BACKEND=cuda BBMM_DEVICES=2 BBMM_TILES_PER_DEVICE=2 \
+            "$SAN" --tool "$tool" --error-exitcode 1 --print-limit 50 "$B/$bin" $small
+        done
+      fi
     done
   fi
 fi
