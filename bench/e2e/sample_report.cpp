@@ -307,14 +307,18 @@ std::string mib(double bytes) { return fixed(bytes / (1 << 20), 2); }
 
 int main_report(int argc, char** argv) {
   int devices = 4;
+  double max_alloc = 0;  // --max-alloc-ratio: fail above it (0: no check)
   std::string markdown;
   std::vector<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--devices" && i + 1 < argc) devices = std::atoi(argv[++i]);
     else if (a == "--markdown" && i + 1 < argc) markdown = argv[++i];
+    else if (a == "--max-alloc-ratio" && i + 1 < argc) max_alloc = std::atof(argv[++i]);
     else if (a == "--help") {
-      std::cout << "usage: bbmm_sample_report [--devices D] [--markdown FILE] [SAMPLE...]\n";
+      std::cout << "usage: bbmm_sample_report [--devices D] [--markdown FILE] [--max-alloc-ratio R] "
+                   "[SAMPLE...]\n  --max-alloc-ratio R: exit 1 when a device's peak allocation exceeds "
+                   "R x its exact footprint (isl count)\n";
       return 0;
     } else only.push_back(a);
   }
@@ -373,6 +377,12 @@ int main_report(int argc, char** argv) {
     std::printf("  time: sequential %.3f s, bbmmc %.3f s, in libbbmm %.3f s (%.1f%%); verification %s\n", m.t_seq,
                 m.t_bbmm, sum(m.manager), 100 * overhead, m.passed ? "PASSED" : "FAILED");
     if (!m.passed) ++failures;
+    if (max_alloc > 0 && worst_alloc > max_alloc) {
+      std::cerr << r.name << ": peak allocation " << fixed(worst_alloc, 3)
+                << " x the exact footprint on the worst device, above --max-alloc-ratio "
+                << fixed(max_alloc, 3) << "\n";
+      ++failures;
+    }
     md << "| " << r.name << " | " << r.args << " | " << fixed(worst_alloc, 3) << " | " << fixed(worst_convex, 3)
        << " | " << mib(h2d) << " (" << mib(static_cast<double>(n.h2d_min)) << ") | " << mib(peer) << " ("
        << mib(static_cast<double>(n.peer_min)) << ") | " << mib(d2h) << " (" << mib(static_cast<double>(n.d2h_min))

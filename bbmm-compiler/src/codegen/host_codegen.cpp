@@ -476,13 +476,31 @@ class ScopGenerator {
   // or adds an instance as before (BBMM_RESERVE=0 turns them off).
   std::string reservations() {
     std::ostringstream os;
-    // An array required by the phases of several partitions (read by rows in one and by
-    // columns in another: mvt, adi) has no single hull per device; it gets no hint.
-    std::map<int, std::set<int>> partitions_of;
+    // An array required by the phases of several partitions has no single hull per device.
+    // It gets the hint of its home partition, the one with most of its phases, when that
+    // one is unique (fdtd2d's ey: three phases by rows, one writing row 0 by columns; the
+    // other partitions' boxes then get instances of their own); with no unique home (mvt,
+    // adi: read by rows in one partition and by columns in another) it gets none.
+    std::map<int, std::map<int, int>> phases_in;  // array -> partition -> phases
     for (size_t p = 0; p < b_.phases.size(); ++p) {
       for (const ArrayBoxes& ab : b_.phases[p].arrays) {
-        if (!ab.required.empty()) partitions_of[ab.array].insert(b_.phases[p].partition);
+        if (!ab.required.empty()) ++phases_in[ab.array][b_.phases[p].partition];
       }
+    }
+    std::map<int, int> home;  // array -> its home partition (-1: none)
+    for (const auto& [a, counts] : phases_in) {
+      int best = -1, most = 0;
+      bool tie = false;
+      for (const auto& [part, n] : counts) {
+        if (n > most) {
+          most = n;
+          best = part;
+          tie = false;
+        } else if (n == most) {
+          tie = true;
+        }
+      }
+      home[a] = tie ? -1 : best;
     }
     for (const Partition& part : b_.partitions) {
       if (part.dims.size() != 1) continue;
@@ -497,7 +515,7 @@ class ScopGenerator {
       std::set<int> moving;  // arrays whose boxes change with the serial iterators
       for (int p : part.phases) {
         for (const ArrayBoxes& ab : b_.phases[p].arrays) {
-          if (s_.arrays[ab.array].is_scalar || partitions_of[ab.array].size() > 1) continue;
+          if (s_.arrays[ab.array].is_scalar || home[ab.array] != part.id) continue;
           for (const TileBox& box : ab.required) {
             isl::set v = over_serial_iterations(box, p);
             if (moves(box, v)) moving.insert(ab.array);
