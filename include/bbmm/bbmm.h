@@ -74,12 +74,15 @@ typedef struct bbmm_options {
                                  kernel (default 1) or by the copy engines (0) */
   int cuda_copy_streams;      /* CUDA: copy streams per direction and device, 1..8 (default 2;
                                  0: the default) */
+  int cuda_peer_copy_kernel;  /* CUDA: strided boxes between GPUs by the copy kernel (default 1,
+                                 when cuda_copy_kernel) or by the copy engines (0), same-device
+                                 boxes unchanged */
 } bbmm_options;
 
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,
  * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,
- * BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL and BBMM_CUDA_COPY_STREAMS from the
- * environment. Fails on a malformed variable
+ * BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL, BBMM_CUDA_PEER_COPY_KERNEL and
+ * BBMM_CUDA_COPY_STREAMS from the environment. Fails on a malformed variable
  * (the message names it). */
 bbmm_status bbmm_options_init(bbmm_options* opts);
 

@@ -331,7 +331,7 @@ TEST_P(CudaChainTest, SeveralCallerThreadsAtOnce) {
 // copy_batch of 1..64 random 2-D and 3-D rectangles against a byte-wise host
 // reference, for host->device, device->host, within a device and between
 // devices, under several option sets (batch call + copy kernel; copy engine
-// only; one by one).
+// only; one by one; the kernel within a device and the engine between devices).
 class CudaBatchTest : public CudaBackendTest, public ::testing::WithParamInterface<int> {
  protected:
   void SetUp() override {
@@ -344,16 +344,17 @@ class CudaBatchTest : public CudaBackendTest, public ::testing::WithParamInterfa
       o.copy_kernel = false;
       o.batch_api_peer = true;
     }
+    if (GetParam() == 4) o.peer_copy_kernel = false;
     backend_ = make_two_device_backend(o);
     ASSERT_NE(backend_, nullptr);
   }
 };
 std::string batch_option_name(const ::testing::TestParamInfo<int>& i) {
   static const char* const kNames[] = {"defaults", "engine_only", "one_by_one",
-                                       "engine_batch_api_peer"};
+                                       "engine_batch_api_peer", "peer_engine"};
   return kNames[i.param];
 }
-INSTANTIATE_TEST_SUITE_P(Options, CudaBatchTest, ::testing::Values(0, 1, 2, 3), batch_option_name);
+INSTANTIATE_TEST_SUITE_P(Options, CudaBatchTest, ::testing::Values(0, 1, 2, 3, 4), batch_option_name);
 
 TEST_P(CudaBatchTest, RandomRectanglesMatchReference) {
   constexpr size_t kSrc = 2 << 20;      // source region

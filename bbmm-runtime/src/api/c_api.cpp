@@ -135,6 +135,7 @@ bbmm_status bbmm_options_init(bbmm_options* opts) {
     opts->host_poison = d.host_poison ? 1 : 0;
     opts->cuda_devices_per_gpu = d.cuda_devices_per_gpu;
     opts->cuda_copy_kernel = d.cuda_copy_kernel ? 1 : 0;
+    opts->cuda_peer_copy_kernel = d.cuda_peer_copy_kernel ? 1 : 0;
     opts->cuda_copy_streams = d.cuda_copy_streams;
     opts->eviction_policy = d.eviction_policy;
     if (!o.ok()) return to_c(o.status());
@@ -148,6 +149,7 @@ bbmm_status bbmm_options_init(bbmm_options* opts) {
     opts->peer_access = o->peer_access ? 1 : 0;
     opts->cuda_devices_per_gpu = o->cuda_devices_per_gpu;
     opts->cuda_copy_kernel = o->cuda_copy_kernel ? 1 : 0;
+    opts->cuda_peer_copy_kernel = o->cuda_peer_copy_kernel ? 1 : 0;
     opts->cuda_copy_streams = o->cuda_copy_streams;
     return BBMM_OK;
   });
@@ -185,6 +187,7 @@ bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out) {
     o.host_poison = opts->host_poison != 0;
     o.cuda_devices_per_gpu = opts->cuda_devices_per_gpu < 1 ? 1 : opts->cuda_devices_per_gpu;
     o.cuda_copy_kernel = opts->cuda_copy_kernel != 0;
+    o.cuda_peer_copy_kernel = opts->cuda_peer_copy_kernel != 0;
     // 0 (a zeroed struct): the default.
     if (opts->cuda_copy_streams > 0) o.cuda_copy_streams = opts->cuda_copy_streams;
     absl::StatusOr<std::unique_ptr<bbmm::Runtime>> rt = bbmm::Runtime::create(o);

@@ -129,6 +129,7 @@ class CudaBackend final : public Backend {
     }
     WorkerOptions wo;
     wo.copy_kernel = options_.copy_kernel;
+    wo.peer_copy_kernel = options_.peer_copy_kernel;
     wo.batch_api = options_.batch_api;
     wo.batch_api_peer = options_.batch_api_peer;
     wo.host_copy_kernel_max_box = options_.host_copy_kernel_max_box;

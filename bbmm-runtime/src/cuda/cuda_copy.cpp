@@ -92,7 +92,7 @@ cudaMemcpyKind kind_of(CopyDir dir) {
 bool use_kernel(const Rect& r, CopyDir dir, const CopyEnv& env) {
   if (!env.copy_kernel || r.dense()) return false;
   if (dir == CopyDir::kD2D) return true;
-  return dir == CopyDir::kPeer && env.peer_reachable &&
+  return dir == CopyDir::kPeer && env.peer_copy_kernel && env.peer_reachable &&
          (r.width < kPeerKernelMinRow || r.bytes() < kPeerKernelMaxBytes);
 }
 

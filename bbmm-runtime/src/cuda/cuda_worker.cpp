@@ -223,6 +223,7 @@ CopyEnv Worker::copy_env(const Command& c) const {
   env.peer_reachable = op.dst.device != kHost && op.src.device != kHost &&
                        topology_.can_access_peer(op.dst.device, op.src.device);
   env.copy_kernel = options_.copy_kernel;
+  env.peer_copy_kernel = options_.peer_copy_kernel;
   env.host_kernel_max_box = topology_.host_pointers_ok ? options_.host_copy_kernel_max_box : 0;
   env.pinner = &pinner_;
   env.batch_api = options_.batch_api;

@@ -88,6 +88,7 @@ struct Command {
 // What the worker needs to know of the backend's options.
 struct WorkerOptions {
   bool copy_kernel = true;
+  bool peer_copy_kernel = true;  // CudaBackendOptions::peer_copy_kernel
   bool batch_api = true;
   bool batch_api_peer = false;
   size_t host_copy_kernel_max_box = 0;
