@@ -110,14 +110,15 @@ void bench_copies(Backend& b, Backend& engine, Backend& one_by_one, Backend& zer
   DeviceBuffer d1 = peer ? *b.allocate(1, kArray) : DeviceBuffer{};
   b.synchronize(0).IgnoreError();  // the buffers' ready events
   if (peer) b.synchronize(1).IgnoreError();
-  auto contiguous = [&](Endpoint dst, Endpoint src) {
-    const size_t n = kMax;
-    return n / time_median(5, 4, [&] { return must(b.copy(dst, src, {n, 1, 1}, {})); });
+  // Bytes per second of one contiguous copy of `n` bytes from `src` to `dst` (bases).
+  auto contiguous = [&](int dst_dev, void* dst, int src_dev, void* src, size_t n, int iters) {
+    const Endpoint to{dst_dev, dst, 0, n, n}, from{src_dev, src, 0, n, n};
+    return n / time_median(5, iters, [&] { return must(b.copy(to, from, {n, 1, 1}, {})); });
   };
-  const double h2d = contiguous({0, d0.base, 0, kMax, kMax}, {kHost, host, 0, kMax, kMax});
-  const double d2h = contiguous({kHost, host, 0, kMax, kMax}, {0, d0.base, 0, kMax, kMax});
-  const double d2d = contiguous({0, d0b.base, 0, kMax, kMax}, {0, d0.base, 0, kMax, kMax});
-  const double p2p = peer ? contiguous({1, d1.base, 0, kMax, kMax}, {0, d0.base, 0, kMax, kMax}) : 0;
+  const double h2d = contiguous(0, d0.base, kHost, host, kMax, 4);
+  const double d2h = contiguous(kHost, host, 0, d0.base, kMax, 4);
+  const double d2d = contiguous(0, d0b.base, 0, d0.base, kMax, 4);
+  const double p2p = peer ? contiguous(1, d1.base, 0, d0.base, kMax, 4) : 0;
   std::printf("\n### Contiguous ceilings (256 MiB, this run)\n\n| direction | GB/s |\n|---|---|\n");
   std::printf("| H2D | %.1f |\n| D2H | %.1f |\n| device-local | %.1f |\n", h2d / 1e9, d2h / 1e9,
               d2d / 1e9);
@@ -142,10 +143,9 @@ void bench_copies(Backend& b, Backend& engine, Backend& one_by_one, Backend& zer
   auto contig_bytes = [&](int kind, size_t n) {
     auto [it, fresh] = contig_cache.emplace(std::make_pair(kind, n), 0.0);
     if (fresh) {
-      const Endpoint dev{0, d0b.base, 0, n, n}, hst{kHost, host, 0, n, n};
-      it->second = n / time_median(5, n >= (size_t{16} << 20) ? 4 : 12, [&] {
-        return kind == 0 ? must(b.copy(dev, hst, {n, 1, 1}, {})) : must(b.copy(hst, dev, {n, 1, 1}, {}));
-      });
+      const int iters = n >= (size_t{16} << 20) ? 4 : 12;
+      it->second = kind == 0 ? contiguous(0, d0b.base, kHost, host, n, iters)
+                             : contiguous(kHost, host, 0, d0b.base, n, iters);
     }
     return it->second;
   };

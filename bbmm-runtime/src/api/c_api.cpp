@@ -61,6 +61,23 @@ bbmm_status fail(bbmm_status code, std::string message) {
   return code;
 }
 
+// `opts` filled from `o`, but for the trace file (a C string: the caller's).
+void to_c_options(const bbmm::RuntimeOptions& o, bbmm_options* opts) {
+  std::memset(opts, 0, sizeof(*opts));
+  opts->backend = o.backend;
+  opts->devices = o.devices;
+  opts->device_memory = o.device_memory;
+  opts->eviction_policy = o.eviction_policy;
+  opts->growth_threshold = o.growth_threshold;
+  opts->check = o.check ? 1 : 0;
+  opts->peer_access = o.peer_access ? 1 : 0;
+  opts->host_poison = o.host_poison ? 1 : 0;
+  opts->cuda_devices_per_gpu = o.cuda_devices_per_gpu;
+  opts->cuda_copy_kernel = o.cuda_copy_kernel ? 1 : 0;
+  opts->cuda_peer_copy_kernel = o.cuda_peer_copy_kernel ? 1 : 0;
+  opts->cuda_copy_streams = o.cuda_copy_streams;
+}
+
 bbmm_status to_c(const absl::Status& s) {
   if (s.ok()) return BBMM_OK;
   bbmm_status code = BBMM_ERROR_BACKEND;
@@ -127,30 +144,11 @@ bbmm_status bbmm_options_init(bbmm_options* opts) {
   return guarded([&] {
     if (opts == nullptr) return fail(BBMM_ERROR_INVALID_ARGUMENT, "options_init: null options");
     absl::StatusOr<bbmm::RuntimeOptions> o = bbmm::RuntimeOptions::from_env();
-    std::memset(opts, 0, sizeof(*opts));
-    bbmm::RuntimeOptions d;
-    opts->backend = d.backend;
-    opts->growth_threshold = d.growth_threshold;
-    opts->peer_access = d.peer_access ? 1 : 0;
-    opts->host_poison = d.host_poison ? 1 : 0;
-    opts->cuda_devices_per_gpu = d.cuda_devices_per_gpu;
-    opts->cuda_copy_kernel = d.cuda_copy_kernel ? 1 : 0;
-    opts->cuda_peer_copy_kernel = d.cuda_peer_copy_kernel ? 1 : 0;
-    opts->cuda_copy_streams = d.cuda_copy_streams;
-    opts->eviction_policy = d.eviction_policy;
+    // The defaults when a variable is malformed (and the error), else the environment's.
+    to_c_options(o.ok() ? *o : bbmm::RuntimeOptions{}, opts);
     if (!o.ok()) return to_c(o.status());
-    opts->backend = o->backend;
-    opts->devices = o->devices;
-    opts->device_memory = o->device_memory;
     // The string lives as long as the environment variable.
     opts->trace_file = o->trace_file.empty() ? nullptr : std::getenv("BBMM_TRACE");
-    opts->check = o->check ? 1 : 0;
-    opts->host_poison = o->host_poison ? 1 : 0;
-    opts->peer_access = o->peer_access ? 1 : 0;
-    opts->cuda_devices_per_gpu = o->cuda_devices_per_gpu;
-    opts->cuda_copy_kernel = o->cuda_copy_kernel ? 1 : 0;
-    opts->cuda_peer_copy_kernel = o->cuda_peer_copy_kernel ? 1 : 0;
-    opts->cuda_copy_streams = o->cuda_copy_streams;
     return BBMM_OK;
   });
 }

@@ -80,7 +80,6 @@ bool PoolGrower::grow_if_short() {
   if (cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved) != cudaSuccess ||
       cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &used) != cudaSuccess) {
     (void)cudaGetLastError();
-    failures_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
   reserved_seen_.store(reserved, std::memory_order_relaxed);
@@ -94,7 +93,6 @@ bool PoolGrower::grow_if_short() {
   void* p = nullptr;
   if (cudaMallocFromPoolAsync(&p, bytes, pool_, stream_) != cudaSuccess) {
     (void)cudaGetLastError();
-    failures_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
   // Freed at once: the pool keeps the memory (release threshold raised).
@@ -102,10 +100,8 @@ bool PoolGrower::grow_if_short() {
   // streams may take the block (the pool's opportunistic reuse).
   if (cudaFreeAsync(p, stream_) != cudaSuccess || cudaStreamSynchronize(stream_) != cudaSuccess) {
     (void)cudaGetLastError();
-    failures_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  growths_.fetch_add(1, std::memory_order_relaxed);
   if (cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved) == cudaSuccess) {
     reserved_seen_.store(reserved, std::memory_order_relaxed);
   } else {

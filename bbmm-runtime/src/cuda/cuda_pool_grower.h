@@ -60,17 +60,15 @@ class PoolGrower {
   // Ends the thread (after its current growth) and destroys the stream.
   void stop();
 
-  // Growths done by the grower (priming included), and allocations it could
-  // not make (the GPU had less free memory than the pool's limit assumed).
-  uint64_t growths() const { return growths_.load(std::memory_order_relaxed); }
-  uint64_t failures() const { return failures_.load(std::memory_order_relaxed); }
-  // The free bytes the grower keeps when `in_use` bytes are in use.
-  size_t headroom(size_t in_use) const;
 
  private:
+  // The free bytes the grower keeps when `in_use` bytes are in use.
+  size_t headroom(size_t in_use) const;
   void run();
-  // Grows the pool when its free bytes are under half a headroom. False when
-  // a CUDA call failed (the thread then waits for the next change in use).
+  // Grows the pool by one headroom when its free bytes are under half a
+  // headroom. True when it grew; false when it needed not, or a CUDA call
+  // failed (a GPU short of memory: the thread then waits for the next
+  // allocation, which grows the pool itself if it must).
   bool grow_if_short();
 
   const int gpu_;
@@ -83,7 +81,6 @@ class PoolGrower {
   std::atomic<int64_t> in_use_{0};
   // ReservedMemCurrent as last seen by the thread (or start).
   std::atomic<uint64_t> reserved_seen_{0};
-  std::atomic<uint64_t> growths_{0}, failures_{0};
 
   std::mutex mu_;
   std::condition_variable cv_;
