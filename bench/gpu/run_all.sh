@@ -189,15 +189,15 @@ if wants tests; then
     step tests "${t%_test}_gpu0" "$est" env CUDA_VISIBLE_DEVICES=0 BBMM_FUZZ_TRACES=2000 "$B/$t"
   done
   # The random traces with the copy engines instead of the copy kernel, with one copy
-  # stream per direction, and with the engines between GPUs only (the other copy paths;
+  # stream per direction, and with the copy kernel between GPUs too (the other copy paths;
   # docs/gpu-validation.md).
   if have cuda_fuzz_test; then
     step tests cuda_fuzz_all_engine 15 env BBMM_FUZZ_TRACES=4000 BBMM_CUDA_COPY_KERNEL=0 \
       "$B/cuda_fuzz_test"
     step tests cuda_fuzz_all_1stream 15 env BBMM_FUZZ_TRACES=4000 BBMM_CUDA_COPY_STREAMS=1 \
       "$B/cuda_fuzz_test"
-    step tests cuda_fuzz_all_peer_engine 15 env BBMM_FUZZ_TRACES=4000 \
-      BBMM_CUDA_PEER_COPY_KERNEL=0 "$B/cuda_fuzz_test"
+    step tests cuda_fuzz_all_peer_kernel 15 env BBMM_FUZZ_TRACES=4000 \
+      BBMM_CUDA_PEER_COPY_KERNEL=1 "$B/cuda_fuzz_test"
   fi
   # The sample tests of test/runtime/cuda.cmake, on all GPUs.
   step tests jacobi2d_small 5 "$B/jacobi2d_cuda" --n 258 --steps 4

@@ -46,9 +46,14 @@ for t in "${targets[@]}"; do
   ldd "$f" | awk '/libabsl|libgtest|libgmock|libbenchmark/ {print $3}' |
     xargs -r -I{} cp -L {} "$stage/lib/"
 done
-for s in run_all.sh summarize.py plot_trace.py study.sh study_report.py first_starts.py start_order.sh kernels/kernel_speed.sh kernels/kernel_time.py kernels/march_tune.sh kernels/variants.sh out_of_core.sh; do
+for s in run_all.sh summarize.py plot_trace.py study.sh study_report.py first_starts.py start_order.sh host_cost.sh kernels/kernel_speed.sh kernels/kernel_time.py kernels/march_tune.sh kernels/variants.sh out_of_core.sh; do
   if [[ -f "$root/bench/gpu/$s" ]]; then cp "$root/bench/gpu/$s" "$stage/"; fi
 done
+# A diagnostic only (host_cost.sh's jemalloc setting), staged when this machine has it:
+# not a dependency of BBMM.
+if [[ -f /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ]]; then
+  cp /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 "$stage/lib/"
+fi
 # Symbols help compute-sanitizer's backtraces: strip only when the folder is large.
 if (( $(du -sm "$stage" | cut -f1) > 40 )); then
   strip --strip-unneeded "$stage"/bin/* "$stage"/lib/*

@@ -12,7 +12,7 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$G/lib:${LD_LIBRARY_PATH:-}"
 export NCCL_NVLS_ENABLE=0
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-settings=("default|X=1" "engine|BBMM_CUDA_COPY_KERNEL=0" "peer_engine|BBMM_CUDA_PEER_COPY_KERNEL=0"
+settings=("default|X=1" "engine|BBMM_CUDA_COPY_KERNEL=0" "peer_kernel|BBMM_CUDA_PEER_COPY_KERNEL=1"
           "1stream|BBMM_CUDA_COPY_STREAMS=1" "staged|BBMM_PEER_ACCESS=0")
 {
   echo "start_order.sh: $ngpu GPU(s), $(date -u)"

@@ -93,6 +93,17 @@ def breakdown(path):
     out = {"window": window, "idle": idle / n, "host_lib": host_lib, "pin": pin}
     if acquires and work_end:
         out["run"] = (max(work_end) - min(acquires)) * 1e-6
+        # When the host thread had issued every tile (the end of its last tile
+        # call): far before the run's end, libbbmm's host time is not what the
+        # GPUs wait for. And when the last GPU started its first kernel.
+        calls = [e["ts"] + e["dur"] for e in host
+                 if e["name"] in ("acquire", "launch", "flow_out", "release")]
+        out["host_done"] = (max(calls) - min(acquires)) * 1e-6
+        firsts = [min((e["ts"] for e in spans if e.get("tid") == d and kind_of(e["name"]) == "compute"),
+                      default=None) for d in devices]
+        firsts = [f for f in firsts if f is not None]
+        if firsts:
+            out["last_start"] = (max(firsts) - min(acquires)) * 1e-6
     for k in kinds:
         out[k] = per[k] / n
     return out
@@ -306,7 +317,8 @@ def report(args):
       "run; copies overlap kernels, so the shares add to more than 100%)")
     w("")
     table(["sample", "GPUs", "run s", "compute", "read-in H2D", "write-back D2H", "flow-out peer",
-           "D2D", "idle", "libbbmm on the host thread (stats, reservations excluded)"])
+           "D2D", "idle", "libbbmm on the host thread (stats, reservations excluded)",
+           "host thread done (last tile call)", "last GPU's first kernel"])
     bds = []
     for s, cfg, label in [(x, c, x + l) for c, l in (("trace", ""), ("trace:long", " (long)"))
                           for x in samples]:
@@ -319,10 +331,11 @@ def report(args):
             busy = num(r, "bd_window") - num(r, "bd_idle")
             idle = 100 * max(run - busy, 0.0) / run if run else None
             lib = lib_share(find(s, "long" if cfg == "trace:long" else "strong", g), run)
-            w("| %s | %d | %.4f | %s | %s | %s | %s | %s | %s | %s |" % (
+            w("| %s | %d | %.4f | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 label, g, run, fmt(sh("compute"), "%.1f%%"), fmt(sh("h2d"), "%.1f%%"),
                 fmt(sh("d2h"), "%.1f%%"), fmt(sh("peer"), "%.1f%%"), fmt(sh("d2d"), "%.1f%%"),
-                fmt(idle, "%.1f%%"), fmt(lib, "%.1f%%")))
+                fmt(idle, "%.1f%%"), fmt(lib, "%.1f%%"), fmt(sh("host_done"), "%.1f%%"),
+                fmt(sh("last_start"), "%.1f%%")))
             if g == most and cfg == "trace":
                 shares = {k: sh(k) for k in ("compute", "h2d", "d2h", "peer", "d2d")}
                 shares["idle"] = idle

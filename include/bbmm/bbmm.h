@@ -74,9 +74,9 @@ typedef struct bbmm_options {
                                  kernel (default 1) or by the copy engines (0) */
   int cuda_copy_streams;      /* CUDA: copy streams per direction and device, 1..8 (default 2;
                                  0: the default) */
-  int cuda_peer_copy_kernel;  /* CUDA: strided boxes between GPUs by the copy kernel (default 1,
-                                 when cuda_copy_kernel) or by the copy engines (0), same-device
-                                 boxes unchanged */
+  int cuda_peer_copy_kernel;  /* CUDA: strided boxes between GPUs by the copy kernel (1, with
+                                 cuda_copy_kernel) or by the copy engines (0, the default),
+                                 same-device boxes unchanged */
 } bbmm_options;
 
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,

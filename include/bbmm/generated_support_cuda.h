@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "bbmm/bbmm.h"
@@ -216,12 +217,86 @@ static inline BBMM_GEN_UNUSED bool bbmm_cu_shape_of(int dims, const int64_t* lo,
   return true;
 }
 
-/* bbmm_cu_shape_of with the settings of this file and the environment. */
+/* The march of a 2-D or 3-D launch that fills the GPU: "march" halved (rounding up)
+   until the grid bbmm_cu_shape_of makes with it has at least "min_blocks" blocks, or the
+   march is 1. A tile's kernel marches fewer values of its outermost coordinate per
+   thread when the tile is thin (many GPUs, many tiles per GPU): the multiprocessors stay
+   busy, at the price of less reuse along that coordinate. 1-D launches do not march. */
+static inline BBMM_GEN_UNUSED int64_t bbmm_cu_fill_march(int dims, const int64_t* lo,
+                                                         const int64_t* hi, const int shape[3],
+                                                         int64_t march, int64_t cap,
+                                                         int64_t min_blocks) {
+  if (dims < 2) return march;
+  while (march > 1) {
+    dim3 grid, block;
+    if (!bbmm_cu_shape_of(dims, lo, hi, shape, march, cap, &grid, &block)) break;
+    if ((int64_t)grid.x * grid.y * grid.z >= min_blocks) break;
+    march = (march + 1) / 2;
+  }
+  return march;
+}
+
+/* The march that covers the outermost coordinate of a 2-D or 3-D launch with the same
+   number of blocks as "march" but in equal shares: a tile of 48 planes marched 32 at a
+   time has blocks of 32 and of 16 planes, and the launch lasts as long as the 32-plane
+   ones; 24 each covers it in the same two blocks per column. Returns the least march m'
+   <= march with blocks * threads * m' >= extent along that coordinate (threads: the
+   block's extent there, as bbmm_cu_shape_of folds it). 1-D launches do not march. */
+static inline BBMM_GEN_UNUSED int64_t bbmm_cu_balance_march(int dims, const int64_t* lo,
+                                                            const int64_t* hi,
+                                                            const int shape[3], int64_t march) {
+  if (dims < 2 || march <= 1) return march;
+  const int d = dims - 1;
+  const int64_t extent = hi[d] - lo[d];
+  if (extent <= 0) return march;
+  const int64_t threads = dims == 2 ? (int64_t)shape[1] * shape[2] : (int64_t)shape[2];
+  const int64_t blocks = (extent + threads * march - 1) / (threads * march);
+  const int64_t m = (extent + blocks * threads - 1) / (blocks * threads);
+  return m < march ? m : march;
+}
+
+/* Blocks per multiprocessor a launch aims at (bbmm_cu_fill_march): BBMM_CUDA_FILL=B, 0
+   for none (the march as set), default 8 (a full wave of 256-thread blocks). */
+static inline BBMM_GEN_UNUSED int64_t bbmm_cu_fill(void) {
+  static long long b = 8;
+  static std::once_flag once;
+  std::call_once(once, [] { bbmm_cu_env_int("BBMM_CUDA_FILL", 0, 1024, "an integer in [0, 1024]", &b); });
+  return b;
+}
+
+/* Multiprocessors of the calling thread's current device, read once per device; 0 when
+   CUDA cannot say (the march then stays as set). */
+static inline BBMM_GEN_UNUSED int64_t bbmm_cu_sm_count(void) {
+  static std::atomic<int> known[64];
+  int dev = 0, n = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (dev >= 0 && dev < 64 && (n = known[dev].load(std::memory_order_relaxed)) > 0) return n;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (dev >= 0 && dev < 64) known[dev].store(n, std::memory_order_relaxed);
+  return n;
+}
+
+/* bbmm_cu_shape_of with the settings of this file and the environment; *march (the
+   generation-time or BBMM_CUDA_MARCH value) shrinks to fill the device
+   (bbmm_cu_fill_march with bbmm_cu_fill() blocks per multiprocessor), then to share the
+   outermost coordinate evenly among its blocks (bbmm_cu_balance_march). */
 static inline BBMM_GEN_UNUSED bool bbmm_cu_shape(int dims, const int64_t* lo, const int64_t* hi,
-                                                 int64_t march, dim3* grid, dim3* block) {
+                                                 int64_t* march, dim3* grid, dim3* block) {
   int s[3];
   bbmm_cu_block_shape(s);
-  return bbmm_cu_shape_of(dims, lo, hi, s, march, bbmm_cu_grid_cap(), grid, block);
+  const int64_t cap = bbmm_cu_grid_cap();
+  const int64_t fill = bbmm_cu_fill();
+  if (fill > 0 && dims >= 2) {
+    *march = bbmm_cu_fill_march(dims, lo, hi, s, *march, cap, fill * bbmm_cu_sm_count());
+  }
+  *march = bbmm_cu_balance_march(dims, lo, hi, s, *march);
+  return bbmm_cu_shape_of(dims, lo, hi, s, *march, cap, grid, block);
 }
 
 /* --- Pieces ---------------------------------------------------------------------------- */

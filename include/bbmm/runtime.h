@@ -37,7 +37,7 @@ struct RuntimeOptions {
   int cuda_devices_per_gpu = 1;   // CUDA: logical devices per GPU (> 1: tests, demos on one GPU)
   bool cuda_copy_kernel = true;   // CUDA: strided device-to-device/peer boxes by a kernel
   int cuda_copy_streams = 2;      // CUDA: copy streams per direction and device, 1..8
-  bool cuda_peer_copy_kernel = true;  // CUDA: strided boxes between GPUs by the kernel too
+  bool cuda_peer_copy_kernel = false;  // CUDA: strided boxes between GPUs by the kernel too
 
   // Defaults overridden by BBMM_BACKEND, BBMM_DEVICES, BBMM_DEVICE_MEMORY,
   // BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,

@@ -6,8 +6,11 @@
  *   coordinate, the hardware limits and the user cap, empty ranges; and that the grid
  *   always covers each range (grid-stride loops do the rest) with no block fully idle
  *   unless capped, against an independent computation;
+ * - bbmm_cu_fill_march: the march halves until the grid has the blocks asked for;
+ * - bbmm_cu_balance_march: the least march giving the same blocks, by brute force;
  * - the environment settings in child processes: a malformed BBMM_CUDA_BLOCK,
- *   BBMM_CUDA_MARCH or BBMM_CUDA_GRID_CAP exits 1 naming the variable; valid ones apply.
+ *   BBMM_CUDA_MARCH, BBMM_CUDA_GRID_CAP or BBMM_CUDA_FILL exits 1 naming the variable;
+ *   valid ones apply.
  * Prints each failed check and exits nonzero when one failed. */
 #include <sys/wait.h>
 #include <unistd.h>
@@ -144,6 +147,77 @@ static void test_shape(void) {
   }
 }
 
+// bbmm_cu_fill_march: against an independent count of the blocks of a march (the
+// ceiling of each extent over threads x values per thread; the hardware limits do not
+// bind at these extents): the march returned is the first of march, ceil(march/2), ...
+// whose grid has at least min_blocks blocks, else 1; 1-D keeps the march.
+static void test_fill_march(void) {
+  const int shape[3] = {16, 4, 2};
+  auto blocks = [&](int dims, const int64_t* e, int64_t m) {
+    const int64_t t[3] = {16, dims == 2 ? 8 : 4, 2};  // 2-D folds Y*Z
+    int64_t n = 1;
+    for (int d = 0; d < dims; ++d) {
+      const int64_t per = t[d] * (d == dims - 1 ? m : 1);
+      n *= (e[d] + per - 1) / per;
+    }
+    return n;
+  };
+  const int64_t extents[][3] = {{384, 384, 24}, {384, 384, 96}, {8192, 512, 1}, {8192, 2048, 1},
+                                {17, 3, 5},     {1000, 1, 1},   {64, 64, 64}};
+  for (int dims = 1; dims <= 3; ++dims) {
+    for (const auto& e : extents) {
+      for (int64_t march : {1, 7, 32}) {
+        for (int64_t min_blocks : {0, 1, 100, 1056, 100000}) {
+          const int64_t lo[3] = {3, -2, 0};
+          const int64_t hi[3] = {3 + e[0], -2 + e[1], e[2]};
+          const int64_t got = bbmm_cu_fill_march(dims, lo, hi, shape, march, 0, min_blocks);
+          int64_t want = march;
+          if (dims >= 2) {
+            while (want > 1 && blocks(dims, e, want) < min_blocks) want = (want + 1) / 2;
+          }
+          CHECK_EQ(got, want, "fill march");
+          if (dims >= 2 && got > 1) {
+            CHECK_EQ(blocks(dims, e, got) >= min_blocks, 1, "the grid fills");
+          }
+        }
+      }
+    }
+  }
+}
+
+// bbmm_cu_balance_march, by brute force: the least march m' <= march whose blocks along
+// the outermost coordinate are as many as march's (the grid does not change) and cover
+// the extent; and every block then has work (m' * threads * (blocks - 1) < extent).
+static void test_balance_march(void) {
+  const int shape[3] = {16, 4, 2};
+  for (int dims = 1; dims <= 3; ++dims) {
+    const int64_t threads = dims == 2 ? 8 : dims == 3 ? 2 : 0;
+    for (int64_t extent : {1, 2, 7, 16, 17, 47, 48, 64, 100, 383, 1024}) {
+      for (int64_t march : {1, 2, 7, 32}) {
+        const int64_t lo[3] = {5, -3, 2};
+        int64_t hi[3] = {5 + 9, -3 + 9, 2 + 9};
+        hi[dims - 1] = lo[dims - 1] + extent;
+        const int64_t got = bbmm_cu_balance_march(dims, lo, hi, shape, march);
+        if (dims == 1) {
+          CHECK_EQ(got, march, "1-D does not march");
+          continue;
+        }
+        auto blocks = [&](int64_t m) { return (extent + threads * m - 1) / (threads * m); };
+        int64_t want = march;
+        for (int64_t m = 1; m <= march; ++m) {
+          if (blocks(m) == blocks(march)) {
+            want = m;
+            break;
+          }
+        }
+        CHECK_EQ(got, want, "balanced march");
+        CHECK_EQ(got * threads * blocks(got) >= extent, 1, "covers the extent");
+        CHECK_EQ(got * threads * (blocks(got) - 1) < extent, 1, "no idle block");
+      }
+    }
+  }
+}
+
 // Runs "fn" in a child with VAR=VALUE; returns its exit status and stderr.
 template <typename F>
 static int in_child(const char* var, const char* value, F fn, std::string* err) {
@@ -175,7 +249,8 @@ static void test_environment(void) {
   } cases[] = {{"BBMM_CUDA_BLOCK", "64,2", 0},     {"BBMM_CUDA_BLOCK", "64", 1},
                {"BBMM_CUDA_BLOCK", "64,64,64", 1}, {"BBMM_CUDA_MARCH", "5", 0},
                {"BBMM_CUDA_MARCH", "0", 1},        {"BBMM_CUDA_MARCH", "many", 1},
-               {"BBMM_CUDA_GRID_CAP", "3", 0},     {"BBMM_CUDA_GRID_CAP", "-3", 1}};
+               {"BBMM_CUDA_GRID_CAP", "3", 0},     {"BBMM_CUDA_GRID_CAP", "-3", 1},
+               {"BBMM_CUDA_FILL", "0", 0},         {"BBMM_CUDA_FILL", "2000", 1}};
   for (const auto& c : cases) {
     std::string err;
     const std::string var = c.var;
@@ -184,14 +259,17 @@ static void test_environment(void) {
       bbmm_cu_block_shape(s);
       const int64_t m = bbmm_cu_march();
       const int64_t cap = bbmm_cu_grid_cap();
+      const int64_t fill = bbmm_cu_fill();
       // Valid settings apply (exit 2 when they do not).
       if (var == "BBMM_CUDA_BLOCK" && !(s[0] == 64 && s[1] == 2 && s[2] == 1)) _exit(2);
       if (var == "BBMM_CUDA_MARCH" && m != 5) _exit(2);
       if (var == "BBMM_CUDA_GRID_CAP" && cap != 3) _exit(2);
+      if (var == "BBMM_CUDA_FILL" && fill != 0) _exit(2);
       // The others keep this file's defaults.
       if (var != "BBMM_CUDA_BLOCK" && !(s[0] == 16 && s[1] == 4 && s[2] == 2)) _exit(3);
       if (var != "BBMM_CUDA_MARCH" && m != 7) _exit(3);
       if (var != "BBMM_CUDA_GRID_CAP" && cap != 0) _exit(3);
+      if (var != "BBMM_CUDA_FILL" && fill != 8) _exit(3);
     }, &err);
     CHECK_EQ(status, c.status, (std::string(c.var) + "=" + c.value).c_str());
     if (c.status == 1) {
@@ -204,9 +282,12 @@ int main() {
   unsetenv("BBMM_CUDA_BLOCK");
   unsetenv("BBMM_CUDA_MARCH");
   unsetenv("BBMM_CUDA_GRID_CAP");
+  unsetenv("BBMM_CUDA_FILL");
   test_floord();
   test_parse();
   test_shape();
+  test_fill_march();
+  test_balance_march();
   test_environment();
   printf("generated_support_cuda_test: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;

@@ -169,10 +169,10 @@ TEST_F(CApi, OptionsFromEnvironment) {
   EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(mentions(last(), "BBMM_CUDA_COPY_KERNEL='sometimes'")) << last();
   unsetenv("BBMM_CUDA_COPY_KERNEL");
-  EXPECT_EQ(o.cuda_peer_copy_kernel, 1);
-  setenv("BBMM_CUDA_PEER_COPY_KERNEL", "0", 1);
+  EXPECT_EQ(o.cuda_peer_copy_kernel, 0);  // the copy engines between GPUs by default
+  setenv("BBMM_CUDA_PEER_COPY_KERNEL", "1", 1);
   ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << last();
-  EXPECT_EQ(o.cuda_peer_copy_kernel, 0);
+  EXPECT_EQ(o.cuda_peer_copy_kernel, 1);
   EXPECT_EQ(o.cuda_copy_kernel, 1);  // same-device boxes keep the kernel
   setenv("BBMM_CUDA_PEER_COPY_KERNEL", "perhaps", 1);
   EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);

@@ -44,6 +44,10 @@ if(BBMM_HAVE_CUDA)
   if(BBMM_SANITIZER)
     target_compile_definitions(cuda_fuzz_fake_test PRIVATE BBMM_TEST_SANITIZER=1)
   endif()
+  # The two-GPU tile path allocates nothing on the calling thread (own binary: it
+  # replaces operator new).
+  bbmm_add_test(cuda_alloc_fake_test LABELS cuda_fake
+    SOURCES cuda_alloc_fake_test.cpp LIBS bbmm_runtime_cuda_fake)
   # The conformance suite on the CUDA backend over the fake, likewise.
   bbmm_add_test(cuda_conformance_fake_test LABELS cuda_fake
     SOURCES cuda_conformance_test.cpp runtime_conformance_suite.cpp LIBS bbmm_runtime_cuda_fake)

@@ -344,14 +344,15 @@ class CudaBatchTest : public CudaBackendTest, public ::testing::WithParamInterfa
       o.copy_kernel = false;
       o.batch_api_peer = true;
     }
-    if (GetParam() == 4) o.peer_copy_kernel = false;
+    // The defaults take the copy engines between GPUs; this takes the peer copy kernel.
+    if (GetParam() == 4) o.peer_copy_kernel = true;
     backend_ = make_two_device_backend(o);
     ASSERT_NE(backend_, nullptr);
   }
 };
 std::string batch_option_name(const ::testing::TestParamInfo<int>& i) {
   static const char* const kNames[] = {"defaults", "engine_only", "one_by_one",
-                                       "engine_batch_api_peer", "peer_engine"};
+                                       "engine_batch_api_peer", "peer_kernel"};
   return kNames[i.param];
 }
 INSTANTIATE_TEST_SUITE_P(Options, CudaBatchTest, ::testing::Values(0, 1, 2, 3, 4), batch_option_name);

@@ -286,7 +286,7 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
     os << "  bbmm_c.march = " << (map.dims >= 2 ? "bbmm_cu_march()" : "1") << ";\n";
     os << "  bbmm_c.per_element = bbmm_cu_per_element();\n";
     os << "  dim3 bbmm_grid, bbmm_block;\n";
-    os << "  if (!bbmm_cu_shape(" << map.dims << ", bbmm_c.lo, bbmm_c.hi, bbmm_c.march, &bbmm_grid, &bbmm_block)) return;\n";
+    os << "  if (!bbmm_cu_shape(" << map.dims << ", bbmm_c.lo, bbmm_c.hi, &bbmm_c.march, &bbmm_grid, &bbmm_block)) return;\n";
     if (pieces) {
       os << "  size_t bbmm_size = sizeof(struct " << name << "_args);\n";
       os << "  for (int bbmm_k = 0; bbmm_k < " << sig.arrays.size() << "; ++bbmm_k)\n";

@@ -1,6 +1,8 @@
 // The C API (bbmm/bbmm.h) over the C++ API. No exception crosses it.
 #include <cstring>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,55 @@ absl::StatusOr<TileState*> open_handle(bbmm_tile* h, const char* what) {
   if (!s.ok()) return s;
   return t;
 }
+
+// The copies of bbmm_tile_launch's argument blocks, recycled: a launch takes a
+// block, its function gives it back after the kernel function returned (on the
+// backend's thread), so that launching allocates nothing once warm and the
+// function is small enough for std::function to hold without allocating
+// (core/block_pool.h says why frees on another thread matter). A launch whose
+// function never runs (its enqueue or an operation it waits for failed) keeps
+// its block out of the free list (the pool still owns it). One pool for the
+// process, never destroyed: a backend's thread may still run a function while
+// the program exits.
+class LaunchArgs {
+ public:
+  static LaunchArgs* take(const void* args, size_t n) {
+    Pool& p = pool();
+    LaunchArgs* a = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(p.mu);
+      if (p.free.empty()) {
+        p.all.push_back(std::make_unique<LaunchArgs>());
+        p.free.reserve(p.all.size());  // give_back never allocates
+        a = p.all.back().get();
+      } else {
+        a = p.free.back();
+        p.free.pop_back();
+      }
+    }
+    const auto* b = static_cast<const unsigned char*>(args);
+    a->bytes_.assign(b, b + n);  // reuses the block's capacity
+    return a;
+  }
+  void* data() { return bytes_.empty() ? nullptr : bytes_.data(); }
+  void give_back() {
+    Pool& p = pool();
+    std::lock_guard<std::mutex> lock(p.mu);
+    p.free.push_back(this);
+  }
+
+ private:
+  struct Pool {
+    std::mutex mu;
+    std::vector<std::unique_ptr<LaunchArgs>> all;  // every block, taken or free
+    std::vector<LaunchArgs*> free;
+  };
+  static Pool& pool() {
+    static Pool* const p = new Pool;
+    return *p;
+  }
+  std::vector<unsigned char> bytes_;
+};
 
 // The calling thread's last error message. A plain buffer, not a std::string: exit()
 // destroys thread_local objects before it runs the atexit handlers, and a program's
@@ -313,11 +364,11 @@ bbmm_status bbmm_tile_launch(bbmm_tile* tile, bbmm_kernel_fn fn, const void* arg
     }
     absl::StatusOr<TileState*> t = open_handle(tile, "tile_launch");
     if (!t.ok()) return to_c(t.status());
-    auto copy = std::make_shared<std::vector<unsigned char>>(
-        static_cast<const unsigned char*>(args),
-        static_cast<const unsigned char*>(args) + args_size);
+    LaunchArgs* copy = LaunchArgs::take(args, args_size);
+    // Two pointers: std::function keeps it inline. Runs once.
     return to_c((*t)->core->launch(**t, [fn, copy](const bbmm_launch_info& info) {
-      fn(&info, copy->empty() ? nullptr : copy->data());
+      fn(&info, copy->data());
+      copy->give_back();
     }));
   });
 }

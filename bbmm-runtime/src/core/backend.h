@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "bbmm/bbmm.h"
 
 namespace bbmm {
 
@@ -106,12 +107,11 @@ struct CopyOp {
   CopyShape shape;
 };
 
-// What a launched callable receives.
-struct LaunchContext {
-  int device = 0;
-  // cudaStream_t (CUDA), cl_command_queue (OpenCL), nullptr (host).
-  void* queue = nullptr;
-};
+// What a launched callable receives: {device, queue} with queue the
+// cudaStream_t (CUDA), cl_command_queue (OpenCL) or nullptr (host). The C API's
+// own struct, so that the user's launch function reaches the backend as it
+// was given (no wrapper, no allocation per launch).
+using LaunchContext = bbmm_launch_info;
 
 enum class BackendKind { kHost, kCuda, kOpenCL };
 

@@ -534,13 +534,7 @@ absl::Status RuntimeCore::launch(TileState& tile,
     }
     label.emplace(args + "\"");
   }
-  absl::StatusOr<Event> ev = backend_->launch(
-      tile.device,
-      [fn = std::move(fn)](const LaunchContext& ctx) {
-        bbmm_launch_info info{ctx.device, ctx.queue};
-        fn(info);
-      },
-      waits_);
+  absl::StatusOr<Event> ev = backend_->launch(tile.device, std::move(fn), waits_);
   if (!ev.ok()) {
     tile.launch_failed = true;
     return ev.status();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/block_pool.h"
 #include "core/trace.h"
 #include "cuda/cuda_copy.h"
 #include "cuda/cuda_events.h"
@@ -37,6 +38,13 @@ constexpr size_t kTimingEventsPerDevice = 1024;
 // its timing reference when older than this.
 constexpr size_t kTraceFlushRecords = 4096;
 constexpr int64_t kTraceReferenceMaxAgeUs = int64_t{10} * 1000 * 1000;
+
+// The event of one operation, from a pool of recycled blocks: made here on the
+// application's thread, it is usually released on a worker
+// (core/block_pool.h says why that matters).
+std::shared_ptr<CudaOpEvent> make_op_event(const std::shared_ptr<GpuShared>& gpu) {
+  return std::allocate_shared<CudaOpEvent>(detail::PoolAllocator<CudaOpEvent>(), gpu);
+}
 
 // Makes `gpu` the calling thread's current device for the scope and restores
 // the previous one (the application may rely on its own choice).
@@ -266,7 +274,7 @@ class CudaBackend final : public Backend {
     if (absl::Status s = check_copy(dst, src, shape, "cuda copy", -1); !s.ok()) return s;
     const CopyDir dir = copy_direction(dst, src);
     Device& dev = *devices_[dir == CopyDir::kD2H ? src.device : dst.device];
-    auto event = std::make_shared<CudaOpEvent>(dev.shared);
+    auto event = make_op_event(dev.shared);
     Command c;
     c.kind = CommandKind::kCopy;
     c.dir = dir;
@@ -309,20 +317,19 @@ class CudaBackend final : public Backend {
     }
     const CopyDir dir = copy_direction(ops[0].dst, ops[0].src);
     Device& dev = *devices_[dir == CopyDir::kD2H ? src_dev : dst_dev];
-    auto event = std::make_shared<CudaOpEvent>(dev.shared);
+    auto event = make_op_event(dev.shared);
     Command c;
     c.kind = CommandKind::kBatch;
     c.dir = dir;
     c.waits.assign(wait.begin(), wait.end());
     c.event = event;
-    c.batch.assign(ops.begin(), ops.end());
     if (Tracer* t = tracer_; t != nullptr) {
       c.tracer = t;
       c.trace_args = copy_trace_args(ops[0].dst, ops[0].src, dir, bytes);
       absl::StrAppend(&c.trace_args, ",\"ops\":", ops.size());
       append_label(c.trace_args);
     }
-    dev.worker->enqueue(std::move(c));
+    dev.worker->enqueue_batch(std::move(c), ops);
     return Event(std::move(event));
   }
 
@@ -331,7 +338,7 @@ class CudaBackend final : public Backend {
     if (absl::Status s = check_device(device, "launch"); !s.ok()) return s;
     if (!fn) return absl::InvalidArgumentError("cuda launch: empty function");
     Device& dev = *devices_[device];
-    auto event = std::make_shared<CudaOpEvent>(dev.shared);
+    auto event = make_op_event(dev.shared);
     Command c;
     c.kind = CommandKind::kLaunch;
     c.waits.assign(wait.begin(), wait.end());
@@ -348,7 +355,7 @@ class CudaBackend final : public Backend {
   absl::StatusOr<Event> record(int device) override {
     if (absl::Status s = check_device(device, "record"); !s.ok()) return s;
     Device& dev = *devices_[device];
-    auto event = std::make_shared<CudaOpEvent>(dev.shared);
+    auto event = make_op_event(dev.shared);
     Command c;
     c.kind = CommandKind::kRecord;
     c.event = event;
@@ -504,7 +511,7 @@ class CudaBackend final : public Backend {
       (void)cudaGetLastError();
       return cuda_status("cudaEventRecord (allocation ready event)", e, __FILE__, __LINE__);
     }
-    auto ready = std::make_shared<CudaOpEvent>(dev.shared);
+    auto ready = make_op_event(dev.shared);
     ready->mark_issued(ev, m.key, ++m.seq);
     dev.worker->note_allocation(ready);
     lock.unlock();

@@ -128,11 +128,13 @@ struct CudaBackendOptions {
   // rather than the copy engine; on by default because it measured faster
   // (docs/performance.md).
   bool copy_kernel = true;
-  // Also strided boxes between GPUs (peers) by the kernel (with copy_kernel). Off: the
-  // copy engines take them. A copy kernel of GPU b waiting for GPU a's kernel held back
-  // b's later host-to-device copy at the start of a run (2 x H100, 2026-11-26,
-  // docs/performance.md); the engine does not, but is slower on small strided boxes.
-  bool peer_copy_kernel = true;
+  // Also strided boxes between GPUs (peers) by the kernel (with copy_kernel). Off (the
+  // default): the copy engines take them. A copy kernel of GPU b waiting for GPU a's
+  // kernel held back b's later host-to-device copy at the start of a run, and copy
+  // kernels take multiprocessors from the tiles' kernels: the stencils ran 0-8% faster
+  // on 2 and 4 H100s with the engines (2026-11-26, docs/performance.md), although a
+  // small strided box alone copies faster by the kernel (gpu_bench).
+  bool peer_copy_kernel = false;
 
   // Copy streams per direction (host-to-device, device-to-host, into the
   // device from a device), used round-robin: 1..8.

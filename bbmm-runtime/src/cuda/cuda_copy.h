@@ -80,7 +80,7 @@ struct CopyEnv {
   // access enabled): the copy kernel may be used between devices.
   bool peer_reachable = false;
   bool copy_kernel = true;      // CudaBackendOptions::copy_kernel
-  bool peer_copy_kernel = true; // CudaBackendOptions::peer_copy_kernel
+  bool peer_copy_kernel = false; // CudaBackendOptions::peer_copy_kernel
   // Batches: host<->device ops of boxes under this size by the copy kernel,
   // through the host pointer, when the host bytes are page-locked (`pinner`)
   // and the batch has kHostKernelMinOps such boxes

@@ -56,11 +56,20 @@ bool Worker::on_worker_thread() const { return tls_worker == this; }
 
 bool Worker::on_any_worker_thread() { return tls_worker != nullptr; }
 
-uint64_t Worker::enqueue(Command&& command) {
+uint64_t Worker::enqueue(Command&& command) { return enqueue_batch(std::move(command), {}); }
+
+uint64_t Worker::enqueue_batch(Command&& command, std::span<const CopyOp> ops) {
   bool wake;
   uint64_t ticket;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!ops.empty()) {
+      if (!spare_batches_.empty()) {
+        command.batch = std::move(spare_batches_.back());
+        spare_batches_.pop_back();
+      }
+      command.batch.assign(ops.begin(), ops.end());
+    }
     StreamSlot& slot = command.kind == CommandKind::kRecord ? streams_.join : pick_stream(command);
     command.slot = &slot;
     const uint64_t order = ++slot.order;
@@ -139,6 +148,12 @@ void Worker::run() {
       // Take the whole queue; the caller's next push_back reuses `batch`'s
       // old capacity, so enqueueing allocates nothing in the steady state.
       batch.swap(queue_);
+      // The rectangle vectors of the batches issued since, for enqueue_batch.
+      while (!issued_batches_.empty() && spare_batches_.size() < kSpareBatches) {
+        spare_batches_.push_back(std::move(issued_batches_.back()));
+        issued_batches_.pop_back();
+      }
+      issued_batches_.clear();
     }
     for (Command& c : batch) {
       if (slow_issue_us_ > 0) {
@@ -147,7 +162,11 @@ void Worker::run() {
         issue(c);
       }
       // What the command captured (the launch function, the wait list) is
-      // released here, on the worker.
+      // released here, on the worker; a batch's vector is kept for reuse.
+      if (c.kind == CommandKind::kBatch && issued_batches_.size() < kSpareBatches) {
+        c.batch.clear();
+        issued_batches_.push_back(std::move(c.batch));
+      }
       c = Command();
       issued_.store(++taken, std::memory_order_seq_cst);
       if (issue_waiters_.load(std::memory_order_seq_cst) > 0) {

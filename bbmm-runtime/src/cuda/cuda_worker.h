@@ -47,6 +47,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,7 +73,7 @@ enum class CommandKind : uint8_t { kCopy, kBatch, kLaunch, kFree, kRecord };
 struct Command {
   CommandKind kind = CommandKind::kRecord;
   CopyDir dir = CopyDir::kH2D;  // copies
-  absl::InlinedVector<Event, 6> waits;  // inline: no allocation for short lists
+  absl::InlinedVector<Event, 16> waits;  // inline: no allocation for the usual lists
   std::shared_ptr<CudaOpEvent> event;  // null for kFree
   StreamSlot* slot = nullptr;          // chosen at enqueue (Worker::enqueue)
   CopyOp copy;                         // kCopy
@@ -88,7 +89,7 @@ struct Command {
 // What the worker needs to know of the backend's options.
 struct WorkerOptions {
   bool copy_kernel = true;
-  bool peer_copy_kernel = true;  // CudaBackendOptions::peer_copy_kernel
+  bool peer_copy_kernel = false;  // CudaBackendOptions::peer_copy_kernel
   bool batch_api = true;
   bool batch_api_peer = false;
   size_t host_copy_kernel_max_box = 0;
@@ -119,6 +120,10 @@ class Worker {
   // among the direction's copy streams), tells its event its place on that
   // stream, and returns its ticket (1, 2, ... in enqueue order).
   uint64_t enqueue(Command&& command);
+  // The same for a kBatch command whose rectangles are `ops`: they are copied
+  // into the storage of an earlier batch this worker issued (no allocation
+  // once warm; the storage is recycled on the worker after the issue).
+  uint64_t enqueue_batch(Command&& command, std::span<const CopyOp> ops);
   // The ticket of the last command queued so far.
   uint64_t last_ticket() const { return enqueued_.load(std::memory_order_acquire); }
   // Blocks until every command with a ticket <= `ticket` has been issued
@@ -201,6 +206,10 @@ class Worker {
   std::condition_variable work_cv_;    // worker: work queued or stop
   std::condition_variable issued_cv_;  // wait_issued: issued_ went up
   std::vector<Command> queue_;
+  // Emptied rectangle vectors of issued batches, for enqueue_batch (at most
+  // kSpareBatches).
+  std::vector<std::vector<CopyOp>> spare_batches_;
+  static constexpr size_t kSpareBatches = 1024;
   bool sleeping_ = false;
   bool stop_ = false;
   std::atomic<uint64_t> enqueued_{0};
@@ -222,6 +231,7 @@ class Worker {
   size_t round_robin_[3] = {0, 0, 0};  // h2d, d2h, d2d (guarded by mu_)
 
   // Worker-thread state.
+  std::vector<std::vector<CopyOp>> issued_batches_;  // to spare_batches_ at the next take
   absl::InlinedVector<WaitOn, 8> waits_;
   BatchScratch scratch_;
   std::vector<uintptr_t> cuts_;

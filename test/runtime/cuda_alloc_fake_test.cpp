@@ -1,0 +1,149 @@
+// Checks that the whole tile path on the CUDA backend allocates (almost)
+// nothing on the calling thread in the steady state: begin, require, acquire, view, launch,
+// flow_out and release of a two-GPU stencil step (halo flow-outs between the
+// GPUs), through the C API as bbmmc's generated code calls it. The backend
+// runs over the host-only fake of the CUDA runtime (cuda_fake_runtime.cpp), so
+// this runs in CI; the worker threads issue as they would on GPUs.
+//
+// Why it matters beyond the allocator's own cost: each block the calling
+// thread allocates is freed by an issue worker (the command and its event end
+// there), and glibc's malloc then takes the calling thread's arena lock from
+// the worker: with several GPUs the application thread and the workers
+// contend on it, and libbbmm's time per tile grew with the GPU count.
+//
+// As runtime_alloc_test, the binary replaces the global operator new with a
+// counting version (forwarding to malloc, so sanitizers still see every
+// block), counting only on the test's thread while it measures.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+#include "bbmm/bbmm.h"
+
+namespace {
+thread_local bool g_counting = false;
+thread_local int64_t g_allocations = 0;
+}  // namespace
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void* operator new(std::size_t n) {
+  if (g_counting) ++g_allocations;
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
+
+namespace {
+
+template <typename F>
+int64_t allocations_in(F&& f) {
+  g_allocations = 0;
+  g_counting = true;
+  f();
+  g_counting = false;
+  return g_allocations;
+}
+
+constexpr int64_t kN = 1 << 14;  // doubles per array
+constexpr int kDevices = 2;
+constexpr int kTilesPerDevice = 2;
+
+// The tile's kernel: nothing to compute (the fake has no device code); the
+// arguments are the size of what bbmmc passes (a struct and two views' pieces).
+struct KernelArgs {
+  int64_t lo, hi;
+  unsigned char pieces[2 * 96];
+};
+void kernel(const bbmm_launch_info*, void*) {}
+
+class TilePathAllocations : public ::testing::TestWithParam<bool> {};  // peer copy kernel
+
+TEST_P(TilePathAllocations, TwoGpuStencilStepAllocatesNothing) {
+  std::vector<double> a(kN, 1.0), b(kN, 0.0);
+  bbmm_options o;
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+  o.backend = BBMM_BACKEND_CUDA;
+  o.devices = kDevices;
+  o.cuda_peer_copy_kernel = GetParam() ? 1 : 0;
+  bbmm_runtime* rt = nullptr;
+  ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
+  const int64_t ext[1] = {kN};
+  bbmm_array *arr[2] = {nullptr, nullptr};
+  ASSERT_EQ(bbmm_array_register(rt, "A", a.data(), 8, 1, ext, nullptr, 0, &arr[0]), BBMM_OK);
+  ASSERT_EQ(bbmm_array_register(rt, "B", b.data(), 8, 1, ext, nullptr, 0, &arr[1]), BBMM_OK);
+  constexpr int kTiles = kDevices * kTilesPerDevice;
+  constexpr int64_t kChunk = kN / kTiles;
+  int step = 0;
+  // One Jacobi step: every tile reads `in` over its rows and one halo element
+  // each side, writes `out` over its rows, and flows out its edge elements
+  // (read by the neighbouring tiles, some on the other GPU).
+  auto one_step = [&] {
+    bbmm_array* in = arr[step % 2];
+    bbmm_array* out = arr[(step + 1) % 2];
+    ++step;
+    ASSERT_EQ(bbmm_phase_boundary(rt), BBMM_OK);
+    for (int t = 0; t < kTiles; ++t) {
+      const int64_t lo = t * kChunk, hi = lo + kChunk;
+      const int64_t rlo[1] = {lo > 0 ? lo - 1 : 0}, rhi[1] = {hi < kN ? hi + 1 : kN};
+      const int64_t wlo[1] = {lo}, whi[1] = {hi};
+      bbmm_tile* tile = nullptr;
+      ASSERT_EQ(bbmm_tile_begin(rt, t / kTilesPerDevice, &tile), BBMM_OK);
+      ASSERT_EQ(bbmm_tile_require(tile, in, rlo, rhi, BBMM_READ), BBMM_OK);
+      ASSERT_EQ(bbmm_tile_require(tile, out, wlo, whi, BBMM_WRITE), BBMM_OK);
+      ASSERT_EQ(bbmm_tile_acquire(tile), BBMM_OK) << bbmm_last_error_message();
+      bbmm_view v;
+      ASSERT_EQ(bbmm_tile_view(tile, in, &v), BBMM_OK);
+      KernelArgs args{lo, hi, {}};
+      ASSERT_EQ(bbmm_tile_launch(tile, kernel, &args, sizeof args), BBMM_OK)
+          << bbmm_last_error_message();
+      const int64_t l0[1] = {lo}, l1[1] = {lo + 1}, h0[1] = {hi - 1}, h1[1] = {hi};
+      if (lo > 0) {
+        ASSERT_EQ(bbmm_tile_flow_out(tile, out, l0, l1), BBMM_OK);
+      }
+      if (hi < kN) {
+        ASSERT_EQ(bbmm_tile_flow_out(tile, out, h0, h1), BBMM_OK);
+      }
+      ASSERT_EQ(bbmm_tile_release(tile), BBMM_OK) << bbmm_last_error_message();
+    }
+  };
+  // Places the boxes and warms every pool and list (tile states, events,
+  // launch arguments, batch vectors, the workers' queues). The pools hold as
+  // many blocks as operations were alive at once, a high-water mark: the
+  // calling thread runs ahead of the devices, so the warm-up issues more
+  // steps, unsynchronised, than the measured window (which starts with nothing
+  // in flight). The window may still pass the mark now and then by a few
+  // blocks (the fake's workers sleep at random): a handful of allocations in
+  // 400 tiles is a pool growing; one per operation is the path allocating
+  // (2,350 in this window, ~6 per tile, before the pools and the inline
+  // launch function).
+  for (int k = 0; k < 500; ++k) one_step();
+  ASSERT_EQ(bbmm_synchronize(rt), BBMM_OK) << bbmm_last_error_message();
+  const int64_t n = allocations_in([&] {
+    for (int k = 0; k < 100; ++k) one_step();
+  });
+  EXPECT_LE(n, 8) << "heap allocations on the calling thread in 100 two-GPU steps ("
+                  << 100 * kTiles << " tiles)";
+  bbmm_stats s;
+  ASSERT_EQ(bbmm_stats_get(rt, -1, &s), BBMM_OK);
+  EXPECT_GT(s.bytes_peer, 0u) << "the step must move halos between the GPUs";
+  ASSERT_EQ(bbmm_synchronize(rt), BBMM_OK) << bbmm_last_error_message();
+  ASSERT_EQ(bbmm_array_unregister(rt, arr[0]), BBMM_OK);
+  ASSERT_EQ(bbmm_array_unregister(rt, arr[1]), BBMM_OK);
+  ASSERT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
+}
+
+INSTANTIATE_TEST_SUITE_P(PeerCopy, TilePathAllocations, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "kernel" : "engine";
+                         });
+
+}  // namespace
