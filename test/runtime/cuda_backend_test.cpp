@@ -615,7 +615,9 @@ TEST_F(CudaBackendTest, ReusedPoolMemoryWaitsForTheOldUser) {
                                               {n, 1, 1}, w4);
   ASSERT_TRUE(over.ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  *reinterpret_cast<volatile int*>(flag.data()) = 1;
+  // Releases the spinning kernel (an atomic store: the fake runtime's kernel
+  // reads it from another thread).
+  __atomic_store_n(reinterpret_cast<int*>(flag.data()), 1, __ATOMIC_RELEASE);
   ASSERT_TRUE(down->wait().ok());
   ASSERT_TRUE(over->wait().ok());
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(out.data()[i], 2) << i;
@@ -764,40 +766,42 @@ TEST_F(CudaBackendTest, RecordCoversEveryStream) {
   PinnedBuffer flag(sizeof(int), /*mapped=*/true);
   *reinterpret_cast<volatile int*>(flag.data()) = 0;
   const size_t n = size_t{64} << 20;
-  PinnedBuffer host(n);
+  PinnedBuffer host(n), host_down(n);
   std::memset(host.data(), 3, n);
   absl::StatusOr<DeviceBuffer> a = backend_->allocate(0, n), b = backend_->allocate(0, n);
-  ASSERT_TRUE(a.ok() && b.ok());
+  absl::StatusOr<DeviceBuffer> c = backend_->allocate(0, n), d = backend_->allocate(0, n);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok() && d.ok());
   int* f = reinterpret_cast<int*>(flag.data());
-  const Event w0[] = {a->ready, b->ready};
+  const Event w0[] = {a->ready, b->ready, c->ready, d->ready};
   absl::StatusOr<Event> spin = backend_->launch(
       0, [f](const LaunchContext& ctx) {
         (void)launch_spin_until(f, nullptr, static_cast<cudaStream_t>(ctx.queue));
       }, w0);
   ASSERT_TRUE(spin.ok());
   // Copies on the copy streams, held back by the spinning kernel, and a
-  // device-local one.
+  // device-local one; on buffers of their own (they run concurrently).
   const Event ws[] = {*spin};
   absl::StatusOr<Event> up = backend_->copy(dense(0, a->base, 0, n), dense(kHost, host.data(), 0, n),
                                             {n, 1, 1}, ws);
-  absl::StatusOr<Event> down = backend_->copy(dense(kHost, host.data(), 0, n),
+  absl::StatusOr<Event> down = backend_->copy(dense(kHost, host_down.data(), 0, n),
                                               dense(0, b->base, 0, n), {n, 1, 1}, ws);
-  absl::StatusOr<Event> local = backend_->copy({0, b->base, 0, 4096, 8192}, {0, a->base, 0, 8192, 8192},
+  absl::StatusOr<Event> local = backend_->copy({0, d->base, 0, 4096, 8192}, {0, c->base, 0, 8192, 8192},
                                                {4096, n / 8192, 1}, ws);
   ASSERT_TRUE(up.ok() && down.ok() && local.ok());
   absl::StatusOr<Event> rec = backend_->record(0);
   ASSERT_TRUE(rec.ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_FALSE(rec->done()) << "record completed while the kernel it covers was spinning";
-  *reinterpret_cast<volatile int*>(flag.data()) = 1;
+  // Releases the spinning kernel (an atomic store: the fake runtime's kernel
+  // reads it from another thread).
+  __atomic_store_n(reinterpret_cast<int*>(flag.data()), 1, __ATOMIC_RELEASE);
   ASSERT_TRUE(rec->wait().ok());
   EXPECT_TRUE(spin->done());
   EXPECT_TRUE(up->done()) << "record() did not cover the host-to-device stream";
   EXPECT_TRUE(down->done()) << "record() did not cover the device-to-host stream";
   EXPECT_TRUE(local->done()) << "record() did not cover the device-to-device stream";
   const Event after[] = {*rec};
-  ASSERT_TRUE(backend_->free(0, *a, after).ok());
-  ASSERT_TRUE(backend_->free(0, *b, after).ok());
+  for (const DeviceBuffer* x : {&*a, &*b, &*c, &*d}) ASSERT_TRUE(backend_->free(0, *x, after).ok());
   EXPECT_TRUE(backend_->synchronize(0).ok());
 }
 
@@ -870,7 +874,7 @@ TEST_F(CudaBackendTest, HeldBackStreamsHoldBackNoOtherStream) {
     }
     const bool spinning = !spin->done();
     const bool held_waiting = !held_back[0].done() && !held_back[1].done();
-    *f = 1;
+    __atomic_store_n(const_cast<int*>(f), 1, __ATOMIC_RELEASE);  // the fake kernel reads it on another thread
     ASSERT_TRUE(spin->wait().ok());
     for (Event& e : held_back) ASSERT_TRUE(e.wait().ok());
     for (Event& e : free_ones) ASSERT_TRUE(e.wait().ok());
@@ -953,7 +957,7 @@ TEST_F(CudaBackendTest, NoCallBlocksOnDeviceWork) {
       std::printf("[ info     ] watchdog: the test thread is blocked in %s (device %d)\n",
                   in_call.load(), in_device.load());
       std::fflush(stdout);
-      flag[0] = 1;
+      __atomic_store_n(const_cast<int*>(&flag[0]), 1, __ATOMIC_RELEASE);
     }
   });
   int* f = reinterpret_cast<int*>(flags.data());
@@ -1045,13 +1049,15 @@ TEST_F(CudaBackendTest, NoCallBlocksOnDeviceWork) {
     }
   }
   // Still spinning: every call above returned while the kernels ran.
-  const bool still_spinning = seen[0] == 0 && seen[1] == 0 && flag[0] == 0;
+  const bool still_spinning = __atomic_load_n(&seen[0], __ATOMIC_ACQUIRE) == 0 &&
+                              __atomic_load_n(&seen[1], __ATOMIC_ACQUIRE) == 0 &&
+                              __atomic_load_n(&flag[0], __ATOMIC_ACQUIRE) == 0;
   issued = true;
   EXPECT_TRUE(still_spinning) << "a kernel finished before the host released it";
   EXPECT_FALSE(watchdog_fired.load()) << "a call blocked until the watchdog released the GPU";
   std::printf("[ info     ] %d calls issued while the GPUs spun; slowest call %.1f us (%s)\n",
               kIters * ndev * 11, worst_us, slowest);
-  flag[0] = 1;
+  __atomic_store_n(const_cast<int*>(&flag[0]), 1, __ATOMIC_RELEASE);
   watchdog.join();
   // Released, the device work must drain: poll (a deadlock on the devices
   // fails the test, naming how much is left, instead of hanging it).
