@@ -16,6 +16,7 @@
 // block), counting only on the test's thread while it measures.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
@@ -120,18 +121,23 @@ TEST_P(TilePathAllocations, TwoGpuStencilStepAllocatesNothing) {
   // many blocks as operations were alive at once, a high-water mark: the
   // calling thread runs ahead of the devices, so the warm-up issues more
   // steps, unsynchronised, than the measured window (which starts with nothing
-  // in flight). The window may still pass the mark now and then by a few
-  // blocks (the fake's workers sleep at random): a handful of allocations in
-  // 400 tiles is a pool growing; one per operation is the path allocating
-  // (2,350 in this window, ~6 per tile, before the pools and the inline
-  // launch function).
+  // in flight). A window may still pass the mark by a few blocks (the fake's
+  // workers sleep at random, and a loaded machine lets the calling thread run
+  // further ahead): the pools only grow, so the fewest allocations of three
+  // windows is taken. A handful in 400 tiles is a pool growing; one per
+  // operation is the path allocating (2,350 in one window, ~6 per tile, before
+  // the pools and the inline launch function).
   for (int k = 0; k < 500; ++k) one_step();
   ASSERT_EQ(bbmm_synchronize(rt), BBMM_OK) << bbmm_last_error_message();
-  const int64_t n = allocations_in([&] {
-    for (int k = 0; k < 100; ++k) one_step();
-  });
+  int64_t n = INT64_MAX;
+  for (int window = 0; window < 3 && n > 0; ++window) {
+    n = std::min(n, allocations_in([&] {
+      for (int k = 0; k < 100; ++k) one_step();
+    }));
+    ASSERT_EQ(bbmm_synchronize(rt), BBMM_OK) << bbmm_last_error_message();
+  }
   EXPECT_LE(n, 8) << "heap allocations on the calling thread in 100 two-GPU steps ("
-                  << 100 * kTiles << " tiles)";
+                  << 100 * kTiles << " tiles), the fewest of 3 windows";
   bbmm_stats s;
   ASSERT_EQ(bbmm_stats_get(rt, -1, &s), BBMM_OK);
   EXPECT_GT(s.bytes_peer, 0u) << "the step must move halos between the GPUs";
