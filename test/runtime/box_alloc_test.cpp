@@ -18,36 +18,12 @@
 #include "bbmm/box.h"
 #include "bbmm/box_set.h"
 
-namespace {
-std::atomic<int64_t> g_allocations{0};
-}  // namespace
-
-// GCC cannot see that these operator new versions use malloc, and would warn
-// that the matching deletes call free.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
+#include "counting_new.h"
 
 namespace bbmm {
 namespace {
 
-// Heap allocations made by `f`.
-template <typename F>
-int64_t allocations_in(F&& f) {
-  const int64_t before = g_allocations.load(std::memory_order_relaxed);
-  f();
-  return g_allocations.load(std::memory_order_relaxed) - before;
-}
+using bbmm::testing::allocations_in;
 
 Box cube(int64_t x, int64_t y, int64_t z, int64_t size) {
   return *Box::create({x, y, z}, {x + size, y + size, z + size});

@@ -23,39 +23,12 @@
 #include "core/backend.h"
 #include "host/host_backend.h"
 
-namespace {
-thread_local bool g_counting = false;
-thread_local int64_t g_allocations = 0;
-}  // namespace
-
-// GCC cannot see that these operator new versions use malloc, and would warn
-// that the matching deletes call free.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) {
-  if (g_counting) ++g_allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
+#include "counting_new.h"
 
 namespace bbmm {
 namespace {
 
-// Heap allocations made by `f` on this thread.
-template <typename F>
-int64_t allocations_in(F&& f) {
-  g_allocations = 0;
-  g_counting = true;
-  f();
-  g_counting = false;
-  return g_allocations;
-}
+using bbmm::testing::allocations_in;
 
 constexpr int64_t kN = 256;
 
