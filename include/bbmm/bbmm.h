@@ -77,12 +77,15 @@ typedef struct bbmm_options {
   int cuda_peer_copy_kernel;  /* CUDA: strided boxes between GPUs by the copy kernel (1, with
                                  cuda_copy_kernel) or by the copy engines (0, the default),
                                  same-device boxes unchanged */
+  int cuda_peer_push;         /* CUDA: copies between devices issued by the source device's
+                                 worker on its streams (1) or by the destination's (0, the
+                                 default) */
 } bbmm_options;
 
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,
  * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,
- * BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL, BBMM_CUDA_PEER_COPY_KERNEL and
- * BBMM_CUDA_COPY_STREAMS from the environment. Fails on a malformed variable
+ * BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL, BBMM_CUDA_PEER_COPY_KERNEL,
+ * BBMM_CUDA_PEER_PUSH and BBMM_CUDA_COPY_STREAMS from the environment. Fails on a malformed variable
  * (the message names it). */
 bbmm_status bbmm_options_init(bbmm_options* opts);
 

@@ -99,6 +99,45 @@ static inline int bbmm_gen_parse_tiles_per_device(const char* text, int* out) {
 static bbmm_runtime* bbmm_gen_rt;
 static int bbmm_gen_tiles_per_device = BBMM_GEN_TARGET == BBMM_BACKEND_CUDA ? 2 : 1;
 
+/* How a device's share of a 1-D partition is split into its tiles: with E > 0
+ * (BBMM_EDGE_TILES=E) and at least 3 tiles per device on 2 or more devices, the first and
+ * the last tile of each device are edge tiles 1/E of the share wide and the others share
+ * the interior evenly, so that a device computes what its neighbours read first and its
+ * halo copies can run under the interior tiles' kernels; with E = 0 (the default), or
+ * fewer tiles, the tiles are even. Edge tiles were slower on 4 H100s (2026-11-26, fifth
+ * session: heat2d 0.1842 s with 3 tiles per GPU and E = 32 against 0.1401 s with 2 even
+ * tiles; docs/performance.md), hence off by default. Set with the runtime. */
+static int64_t bbmm_gen_edge_tiles = 0;
+
+/* Parses "text", the value of BBMM_EDGE_TILES: an integer in [0, 1048576]. Returns 1 and
+ * sets "*out" when it is one; returns 0 and leaves "*out" alone otherwise. */
+static inline int bbmm_gen_parse_edge_tiles(const char* text, int64_t* out) {
+  char* end;
+  long long v;
+  if (!text) return 0;
+  v = strtoll(text, &end, 10);
+  if (end == text || *end || v < 0 || v > 1048576) return 0;
+  *out = (int64_t)v;
+  return 1;
+}
+
+/* Whether ties in a phase's issue order alternate direction from one ordered phase call
+ * to the next (1, BBMM_TILE_ORDER=alternate) or always follow the range (0, the default,
+ * BBMM_TILE_ORDER=forward). Alternating was meant to let the tile that waits for a
+ * neighbour's halo come after one whose input was issued first; on 4 H100s it made heat2d
+ * 1.5 times slower (2026-11-26, fifth session: the CUDA workers then wait for each other
+ * to issue the copies' source kernels and fall back to the GPUs' pace;
+ * docs/performance.md). Set with the runtime. */
+static int bbmm_gen_tile_order_alternate = 0;
+
+/* "alternate" -> 1, "forward" -> 0 in *out; 0 for anything else. */
+static inline int bbmm_gen_parse_tile_order(const char* text, int* out) {
+  if (strcmp(text, "alternate") == 0) *out = 1;
+  else if (strcmp(text, "forward") == 0) *out = 0;
+  else return 0;
+  return 1;
+}
+
 /* How multi-piece kernels find an element's piece: once per access reference (0, the
  * default, BBMM_PIECE_LOOKUP=reference) or for every element (1, BBMM_PIECE_LOOKUP=element:
  * slower, the same results; the tests run both). Set with the runtime, before any kernel. */
@@ -129,7 +168,8 @@ static inline void bbmm_gen_exit(void) {
 /* The runtime of this file, created on first use from the BBMM_* environment with the
  * backend of BBMM_GEN_TARGET (the kernels of a file run on that backend only), and
  * destroyed at exit. Ends the program, saying why, when BBMM_BACKEND names another backend,
- * when BBMM_TILES_PER_DEVICE or BBMM_PIECE_LOOKUP is malformed, or when the runtime cannot
+ * when BBMM_TILES_PER_DEVICE, BBMM_PIECE_LOOKUP, BBMM_EDGE_TILES or BBMM_TILE_ORDER is
+ * malformed, or when the runtime cannot
  * be created. */
 static inline bbmm_runtime* bbmm_gen_runtime(void) {
   if (!bbmm_gen_rt) {
@@ -154,6 +194,16 @@ static inline bbmm_runtime* bbmm_gen_runtime(void) {
     t = getenv("BBMM_PIECE_LOOKUP");
     if (t && *t && !bbmm_gen_parse_piece_lookup(t, &bbmm_gen_per_element)) {
       fprintf(stderr, "bbmm: BBMM_PIECE_LOOKUP='%s' is not 'reference' or 'element'\n", t);
+      exit(1);
+    }
+    t = getenv("BBMM_EDGE_TILES");
+    if (t && *t && !bbmm_gen_parse_edge_tiles(t, &bbmm_gen_edge_tiles)) {
+      fprintf(stderr, "bbmm: BBMM_EDGE_TILES='%s' is not an integer in [0, 1048576]\n", t);
+      exit(1);
+    }
+    t = getenv("BBMM_TILE_ORDER");
+    if (t && *t && !bbmm_gen_parse_tile_order(t, &bbmm_gen_tile_order_alternate)) {
+      fprintf(stderr, "bbmm: BBMM_TILE_ORDER='%s' is not 'alternate' or 'forward'\n", t);
       exit(1);
     }
     bbmm_gen_check(bbmm_runtime_create(&o, &bbmm_gen_rt), "bbmm_runtime_create");
@@ -234,6 +284,39 @@ static inline void bbmm_gen_reserve(bbmm_runtime* rt, int device, bbmm_array* a,
   bbmm_gen_check(bbmm_reserve(rt, device, a, lo, hi), "bbmm_reserve");
 }
 
+/* Bounds [*lo, *hi) of tile k of the n tiles that split [from, to) over "devices" devices
+ * (tile k on device k * devices / n; every device's tiles cover its even share
+ * [from + span * d / devices, from + span * (d + 1) / devices) when n is a multiple of
+ * "devices"). Even tiles, or edge tiles (bbmm_gen_edge_tiles) where they apply: n a
+ * multiple of devices, 3 or more tiles per device, 2 or more devices, and a share wide
+ * enough for an edge of at least one iteration on each side of an interior of one
+ * iteration per interior tile. */
+static inline void bbmm_gen_tile_bounds(int64_t from, int64_t to, int64_t n, int64_t devices,
+                                        int64_t k, int64_t* lo, int64_t* hi) {
+  const int64_t span = to - from;
+  if (bbmm_gen_edge_tiles > 0 && devices > 1 && n % devices == 0 && n / devices >= 3) {
+    const int64_t per = n / devices, d = k / per, j = k % per;
+    const int64_t a = from + span * d / devices, b = from + span * (d + 1) / devices;
+    const int64_t e = (b - a) / bbmm_gen_edge_tiles;
+    const int64_t inner = b - a - 2 * e;
+    if (e >= 1 && inner >= per - 2) {
+      if (j == 0) {
+        *lo = a;
+        *hi = a + e;
+      } else if (j == per - 1) {
+        *lo = b - e;
+        *hi = b;
+      } else {
+        *lo = a + e + inner * (j - 1) / (per - 2);
+        *hi = a + e + inner * j / (per - 2);
+      }
+      return;
+    }
+  }
+  *lo = from + span * k / n;
+  *hi = from + span * (k + 1) / n;
+}
+
 /* A tile of a phase and the bytes it flows out, for the order of issue. */
 typedef struct bbmm_gen_tile_rank {
   uint64_t bytes;
@@ -247,9 +330,18 @@ static inline int bbmm_gen_rank_cmp(const void* a, const void* b) {
   return x->k < y->k ? -1 : (x->k > y->k ? 1 : 0);
 }
 
-/* Orders "n" tiles by the bytes they flow out, largest first (ties: by index). */
-static inline void bbmm_gen_order_tiles(bbmm_gen_tile_rank* rank, int64_t n) {
+/* Orders "n" tiles by the bytes they flow out, largest first. Ties go by index, upwards
+ * when "call" (the count of ordered phase calls before this one in the scop) is even or
+ * bbmm_gen_tile_order_alternate is 0, downwards when it is odd. */
+static inline void bbmm_gen_order_tiles(bbmm_gen_tile_rank* rank, int64_t n, int64_t call) {
+  const int down = bbmm_gen_tile_order_alternate && (call & 1);
+  if (down) {
+    for (int64_t i = 0; i < n; ++i) rank[i].k = -rank[i].k;
+  }
   qsort(rank, (size_t)n, sizeof *rank, bbmm_gen_rank_cmp);
+  if (down) {
+    for (int64_t i = 0; i < n; ++i) rank[i].k = -rank[i].k;
+  }
 }
 
 /* The smallest memory of the runtime's devices (bbmm_device_memory), 0 when it has none. */

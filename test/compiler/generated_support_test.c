@@ -7,7 +7,10 @@
  * - BBMM_TILES_PER_DEVICE: the parser on a table of values, and bbmm_gen_runtime in a
  *   child process (exit status and message for a malformed value and for another backend);
  * - bbmm_gen_box_bytes and bbmm_gen_min_device_memory (capacity-driven tile counts), and
- *   bbmm_gen_order_tiles (issue order, most flow-out first), and bbmm_gen_tile_too_large's
+ *   bbmm_gen_order_tiles (issue order, most flow-out first, ties alternating between calls;
+ *   BBMM_TILE_ORDER's parser), bbmm_gen_tile_bounds (tiles cover the range, each device
+ *   its share, edge tiles as documented; BBMM_EDGE_TILES's parser), and
+ *   bbmm_gen_tile_too_large's
  *   note (once, at the first tile that does not fit);
  * - bbmm_gen_require and bbmm_gen_flow_out on the host backend (2 devices): empty boxes
  *   are skipped (not counted, not required, nothing flowed out), nonempty ones reach the
@@ -190,6 +193,75 @@ static void test_piece_of(void) {
   CHECK(bbmm_gen_parse_piece_lookup("element", &v) && v == 1);
   CHECK(!bbmm_gen_parse_piece_lookup("elements", &v) && v == 1);
   CHECK(!bbmm_gen_parse_piece_lookup("", &v));
+}
+
+/* Tiles of a 1-D split: in order, they cover [from, to) without gap or overlap; with n a
+ * multiple of the devices, device d's tiles cover its even share; where edge tiles apply
+ * (decided here from the documented rule), a device's first and last tiles are
+ * share / E wide; elsewhere the
+ * tiles are even (widths differ by at most one). */
+static void test_tile_bounds(void) {
+  const int64_t edges[] = {0, 1, 3, 32};
+  char what[160];
+  for (size_t ei = 0; ei < sizeof edges / sizeof edges[0]; ++ei) {
+    bbmm_gen_edge_tiles = edges[ei];
+    for (int64_t from = -3; from <= 2; from += 5) {
+      for (int64_t span = 1; span <= 200; span += (span < 40 ? 1 : 37)) {
+        for (int64_t devices = 1; devices <= 4; ++devices) {
+          for (int64_t n = devices; n <= 6 * devices && n <= span; ++n) {
+            int64_t prev_hi = from, wmin = span, wmax = 0;
+            const int64_t per = n % devices == 0 ? n / devices : 0;
+            for (int64_t k = 0; k < n; ++k) {
+              int64_t lo = -999, hi = -999;
+              bbmm_gen_tile_bounds(from, from + span, n, devices, k, &lo, &hi);
+              snprintf(what, sizeof what, "tile %lld of %lld on %lld devices, [%lld, %lld), E %lld",
+                       (long long)k, (long long)n, (long long)devices, (long long)from,
+                       (long long)(from + span), (long long)edges[ei]);
+              CHECK_EQ(lo, prev_hi, what);
+              CHECK(hi >= lo);
+              prev_hi = hi;
+              if (hi - lo < wmin) wmin = hi - lo;
+              if (hi - lo > wmax) wmax = hi - lo;
+              if (per > 0 && k % per == 0) {
+                const int64_t d = k / per;
+                CHECK_EQ(lo, from + span * d / devices, what);
+              }
+              if (per > 0 && k % per == per - 1) {
+                const int64_t d = k / per;
+                CHECK_EQ(hi, from + span * (d + 1) / devices, what);
+              }
+              if (per >= 3 && devices > 1 && edges[ei] > 0) {
+                const int64_t d = k / per, j = k % per;
+                const int64_t share = from + span * (d + 1) / devices - (from + span * d / devices);
+                const int64_t e = share / edges[ei];
+                if (e >= 1 && share - 2 * e >= per - 2 && (j == 0 || j == per - 1)) {
+                  CHECK_EQ(hi - lo, e, what);
+                }
+              }
+            }
+            CHECK_EQ(prev_hi, from + span, "the last tile ends at the range's end");
+            const int edge_layout = per >= 3 && devices > 1 && edges[ei] > 0;
+            if (!edge_layout) CHECK(wmax - wmin <= 1);
+          }
+        }
+      }
+    }
+  }
+  bbmm_gen_edge_tiles = 0;
+  int64_t v = 5;
+  CHECK(bbmm_gen_parse_edge_tiles("0", &v) && v == 0);
+  CHECK(bbmm_gen_parse_edge_tiles("64", &v) && v == 64);
+  CHECK(!bbmm_gen_parse_edge_tiles("-1", &v) && v == 64);
+  CHECK(!bbmm_gen_parse_edge_tiles("8x", &v) && v == 64);
+  CHECK(!bbmm_gen_parse_edge_tiles("", &v) && v == 64);
+}
+
+static void test_parse_tile_order(void) {
+  int v = 7;
+  CHECK(bbmm_gen_parse_tile_order("alternate", &v) && v == 1);
+  CHECK(bbmm_gen_parse_tile_order("forward", &v) && v == 0);
+  CHECK(!bbmm_gen_parse_tile_order("Forward", &v) && v == 0);
+  CHECK(!bbmm_gen_parse_tile_order("", &v) && v == 0);
 }
 
 static void test_parse_tiles_per_device(void) {
@@ -462,9 +534,27 @@ static void test_capacity_helpers(void) {
       r[k].k = 5 - k; /* given in reverse: the order must not depend on it */
       r[k].bytes = bytes[5 - k];
     }
-    bbmm_gen_order_tiles(r, 6);
+    bbmm_gen_order_tiles(r, 6, 0);
     for (int k = 0; k < 6; ++k) CHECK_EQ(r[k].k, want[k], "bbmm_gen_order_tiles");
   }
+  /* Odd calls: ties downwards with "alternate"; always upwards with "forward" (the default). */
+  for (int forward = 0; forward <= 1; ++forward) {
+    const uint64_t bytes[6] = {0, 16, 16, 0, 8, 0};
+    const int64_t want_odd[6] = {2, 1, 4, 5, 3, 0};
+    const int64_t want_fwd[6] = {1, 2, 4, 0, 3, 5};
+    for (int64_t call = 0; call < 4; ++call) {
+      bbmm_gen_tile_rank r[6];
+      for (int k = 0; k < 6; ++k) {
+        r[k].k = k;
+        r[k].bytes = bytes[k];
+      }
+      bbmm_gen_tile_order_alternate = !forward;
+      bbmm_gen_order_tiles(r, 6, call);
+      const int64_t* want = !forward && (call & 1) ? want_odd : want_fwd;
+      for (int k = 0; k < 6; ++k) CHECK_EQ(r[k].k, want[k], "bbmm_gen_order_tiles (alternating)");
+    }
+  }
+  bbmm_gen_tile_order_alternate = 0;
 }
 
 #ifdef BBMM_TEST_HAVE_FORK
@@ -520,6 +610,8 @@ int main(void) {
   test_gen_at();
   test_piece_of();
   test_parse_tiles_per_device();
+  test_parse_tile_order();
+  test_tile_bounds();
   test_runtime_environment(); /* forks: before this process starts runtime threads */
   test_require_and_flow_out();
   test_capacity_helpers();

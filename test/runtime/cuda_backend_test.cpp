@@ -346,16 +346,25 @@ class CudaBatchTest : public CudaBackendTest, public ::testing::WithParamInterfa
     }
     // The defaults take the copy engines between GPUs; this takes the peer copy kernel.
     if (GetParam() == 4) o.peer_copy_kernel = true;
+    // The source device's worker issues the copies between devices (with the engines,
+    // and with the peer copy kernel, which then writes into the other device).
+    if (GetParam() == 5) o.peer_push = true;
+    if (GetParam() == 6) {
+      o.peer_push = true;
+      o.peer_copy_kernel = true;
+    }
     backend_ = make_two_device_backend(o);
     ASSERT_NE(backend_, nullptr);
   }
 };
 std::string batch_option_name(const ::testing::TestParamInfo<int>& i) {
   static const char* const kNames[] = {"defaults", "engine_only", "one_by_one",
-                                       "engine_batch_api_peer", "peer_kernel"};
+                                       "engine_batch_api_peer", "peer_kernel", "peer_push",
+                                       "peer_push_kernel"};
   return kNames[i.param];
 }
-INSTANTIATE_TEST_SUITE_P(Options, CudaBatchTest, ::testing::Values(0, 1, 2, 3, 4), batch_option_name);
+INSTANTIATE_TEST_SUITE_P(Options, CudaBatchTest, ::testing::Values(0, 1, 2, 3, 4, 5, 6),
+                         batch_option_name);
 
 TEST_P(CudaBatchTest, RandomRectanglesMatchReference) {
   constexpr size_t kSrc = 2 << 20;      // source region
@@ -1186,6 +1195,20 @@ TEST_F(CudaBackendTest, TraceHasDeviceSlicesNamedByStream) {
                            "\"stream\":\"memory\"", "\"array\":\"A\"", "\"bytes\":1048576"}) {
     EXPECT_NE(json.find(want), std::string::npos) << "no " << want << " in\n" << json;
   }
+  // Every operation the worker issued says when it was taken and issued (the
+  // host clock of the trace), taken first.
+  int issued = 0;
+  for (size_t at = json.find("\"taken_us\":"); at != std::string::npos;
+       at = json.find("\"taken_us\":", at + 1)) {
+    long long taken = -1, when = -1;
+    ASSERT_EQ(std::sscanf(json.c_str() + at, "\"taken_us\":%lld,\"issued_us\":%lld", &taken, &when),
+              2)
+        << json.substr(at, 60);
+    EXPECT_LE(taken, when);
+    EXPECT_GE(taken, 0);
+    ++issued;
+  }
+  EXPECT_EQ(issued, 3) << "the two copies and the kernel\n" << json;
 }
 
 // Registration by each method gives pinned memory (cudaPointerGetAttributes)

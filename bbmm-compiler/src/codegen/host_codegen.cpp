@@ -173,6 +173,7 @@ class ScopGenerator {
     os << "struct " << pre_ << "_ctx {\n";
     os << "  bbmm_runtime* rt;\n  int devices, tiles_per_device;\n";
     os << "  uint64_t capacity;  /* the smallest device memory (bbmm_device_memory) */\n";
+    os << "  int64_t* ordered;  /* ordered phase calls so far (bbmm_gen_order_tiles) */\n";
     if (!s_.params.empty()) os << "  int64_t " << join(s_.params, ", ") << ";\n";
     for (int a : scalars()) os << "  " << s_.arrays[a].elem_type << " " << s_.arrays[a].c_name << ";\n";
     std::vector<std::string> arr;
@@ -665,16 +666,12 @@ class ScopGenerator {
                 bool clamp, bool order) {
     const std::string lo = part.dims[0].lo_param, hi = part.dims[0].hi_param;
     auto bounds = [&](const std::string& ind) {
-      const std::string span = "(" + to + " - " + from + ")";
+      os << ind << "int64_t " << lo << ", " << hi << ";\n";
+      os << ind << "bbmm_gen_tile_bounds(" << from << ", " << to
+         << ", bbmm_n, bbmm_x->devices, bbmm_k, &" << lo << ", &" << hi << ");\n";
       if (clamp) {
-        os << ind << "const int64_t " << lo << " = bbmm_max(bbmm_from0, " << from << " + " << span
-           << " * bbmm_k / bbmm_n);\n";
-        os << ind << "const int64_t " << hi << " = bbmm_min(bbmm_to0, " << from << " + " << span
-           << " * (bbmm_k + 1) / bbmm_n);\n";
-      } else {
-        os << ind << "const int64_t " << lo << " = " << from << " + " << span << " * bbmm_k / bbmm_n;\n";
-        os << ind << "const int64_t " << hi << " = " << from << " + " << span
-           << " * (bbmm_k + 1) / bbmm_n;\n";
+        os << ind << lo << " = bbmm_max(bbmm_from0, " << lo << ");\n";
+        os << ind << hi << " = bbmm_min(bbmm_to0, " << hi << ");\n";
       }
     };
     os << "  int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;\n";
@@ -697,7 +694,8 @@ class ScopGenerator {
       // The tiles with the most flow-out to other devices first (a tile at the edge of its
       // device's block: its flow-out boxes reach the neighbour device): their copies start
       // early and run under the kernels of the tiles issued after them. Ties, and every
-      // tile on one device, keep the range's order.
+      // tile on one device, follow the range's order, upwards and downwards in turn from
+      // one phase call to the next (bbmm_gen_order_tiles).
       os << "  bbmm_gen_tile_rank* bbmm_rank = (bbmm_gen_tile_rank*)bbmm_gen_calloc((size_t)bbmm_n * "
             "sizeof(bbmm_gen_tile_rank));\n";
       os << "  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {\n";
@@ -709,7 +707,7 @@ class ScopGenerator {
       os << "    bbmm_rank[bbmm_k].bytes = bbmm_edge && " << lo << " < " << hi << " ? " << name
          << "_flow_bytes(bbmm_x" << serial_args << ", " << lo << ", " << hi << ") : 0;\n";
       os << "  }\n";
-      os << "  bbmm_gen_order_tiles(bbmm_rank, bbmm_n);\n";
+      os << "  bbmm_gen_order_tiles(bbmm_rank, bbmm_n, (*bbmm_x->ordered)++);\n";
       os << "  for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {\n";
       os << "    const int64_t bbmm_k = bbmm_rank[bbmm_j].k;\n";
     } else {
@@ -830,6 +828,8 @@ class ScopGenerator {
     os << "    bbmm_ctx.devices = bbmm_device_count(bbmm_ctx.rt);\n";
     os << "    bbmm_ctx.tiles_per_device = bbmm_gen_tiles_per_device;\n";
     os << "    bbmm_ctx.capacity = bbmm_gen_min_device_memory(bbmm_ctx.rt);\n";
+    os << "    int64_t bbmm_ordered = 0;\n";
+    os << "    bbmm_ctx.ordered = &bbmm_ordered;\n";
     for (const std::string& p : s_.params) os << "    bbmm_ctx." << p << " = " << p << ";\n";
     for (int a : scalars()) os << "    bbmm_ctx." << s_.arrays[a].c_name << " = " << s_.arrays[a].c_name << ";\n";
     for (int a : arrays()) {

@@ -45,6 +45,7 @@ absl::StatusOr<std::unique_ptr<Backend>> make_backend(const RuntimeOptions& opti
       cuda.peer_access = options.peer_access;
       cuda.copy_kernel = options.cuda_copy_kernel;
       cuda.peer_copy_kernel = options.cuda_peer_copy_kernel;
+      cuda.peer_push = options.cuda_peer_push;
       cuda.copy_streams = options.cuda_copy_streams;
       return make_cuda_backend(cuda);
 #else

@@ -126,6 +126,7 @@ void to_c_options(const bbmm::RuntimeOptions& o, bbmm_options* opts) {
   opts->cuda_devices_per_gpu = o.cuda_devices_per_gpu;
   opts->cuda_copy_kernel = o.cuda_copy_kernel ? 1 : 0;
   opts->cuda_peer_copy_kernel = o.cuda_peer_copy_kernel ? 1 : 0;
+  opts->cuda_peer_push = o.cuda_peer_push ? 1 : 0;
   opts->cuda_copy_streams = o.cuda_copy_streams;
 }
 
@@ -237,6 +238,7 @@ bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out) {
     o.cuda_devices_per_gpu = opts->cuda_devices_per_gpu < 1 ? 1 : opts->cuda_devices_per_gpu;
     o.cuda_copy_kernel = opts->cuda_copy_kernel != 0;
     o.cuda_peer_copy_kernel = opts->cuda_peer_copy_kernel != 0;
+    o.cuda_peer_push = opts->cuda_peer_push != 0;
     // 0 (a zeroed struct): the default.
     if (opts->cuda_copy_streams > 0) o.cuda_copy_streams = opts->cuda_copy_streams;
     absl::StatusOr<std::unique_ptr<bbmm::Runtime>> rt = bbmm::Runtime::create(o);

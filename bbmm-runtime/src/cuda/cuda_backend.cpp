@@ -273,7 +273,7 @@ class CudaBackend final : public Backend {
     if (absl::Status s = check_endpoints(dst, src, "cuda copy"); !s.ok()) return s;
     if (absl::Status s = check_copy(dst, src, shape, "cuda copy", -1); !s.ok()) return s;
     const CopyDir dir = copy_direction(dst, src);
-    Device& dev = *devices_[dir == CopyDir::kD2H ? src.device : dst.device];
+    Device& dev = *devices_[issuer(dir, dst.device, src.device)];
     auto event = make_op_event(dev.shared);
     Command c;
     c.kind = CommandKind::kCopy;
@@ -316,7 +316,7 @@ class CudaBackend final : public Backend {
       bytes += op.shape.width_bytes * op.shape.height * op.shape.depth;
     }
     const CopyDir dir = copy_direction(ops[0].dst, ops[0].src);
-    Device& dev = *devices_[dir == CopyDir::kD2H ? src_dev : dst_dev];
+    Device& dev = *devices_[issuer(dir, dst_dev, src_dev)];
     auto event = make_op_event(dev.shared);
     Command c;
     c.kind = CommandKind::kBatch;
@@ -436,6 +436,15 @@ class CudaBackend final : public Backend {
     std::mutex live_mu;
     std::unordered_map<void*, size_t> live;
   };
+
+  // The device whose worker issues a copy from `src` to `dst` in direction
+  // `dir`: the device side of a host copy; between devices the destination,
+  // or the source with peer_push.
+  int issuer(CopyDir dir, int dst, int src) const {
+    if (dir == CopyDir::kD2H) return src;
+    if (dir == CopyDir::kPeer && options_.peer_push) return src;
+    return dst;
+  }
 
   // kInvalidArgument naming `what` unless `device` exists.
   absl::Status check_device(int device, const char* what) const {

@@ -135,6 +135,14 @@ struct CudaBackendOptions {
   // on 2 and 4 H100s with the engines (2026-11-26, docs/performance.md), although a
   // small strided box alone copies faster by the kernel (gpu_bench).
   bool peer_copy_kernel = false;
+  // Which device's worker issues a copy between two devices, on its streams: the
+  // destination's (false, the default: "pull") or the source's (true: "push"). Pulling,
+  // the destination's worker waits, in its queue order, until the source's worker has
+  // issued the operation that wrote the box, so on 4 H100s the workers issued in step
+  // with one another and at the GPUs' pace (2026-11-26, fifth session,
+  // docs/performance.md); pushing, the source's worker issues the copy right after its
+  // own kernel.
+  bool peer_push = false;
 
   // Copy streams per direction (host-to-device, device-to-host, into the
   // device from a device), used round-robin: 1..8.

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/trace.h"
 #include "cuda/cuda_status.h"
 
 namespace bbmm {
@@ -239,8 +240,11 @@ CopyEnv Worker::copy_env(const Command& c) const {
   CopyEnv env;
   env.dst_gpu = op.dst.device == kHost ? -1 : topology_.gpu_of[op.dst.device];
   env.src_gpu = op.src.device == kHost ? -1 : topology_.gpu_of[op.src.device];
+  // The issuing device (this worker's) reaches the other one directly: a copy
+  // kernel runs on it and reads or writes the other device's memory.
+  const int other = op.dst.device == device_ ? op.src.device : op.dst.device;
   env.peer_reachable = op.dst.device != kHost && op.src.device != kHost &&
-                       topology_.can_access_peer(op.dst.device, op.src.device);
+                       topology_.can_access_peer(device_, other);
   env.copy_kernel = options_.copy_kernel;
   env.peer_copy_kernel = options_.peer_copy_kernel;
   env.host_kernel_max_box = topology_.host_pointers_ok ? options_.host_copy_kernel_max_box : 0;
@@ -297,6 +301,9 @@ void Worker::issue(Command& c) {
     return;
   }
   StreamSlot& slot = *c.slot;
+  // Tracing: when this worker took the command (before waiting for other
+  // devices' workers to issue what it waits for) and when it issued it.
+  const int64_t taken_us = c.tracer != nullptr ? c.tracer->now_us() : 0;
   waits_.clear();
   absl::Status failed;
   for (const Event& e : c.waits) add_wait(e, slot.key, &failed);
@@ -335,6 +342,10 @@ void Worker::issue(Command& c) {
     return;
   }
   // Tracing: timing events before and after the operation on its stream.
+  if (c.tracer != nullptr) {
+    absl::StrAppend(&c.trace_args, c.trace_args.empty() ? "" : ",", "\"taken_us\":", taken_us,
+                    ",\"issued_us\":", c.tracer->now_us());
+  }
   std::shared_ptr<const TimingRef> ref;
   const cudaEvent_t start = trace_begin(c, slot.stream, &ref);
   s = issue_operation(c, slot);

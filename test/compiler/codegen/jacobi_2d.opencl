@@ -13,6 +13,7 @@ struct bbmm_s0_ctx {
   bbmm_runtime* rt;
   int devices, tiles_per_device;
   uint64_t capacity;  /* the smallest device memory (bbmm_device_memory) */
+  int64_t* ordered;  /* ordered phase calls so far (bbmm_gen_order_tiles) */
   int64_t T, N;
   bbmm_array *B, *A;
 };
@@ -348,8 +349,8 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t t) {
   while (bbmm_x->capacity > 0) {
     uint64_t bbmm_worst = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
-      const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
-      const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+      int64_t bbmm_lo, bbmm_hi;
+      bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
       if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p0_bytes(bbmm_x, t, bbmm_lo, bbmm_hi));
     }
     if (bbmm_worst <= bbmm_x->capacity / 2) break;
@@ -361,19 +362,19 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t t) {
   }
   bbmm_gen_tile_rank* bbmm_rank = (bbmm_gen_tile_rank*)bbmm_gen_calloc((size_t)bbmm_n * sizeof(bbmm_gen_tile_rank));
   for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
-    const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
-    const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+    int64_t bbmm_lo, bbmm_hi;
+    bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
     bbmm_rank[bbmm_k].k = bbmm_k;
     const int64_t bbmm_dk = bbmm_k * bbmm_x->devices / bbmm_n;
     const int bbmm_edge = (bbmm_k > 0 && (bbmm_k - 1) * bbmm_x->devices / bbmm_n != bbmm_dk) ||
                           (bbmm_k + 1 < bbmm_n && (bbmm_k + 1) * bbmm_x->devices / bbmm_n != bbmm_dk);
     bbmm_rank[bbmm_k].bytes = bbmm_edge && bbmm_lo < bbmm_hi ? bbmm_s0_p0_flow_bytes(bbmm_x, t, bbmm_lo, bbmm_hi) : 0;
   }
-  bbmm_gen_order_tiles(bbmm_rank, bbmm_n);
+  bbmm_gen_order_tiles(bbmm_rank, bbmm_n, (*bbmm_x->ordered)++);
   for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {
     const int64_t bbmm_k = bbmm_rank[bbmm_j].k;
-    const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
-    const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+    int64_t bbmm_lo, bbmm_hi;
+    bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
     bbmm_s0_p0_tile(bbmm_x, t, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
   }
   free(bbmm_rank);
@@ -710,8 +711,8 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t t) {
   while (bbmm_x->capacity > 0) {
     uint64_t bbmm_worst = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
-      const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
-      const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+      int64_t bbmm_lo, bbmm_hi;
+      bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
       if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p1_bytes(bbmm_x, t, bbmm_lo, bbmm_hi));
     }
     if (bbmm_worst <= bbmm_x->capacity / 2) break;
@@ -723,19 +724,19 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t t) {
   }
   bbmm_gen_tile_rank* bbmm_rank = (bbmm_gen_tile_rank*)bbmm_gen_calloc((size_t)bbmm_n * sizeof(bbmm_gen_tile_rank));
   for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
-    const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
-    const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+    int64_t bbmm_lo, bbmm_hi;
+    bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
     bbmm_rank[bbmm_k].k = bbmm_k;
     const int64_t bbmm_dk = bbmm_k * bbmm_x->devices / bbmm_n;
     const int bbmm_edge = (bbmm_k > 0 && (bbmm_k - 1) * bbmm_x->devices / bbmm_n != bbmm_dk) ||
                           (bbmm_k + 1 < bbmm_n && (bbmm_k + 1) * bbmm_x->devices / bbmm_n != bbmm_dk);
     bbmm_rank[bbmm_k].bytes = bbmm_edge && bbmm_lo < bbmm_hi ? bbmm_s0_p1_flow_bytes(bbmm_x, t, bbmm_lo, bbmm_hi) : 0;
   }
-  bbmm_gen_order_tiles(bbmm_rank, bbmm_n);
+  bbmm_gen_order_tiles(bbmm_rank, bbmm_n, (*bbmm_x->ordered)++);
   for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {
     const int64_t bbmm_k = bbmm_rank[bbmm_j].k;
-    const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
-    const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+    int64_t bbmm_lo, bbmm_hi;
+    bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
     bbmm_s0_p1_tile(bbmm_x, t, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
   }
   free(bbmm_rank);
@@ -751,6 +752,8 @@ void kernel_jacobi_2d(int T, int N, double A[N][N], double B[N][N]) {
     bbmm_ctx.devices = bbmm_device_count(bbmm_ctx.rt);
     bbmm_ctx.tiles_per_device = bbmm_gen_tiles_per_device;
     bbmm_ctx.capacity = bbmm_gen_min_device_memory(bbmm_ctx.rt);
+    int64_t bbmm_ordered = 0;
+    bbmm_ctx.ordered = &bbmm_ordered;
     bbmm_ctx.T = T;
     bbmm_ctx.N = N;
     {

@@ -14,6 +14,7 @@ struct bbmm_s0_ctx {
   bbmm_runtime* rt;
   int devices, tiles_per_device;
   uint64_t capacity;  /* the smallest device memory (bbmm_device_memory) */
+  int64_t* ordered;  /* ordered phase calls so far (bbmm_gen_order_tiles) */
   int64_t N;
   bbmm_array *X, *Y;
 };
@@ -240,6 +241,8 @@ void kernel_strided(int N, double X[2 * N], double Y[N]) {
     bbmm_ctx.devices = bbmm_device_count(bbmm_ctx.rt);
     bbmm_ctx.tiles_per_device = bbmm_gen_tiles_per_device;
     bbmm_ctx.capacity = bbmm_gen_min_device_memory(bbmm_ctx.rt);
+    int64_t bbmm_ordered = 0;
+    bbmm_ctx.ordered = &bbmm_ordered;
     bbmm_ctx.N = N;
     {
       const int64_t bbmm_ext[1] = {2 * N};

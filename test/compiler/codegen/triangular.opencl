@@ -14,6 +14,7 @@ struct bbmm_s0_ctx {
   bbmm_runtime* rt;
   int devices, tiles_per_device;
   uint64_t capacity;  /* the smallest device memory (bbmm_device_memory) */
+  int64_t* ordered;  /* ordered phase calls so far (bbmm_gen_order_tiles) */
   int64_t N;
   bbmm_array *L, *A;
 };
@@ -279,8 +280,8 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
   while (bbmm_x->capacity > 0) {
     uint64_t bbmm_worst = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
-      const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
-      const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+      int64_t bbmm_lo, bbmm_hi;
+      bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
       if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p0_bytes(bbmm_x, bbmm_lo, bbmm_hi));
     }
     if (bbmm_worst <= bbmm_x->capacity / 2) break;
@@ -291,8 +292,8 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
     bbmm_n = bbmm_min(2 * bbmm_n, bbmm_to0 - bbmm_from0);
   }
   for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
-    const int64_t bbmm_lo = bbmm_from0 + (bbmm_to0 - bbmm_from0) * bbmm_k / bbmm_n;
-    const int64_t bbmm_hi = bbmm_from0 + (bbmm_to0 - bbmm_from0) * (bbmm_k + 1) / bbmm_n;
+    int64_t bbmm_lo, bbmm_hi;
+    bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
     bbmm_s0_p0_tile(bbmm_x, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
   }
 }
@@ -307,6 +308,8 @@ void kernel_tri(int N, double L[N][N], double A[N][N]) {
     bbmm_ctx.devices = bbmm_device_count(bbmm_ctx.rt);
     bbmm_ctx.tiles_per_device = bbmm_gen_tiles_per_device;
     bbmm_ctx.capacity = bbmm_gen_min_device_memory(bbmm_ctx.rt);
+    int64_t bbmm_ordered = 0;
+    bbmm_ctx.ordered = &bbmm_ordered;
     bbmm_ctx.N = N;
     {
       const int64_t bbmm_ext[2] = {N, N};
