@@ -667,6 +667,38 @@ class Runner {
     return std::nullopt;
   }
 
+  // `v` with its pieces cut to the points tile `t` requires of array `a` (the
+  // pieces of a view may hold more): what a kernel staged through the host
+  // (cuda_host_access) copies in is then exactly what the tile may touch, so
+  // that ThreadSanitizer over the fake CUDA runtime reports only real missing
+  // orderings, not reads of elements another operation may write meanwhile.
+  static PieceCopy required_only(PieceCopy v, const TileSpec& t, int a) {
+    std::vector<Box> boxes;
+    for (const Req& r : t.reqs) {
+      if (r.array == a) boxes.push_back(r.box);
+    }
+    absl::StatusOr<BoxSet> need = BoxSet::disjoint(boxes);
+    if (!need.ok()) return v;
+    std::vector<bbmm_piece> cut;
+    for (const bbmm_piece& p : v.pieces()) {
+      for (size_t k = 0; k < need->size(); ++k) {
+        absl::StatusOr<Box> in = intersection(piece_box(p, v.rank()), (*need)[k]);
+        if (!in.ok() || in->empty()) continue;
+        bbmm_piece q = p;
+        int64_t skip = 0;
+        for (int d = 0; d < v.rank(); ++d) {
+          q.lo[d] = in->lo(d);
+          q.hi[d] = in->hi(d);
+          skip += (q.lo[d] - p.lo[d]) * p.stride[d];
+        }
+        q.offset += static_cast<uint64_t>(skip) * v.elem_size();
+        cut.push_back(q);
+      }
+    }
+    v.mutable_pieces() = std::move(cut);
+    return v;
+  }
+
   // Builds the kernel from the shadow, applies it to the shadow, launches it.
   std::optional<std::string> launch(Open& o) {
     if (!o.acquired || !o.spec->launch || o.launched) return std::nullopt;
@@ -687,7 +719,7 @@ class Runner {
       KernelPart part;
       part.array = static_cast<int>(a);
       part.elem = spec.elem;
-      part.view = PieceCopy(*o.tile->view(arrays_[a]));
+      part.view = required_only(PieceCopy(*o.tile->view(arrays_[a])), t, static_cast<int>(a));
       std::vector<uint8_t>& sh = shadow_[a];
       for (int pass = 0; pass < 3; ++pass) {
         for_each_point(spec.whole(), [&](const int64_t* idx) {

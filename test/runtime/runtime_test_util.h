@@ -150,6 +150,26 @@ inline size_t piece_span(const bbmm_piece& p, int rank, size_t elem) {
   return (static_cast<size_t>(last) + 1) * elem;
 }
 
+// Calls `f(at, bytes)` for every row of piece `p` (rank `rank`, elements of `elem`
+// bytes): its contiguous runs along the last dimension, `at` bytes from the piece's
+// first element, in memory order. Nothing for an empty piece.
+template <typename F>
+void for_each_row(const bbmm_piece& p, int rank, size_t elem, F f) {
+  for (int d = 0; d < rank; ++d) {
+    if (p.hi[d] <= p.lo[d]) return;
+  }
+  const size_t row = static_cast<size_t>(p.hi[rank - 1] - p.lo[rank - 1]) * elem;
+  int64_t idx[BBMM_MAX_RANK] = {};
+  for (;;) {
+    int64_t off = 0;
+    for (int d = 0; d + 1 < rank; ++d) off += idx[d] * p.stride[d];
+    f(static_cast<size_t>(off) * elem, row);
+    int d = rank - 2;
+    while (d >= 0 && ++idx[d] == p.hi[d] - p.lo[d]) idx[d--] = 0;
+    if (d < 0) return;
+  }
+}
+
 // The box of a piece.
 inline Box piece_box(const bbmm_piece& p, int rank) {
   return Box::make_unchecked(rank, p.lo, p.hi);

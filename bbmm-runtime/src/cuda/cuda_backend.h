@@ -169,7 +169,9 @@ struct CudaBackendOptions {
   // allocation's `ready` event: for a caller that does not put
   // DeviceBuffer::ready into the wait lists of the buffer's uses (the test
   // suites' current runtime core). Costs a stream wait per stream after each
-  // allocation, and false dependencies behind frees.
+  // allocation, and false dependencies behind frees. ("A device's operations"
+  // are those its worker issues: with peer_push, a copy into another device's
+  // buffer waits for this device's allocations, not for that buffer's.)
   bool wait_for_allocations = false;
   // Free bytes each GPU's memory pool keeps ahead of the allocations, grown
   // by a thread of its own (cuda_pool_grower.h), so that allocate() does not
