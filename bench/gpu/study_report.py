@@ -140,6 +140,13 @@ def parse(args):
         try:
             for k, v in breakdown(args.trace).items():
                 f["bd_" + k] = "%.6f" % v
+            # When the CUDA issue workers issued what the GPUs ran (issue_report.py; absent
+            # from traces without taken_us/issued_us).
+            import issue_report  # noqa: E402 (beside this file; it imports this module)
+            a = issue_report.analyse(args.trace)
+            for k in ("not_issued", "blocked"):
+                if a[k] == a[k]:
+                    f["is_" + k] = "%.6f" % a[k]
         except (OSError, ValueError, KeyError) as e:
             f["bd_error"] = type(e).__name__
     print("STUDY " + " ".join("%s=%s" % (k, v) for k, v in f.items()))
@@ -318,7 +325,9 @@ def report(args):
     w("")
     table(["sample", "GPUs", "run s", "compute", "read-in H2D", "write-back D2H", "flow-out peer",
            "D2D", "idle", "libbbmm on the host thread (stats, reservations excluded)",
-           "host thread done (last tile call)", "last GPU's first kernel"])
+           "host thread done (last tile call)", "last GPU's first kernel",
+           "idle with the next kernel not issued yet (of the kernels' span)",
+           "issue workers waiting for other workers"])
     bds = []
     for s, cfg, label in [(x, c, x + l) for c, l in (("trace", ""), ("trace:long", " (long)"))
                           for x in samples]:
@@ -331,11 +340,13 @@ def report(args):
             busy = num(r, "bd_window") - num(r, "bd_idle")
             idle = 100 * max(run - busy, 0.0) / run if run else None
             lib = lib_share(find(s, "long" if cfg == "trace:long" else "strong", g), run)
-            w("| %s | %d | %.4f | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            issue = lambda k: 100 * num(r, "is_" + k) if ("is_" + k) in r else None
+            w("| %s | %d | %.4f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 label, g, run, fmt(sh("compute"), "%.1f%%"), fmt(sh("h2d"), "%.1f%%"),
                 fmt(sh("d2h"), "%.1f%%"), fmt(sh("peer"), "%.1f%%"), fmt(sh("d2d"), "%.1f%%"),
                 fmt(idle, "%.1f%%"), fmt(lib, "%.1f%%"), fmt(sh("host_done"), "%.1f%%"),
-                fmt(sh("last_start"), "%.1f%%")))
+                fmt(sh("last_start"), "%.1f%%"), fmt(issue("not_issued"), "%.1f%%"),
+                fmt(issue("blocked"), "%.1f%%")))
             if g == most and cfg == "trace":
                 shares = {k: sh(k) for k in ("compute", "h2d", "d2h", "peer", "d2d")}
                 shares["idle"] = idle

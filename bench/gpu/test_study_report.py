@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Tests of bench/gpu/study_report.py and first_starts.py (ctest e2e.study.report): the union
 of intervals, the time breakdown of a synthetic trace (numbers worked out by hand below), the
-STUDY line of a sample's output, the report's run-time rules (traced run preferred, setup
-subtracted) and each device's first read-in and kernel. Exits nonzero on the first failed
-check."""
+STUDY line of a sample's output (and issue_report.py's shares from a trace), the report's
+run-time rules (traced run preferred, setup subtracted) and each device's first read-in and
+kernel. Exits nonzero on the first failed check."""
 import io
 import json
 import os
@@ -75,6 +75,26 @@ check(line.startswith("STUDY "), "a STUDY line")
 check(kv["verdict"] == "PASSED" and kv["seconds"] == "0.207667" and kv["args"] == "8192,100",
       "verdict, seconds, args")
 check(kv["peak_d0"] == "5" and kv["peak_d1"] == "7" and kv["tiles"] == "4", "per-device peaks")
+# With a trace whose kernels carry the issue workers' times, the STUDY line has
+# issue_report.py's shares (2 kernels on device 0, the second issued 20 us after the
+# first ended: 20 of its 30 us gap over the kernels' span 0..130; each worker blocked 5 of
+# its span: 10 over the span -10..70).
+issue_trace = {"traceEvents": [
+    {"ph": "X", "name": "acquire", "tid": 0, "ts": 0, "dur": 1},
+    {"ph": "X", "name": "kernel", "tid": 1, "ts": 0, "dur": 50, "args": {"taken_us": -10, "issued_us": -5}},
+    {"ph": "X", "name": "kernel", "tid": 1, "ts": 80, "dur": 50, "args": {"taken_us": 65, "issued_us": 70}},
+]}
+with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+    json.dump(issue_trace, f)
+    ipath = f.name
+p2 = subprocess.run([sys.executable, os.path.join(HERE, "study_report.py"), "parse", "--sample",
+                     "heat2d", "--config", "trace", "--gpus", "1", "--args", "8", "--rc", "0",
+                     "--trace", ipath], input="", capture_output=True, text=True, check=True)
+os.unlink(ipath)
+kv2 = dict(x.split("=", 1) for x in p2.stdout.strip().split()[1:])
+check(abs(float(kv2["is_not_issued"]) - 20 / 130) < 1e-6 and
+      abs(float(kv2["is_blocked"]) - 10 / 80) < 1e-6,
+      "issue shares in the STUDY line: %r" % kv2)
 # Run seconds: less pinning and reservations (not unpinning, which overlaps the write-backs).
 check(close(sr.run_seconds(kv), 0.207667 - 0.08 - 0.01), "run_seconds")
 # first_starts.py: each device's first read-in and first kernel from the first acquire (us
