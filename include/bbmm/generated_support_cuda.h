@@ -255,6 +255,93 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_balance_march(int dims, const int6
   return m < march ? m : march;
 }
 
+/* The march of a 2-D or 3-D launch estimated to end first on a device that runs
+   "resident" blocks at once: for every count b of blocks along the outermost coordinate
+   from march's up to one value per thread, the least march m_b covering the extent in b
+   blocks (so balanced, as bbmm_cu_balance_march), costed as the waves of resident blocks
+   the grid needs times the m_b + 1 units a block takes (its values and one for its start
+   and halo); the cheapest, ties to the larger march. A kernel whose registers allow 4
+   blocks of 256 threads per multiprocessor runs 528 at once on an H100: a 48-plane tile
+   of 384 x 384 planes in 1,152 blocks of 24 planes takes 3 waves for 2.2 waves of work,
+   in 3,456 blocks of 8 planes 7 for 6.5. Returns "march" for 1-D launches, for
+   resident <= 0 and where the hardware limits cap the grid (grid-stride loops). */
+static inline BBMM_GEN_UNUSED int64_t bbmm_cu_wave_march(int dims, const int64_t* lo,
+                                                         const int64_t* hi, const int shape[3],
+                                                         int64_t march, int64_t cap,
+                                                         int64_t resident) {
+  if (dims < 2 || resident <= 0 || march < 1) return march;
+  const int d = dims - 1;
+  const int64_t extent = hi[d] - lo[d];
+  if (extent <= 0) return march;
+  const int64_t threads = dims == 2 ? (int64_t)shape[1] * shape[2] : (int64_t)shape[2];
+  const int64_t first = (extent + threads * march - 1) / (threads * march);
+  const int64_t last = (extent + threads - 1) / threads;
+  int64_t best = march, best_cost = -1;
+  for (int64_t b = first; b <= last; ++b) {
+    const int64_t m = (extent + b * threads - 1) / (b * threads);
+    if (b > first && m == (extent + (b - 1) * threads - 1) / ((b - 1) * threads)) continue;
+    dim3 grid, block;
+    if (!bbmm_cu_shape_of(dims, lo, hi, shape, m, cap, &grid, &block)) return march;
+    const int64_t outer = dims == 2 ? grid.y : grid.z;
+    if (outer != (extent + threads * m - 1) / (threads * m)) return march;  /* capped */
+    const int64_t blocks = (int64_t)grid.x * grid.y * grid.z;
+    const int64_t cost = (blocks + resident - 1) / resident * (m + 1);
+    if (best_cost < 0 || cost < best_cost) {
+      best = m;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+/* 1 when BBMM_CUDA_WAVES=1: launches pick their march with bbmm_cu_wave_march from the
+   kernel's occupancy (bbmm_cu_resident) instead of bbmm_cu_fill_march; 0 (the default)
+   until it is measured on GPUs. */
+static inline BBMM_GEN_UNUSED int64_t bbmm_cu_waves(void) {
+  static long long w = 0;
+  static std::once_flag once;
+  std::call_once(once, [] { bbmm_cu_env_int("BBMM_CUDA_WAVES", 0, 1, "0 or 1", &w); });
+  return w;
+}
+
+static inline BBMM_GEN_UNUSED int64_t bbmm_cu_sm_count(void);
+
+/* Blocks of "threads" threads of "kernel" the calling thread's current device runs at
+   once: its multiprocessors times cudaOccupancyMaxActiveBlocksPerMultiprocessor, asked
+   once per kernel, block size and device; 0 when CUDA cannot say. */
+static inline BBMM_GEN_UNUSED int64_t bbmm_cu_resident(const void* kernel, int threads) {
+  struct Known {
+    const void* kernel;
+    int threads, device;
+    int64_t resident;
+  };
+  static std::mutex mu;
+  static Known known[64];
+  static int count = 0;
+  int dev = 0;
+  if (kernel == nullptr || cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (int k = 0; k < count; ++k) {
+      if (known[k].kernel == kernel && known[k].threads == threads && known[k].device == dev) {
+        return known[k].resident;
+      }
+    }
+  }
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  const int64_t resident = (int64_t)per_sm * bbmm_cu_sm_count();
+  std::lock_guard<std::mutex> lock(mu);
+  if (count < 64) known[count++] = Known{kernel, threads, dev, resident};
+  return resident;
+}
+
 /* Blocks per multiprocessor a launch aims at (bbmm_cu_fill_march): BBMM_CUDA_FILL=B, 0
    for none (the march as set), default 8 (a full wave of 256-thread blocks). */
 static inline BBMM_GEN_UNUSED int64_t bbmm_cu_fill(void) {
@@ -286,6 +373,27 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_sm_count(void) {
    generation-time or BBMM_CUDA_MARCH value) shrinks to fill the device
    (bbmm_cu_fill_march with bbmm_cu_fill() blocks per multiprocessor), then to share the
    outermost coordinate evenly among its blocks (bbmm_cu_balance_march). */
+static inline BBMM_GEN_UNUSED bool bbmm_cu_shape(int dims, const int64_t* lo, const int64_t* hi,
+                                                 int64_t* march, dim3* grid, dim3* block);
+
+/* bbmm_cu_shape for "kernel": with BBMM_CUDA_WAVES=1 and the kernel's occupancy known, the
+   march is bbmm_cu_wave_march's; otherwise bbmm_cu_shape's. */
+static inline BBMM_GEN_UNUSED bool bbmm_cu_shape_for(const void* kernel, int dims,
+                                                     const int64_t* lo, const int64_t* hi,
+                                                     int64_t* march, dim3* grid, dim3* block) {
+  if (bbmm_cu_waves() && dims >= 2) {
+    int s[3];
+    bbmm_cu_block_shape(s);
+    const int64_t resident = bbmm_cu_resident(kernel, s[0] * s[1] * s[2]);
+    if (resident > 0) {
+      const int64_t cap = bbmm_cu_grid_cap();
+      *march = bbmm_cu_wave_march(dims, lo, hi, s, *march, cap, resident);
+      return bbmm_cu_shape_of(dims, lo, hi, s, *march, cap, grid, block);
+    }
+  }
+  return bbmm_cu_shape(dims, lo, hi, march, grid, block);
+}
+
 static inline BBMM_GEN_UNUSED bool bbmm_cu_shape(int dims, const int64_t* lo, const int64_t* hi,
                                                  int64_t* march, dim3* grid, dim3* block) {
   int s[3];

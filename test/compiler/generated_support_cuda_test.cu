@@ -8,6 +8,7 @@
  *   unless capped, against an independent computation;
  * - bbmm_cu_fill_march: the march halves until the grid has the blocks asked for;
  * - bbmm_cu_balance_march: the least march giving the same blocks, by brute force;
+ * - bbmm_cu_wave_march: the cheapest march in waves of resident blocks, by brute force;
  * - the environment settings in child processes: a malformed BBMM_CUDA_BLOCK,
  *   BBMM_CUDA_MARCH, BBMM_CUDA_GRID_CAP or BBMM_CUDA_FILL exits 1 naming the variable;
  *   valid ones apply.
@@ -218,6 +219,47 @@ static void test_balance_march(void) {
   }
 }
 
+// bbmm_cu_wave_march, by brute force over every march 1..march: blocks counted
+// independently (as test_fill_march), the cost ceil(blocks / resident) * (m + 1), the
+// cheapest with ties to the larger march; 1-D launches and resident <= 0 keep the march.
+static void test_wave_march(void) {
+  const int shape[3] = {16, 4, 2};
+  auto blocks = [&](int dims, const int64_t* e, int64_t m) {
+    const int64_t t[3] = {16, dims == 2 ? 8 : 4, 2};  // 2-D folds Y*Z
+    int64_t n = 1;
+    for (int d = 0; d < dims; ++d) {
+      const int64_t per = t[d] * (d == dims - 1 ? m : 1);
+      n *= (e[d] + per - 1) / per;
+    }
+    return n;
+  };
+  const int64_t extents[][3] = {{384, 384, 48}, {384, 384, 192}, {384, 48, 1}, {8192, 1024, 1},
+                                {17, 3, 5},     {1000, 1, 1},   {64, 64, 64}, {40, 40, 1}};
+  for (int dims = 1; dims <= 3; ++dims) {
+    for (const auto& e : extents) {
+      for (int64_t march : {1, 7, 24, 32}) {
+        for (int64_t resident : {-1, 0, 1, 100, 528, 1056, 100000}) {
+          const int64_t lo[3] = {3, -2, 0};
+          const int64_t hi[3] = {3 + e[0], -2 + e[1], e[2]};
+          const int64_t got = bbmm_cu_wave_march(dims, lo, hi, shape, march, 0, resident);
+          int64_t want = march;
+          if (dims >= 2 && resident > 0) {
+            int64_t best = -1;
+            for (int64_t m = march; m >= 1; --m) {
+              const int64_t cost = (blocks(dims, e, m) + resident - 1) / resident * (m + 1);
+              if (best < 0 || cost < best) {
+                best = cost;
+                want = m;
+              }
+            }
+          }
+          CHECK_EQ(got, want, "wave march");
+        }
+      }
+    }
+  }
+}
+
 // Runs "fn" in a child with VAR=VALUE; returns its exit status and stderr.
 template <typename F>
 static int in_child(const char* var, const char* value, F fn, std::string* err) {
@@ -288,6 +330,7 @@ int main() {
   test_shape();
   test_fill_march();
   test_balance_march();
+  test_wave_march();
   test_environment();
   printf("generated_support_cuda_test: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;

@@ -286,7 +286,13 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
     os << "  bbmm_c.march = " << (map.dims >= 2 ? "bbmm_cu_march()" : "1") << ";\n";
     os << "  bbmm_c.per_element = bbmm_cu_per_element();\n";
     os << "  dim3 bbmm_grid, bbmm_block;\n";
-    os << "  if (!bbmm_cu_shape(" << map.dims << ", bbmm_c.lo, bbmm_c.hi, &bbmm_c.march, &bbmm_grid, &bbmm_block)) return;\n";
+    // The kernel this launch runs, for its occupancy (BBMM_CUDA_WAVES).
+    const std::string kernel =
+        pieces ? "(const void*)" + name + "_kernel_pieces"
+               : "bbmm_small ? (const void*)" + name + "_kernel<int32_t, uint32_t> : (const void*)" +
+                     name + "_kernel<int64_t, uint64_t>";
+    os << "  if (!bbmm_cu_shape_for(" << kernel << ", " << map.dims
+       << ", bbmm_c.lo, bbmm_c.hi, &bbmm_c.march, &bbmm_grid, &bbmm_block)) return;\n";
     if (pieces) {
       os << "  size_t bbmm_size = sizeof(struct " << name << "_args);\n";
       os << "  for (int bbmm_k = 0; bbmm_k < " << sig.arrays.size() << "; ++bbmm_k)\n";
