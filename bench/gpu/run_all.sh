@@ -4,8 +4,11 @@
 #   bash bench/gpu/run_all.sh .gpu [SUBSET...]
 # SUBSET (default all; several allowed, run in this order):
 #   tests     GPU unit tests (cuda_backend_test, cuda_conformance_test, cuda_fuzz_test with
-#             BBMM_FUZZ_TRACES=2000) on all GPUs and with CUDA_VISIBLE_DEVICES=0, and the
-#             small sample runs of the test suite (reserve and box-out)   ~1 min (<= 70 s)
+#             BBMM_FUZZ_TRACES=2000) on all GPUs and with CUDA_VISIBLE_DEVICES=0, the
+#             random traces (4,000) with the other copy paths (engine only, one copy
+#             stream, peer copy kernel, copies pushed by the source GPU) and conformance
+#             pushed, and the small sample runs of the test suite (reserve and box-out)
+#                                                        ~2.5 min on 4 H100s (<= 160 s)
 #   samples   every staged bbmmc sample <name>_bbmmc_cuda at a medium size (table below),
 #             verified against its sequential original: 1 GPU and 2 GPUs (2 logical
 #             devices of GPU 0 when one GPU is visible; checking mode) and 4 GPUs where
@@ -24,7 +27,7 @@
 #   tune      heat3d_cuda n=768 on 1 GPU with 5 kernel shapes (BBMM_HEAT3D_KERNEL)  ~1 min
 #   trace     jacobi2d_cuda n=16386, 5 steps, 2 GPUs with BBMM_TRACE, plotted by
 #             plot_trace.py (whole run and a window around one kernel)     ~15 s (<= 32 s)
-#   all       tests samples sanitize perf bench trace                    ~6 min (<= 710 s)
+#   all       tests samples sanitize perf bench trace                    ~7 min (<= 800 s)
 # Expected times on 2 x H200; in brackets the sum of the step estimates (upper bounds),
 # which are printed per step; a step that would end past the budget
 # (BBMM_BUDGET_S, default 570 s) is skipped and reported, and every step runs under
@@ -79,7 +82,7 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 # Estimated seconds per subset on 2 x H200 (the sums of the step estimates below).
 est_total=0
 for s in $want; do
-  case "$s" in tests) e=70 ;; samples) e=160 ;; sanitize) e=300 ;; perf) e=128 ;; bench) e=20 ;;
+  case "$s" in tests) e=160 ;; samples) e=160 ;; sanitize) e=300 ;; perf) e=128 ;; bench) e=20 ;;
     trace) e=32 ;; tune) e=60 ;; esac
   est_total=$((est_total + e))
 done
@@ -189,8 +192,9 @@ if wants tests; then
     step tests "${t%_test}_gpu0" "$est" env CUDA_VISIBLE_DEVICES=0 BBMM_FUZZ_TRACES=2000 "$B/$t"
   done
   # The random traces with the copy engines instead of the copy kernel, with one copy
-  # stream per direction, and with the copy kernel between GPUs too (the other copy paths;
-  # docs/gpu-validation.md).
+  # stream per direction, with the copy kernel between GPUs too, and with copies between
+  # GPUs issued by the source GPU's worker (the other copy paths; docs/gpu-validation.md);
+  # the conformance suite with the latter too.
   if have cuda_fuzz_test; then
     step tests cuda_fuzz_all_engine 15 env BBMM_FUZZ_TRACES=4000 BBMM_CUDA_COPY_KERNEL=0 \
       "$B/cuda_fuzz_test"
@@ -198,7 +202,12 @@ if wants tests; then
       "$B/cuda_fuzz_test"
     step tests cuda_fuzz_all_peer_kernel 15 env BBMM_FUZZ_TRACES=4000 \
       BBMM_CUDA_PEER_COPY_KERNEL=1 "$B/cuda_fuzz_test"
+    step tests cuda_fuzz_all_peer_push 15 env BBMM_FUZZ_TRACES=4000 BBMM_CUDA_PEER_PUSH=1 \
+      "$B/cuda_fuzz_test"
   fi
+  have cuda_conformance_test &&
+    step tests cuda_conformance_all_peer_push 5 env BBMM_CUDA_PEER_PUSH=1 \
+      "$B/cuda_conformance_test"
   # The sample tests of test/runtime/cuda.cmake, on all GPUs.
   step tests jacobi2d_small 5 "$B/jacobi2d_cuda" --n 258 --steps 4
   step tests jacobi2d_small_boxout 5 "$B/jacobi2d_cuda" --n 258 --steps 4 --capacity auto
