@@ -85,8 +85,8 @@ typedef struct bbmm_options {
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,
  * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,
  * BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL, BBMM_CUDA_PEER_COPY_KERNEL,
- * BBMM_CUDA_PEER_PUSH and BBMM_CUDA_COPY_STREAMS from the environment. Fails on a malformed variable
- * (the message names it). */
+ * BBMM_CUDA_PEER_PUSH and BBMM_CUDA_COPY_STREAMS from the environment. Fails on a
+ * malformed variable (the message names it). */
 bbmm_status bbmm_options_init(bbmm_options* opts);
 
 typedef struct bbmm_runtime bbmm_runtime;

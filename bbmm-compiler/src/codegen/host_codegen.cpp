@@ -694,8 +694,9 @@ class ScopGenerator {
       // The tiles with the most flow-out to other devices first (a tile at the edge of its
       // device's block: its flow-out boxes reach the neighbour device): their copies start
       // early and run under the kernels of the tiles issued after them. Ties, and every
-      // tile on one device, follow the range's order, upwards and downwards in turn from
-      // one phase call to the next (bbmm_gen_order_tiles).
+      // tile on one device, follow the range's order (with BBMM_TILE_ORDER=alternate,
+      // upwards and downwards in turn from one phase call to the next;
+      // bbmm_gen_order_tiles).
       os << "  bbmm_gen_tile_rank* bbmm_rank = (bbmm_gen_tile_rank*)bbmm_gen_calloc((size_t)bbmm_n * "
             "sizeof(bbmm_gen_tile_rank));\n";
       os << "  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {\n";
