@@ -19,12 +19,16 @@
 #   long       the stencils with 4 times the steps (compute weighs 4 times more against
 #              reading in and writing back, which the GPUs' shared host bandwidth bounds)
 #              on every GPU count, untimed-setup and traced runs (config long, trace:long)
+#   variants   the long stencil runs again, traced, on every GPU count, once per variant
+#              of STUDY_VARIANTS="NAME:VAR=VALUE[,VAR=VALUE...] ..." (e.g.
+#              "push:BBMM_CUDA_PEER_PUSH=1 waves:BBMM_CUDA_WAVES=1"), config variant:NAME,
+#              compared in the report with the default's traced long runs (section long)
 #   staged     the stencils on the most GPUs with BBMM_PEER_ACCESS=0 (flow-out through
 #              the host)
 #   baselines  baseline_stencils (bench/gpu/baselines) for heat2d and heat3d at the study's
 #              sizes: hand-written multi-GPU CUDA at every GPU count, unified memory at
 #              every count from 2, whole-array copies on 1 GPU
-#   all        refs scaling breakdown long staged baselines
+#   all        refs scaling breakdown long staged baselines (variants: only when named)
 # Every run is under `timeout`; a section that would end past the budget (STUDY_BUDGET_S,
 # default 540 s) is skipped and reported. Writes under $OUT (at most 8 files):
 #   study_logs.txt     every command and its whole output
@@ -58,7 +62,7 @@ want=" "
 for s in "${sections[@]}"; do
   case "$s" in
     all) want+="refs scaling breakdown long staged baselines " ;;
-    refs|scaling|breakdown|long|staged|baselines) want+="$s " ;;
+    refs|scaling|breakdown|long|variants|staged|baselines) want+="$s " ;;
     *) echo "study.sh: unknown section '$s'" >&2; exit 1 ;;
   esac
 done
@@ -183,7 +187,7 @@ if wants refs; then
     IFS='|' read -r name _ strong _ <<<"$row"
     [[ -x "$B/${name}${SUFFIX}" ]] || continue
     echo "$name|$strong" >> "$TMP/refs"
-    if wants long; then
+    if wants long || wants variants; then
       for lrow in "${long_samples[@]}"; do
         [[ "${lrow%%|*}" == "$name" ]] && echo "$name|${lrow#*|}" >> "$TMP/refs"
       done
@@ -256,6 +260,30 @@ if wants long; then
     done
     rm -f "$trace"
     unset trace
+  done
+fi
+
+if wants variants; then
+  read -r -a variants <<<"${STUDY_VARIANTS:-}"
+  (( ${#variants[@]} == 0 )) && echo "[variants] none: set STUDY_VARIANTS"
+  for v in "${variants[@]}"; do
+    vname="${v%%:*}"
+    IFS=',' read -r -a venv <<<"${v#*:}"
+    if [[ -z "$vname" || "$v" != *:* || ${#venv[@]} -eq 0 ]]; then
+      echo "study.sh: STUDY_VARIANTS entry '$v' is not NAME:VAR=VALUE[,VAR=VALUE...]" >&2
+      exit 1
+    fi
+    echo "[variants] $vname (${venv[*]}): the long stencil runs on ${counts[*]} GPU(s), traced"
+    for row in "${long_samples[@]}"; do
+      IFS='|' read -r name args <<<"$row"
+      trace="$TMP/trace_variant_$name.json"
+      for g in "${counts[@]}"; do
+        study_run "${name}_${g}gpu_$vname" "$name" "variant:$vname" "$g" "$args" \
+          BBMM_TRACE="$trace" BBMM_SAMPLE_WARMUP=0 "${venv[@]}"
+      done
+      rm -f "$trace"
+      unset trace
+    done
   done
 fi
 

@@ -352,6 +352,43 @@ def report(args):
                 shares["idle"] = idle
                 bds.append((s, shares))
     w("")
+    # Variants (section variants): each variant's traced long runs against the default's.
+    variants = []
+    for r in rows:
+        c = r["config"]
+        if c.startswith("variant:") and c[len("variant:"):] not in variants:
+            variants.append(c[len("variant:"):])
+    if variants:
+        w("### Variants (traced long runs, the same call: run seconds, default / variant "
+          "(> 1: the variant is faster), GPU idle, idle with the next kernel not issued yet, "
+          "issue workers waiting for one another; verified)")
+        w("")
+        header = ["sample", "GPUs", "default run s"]
+        for v in variants:
+            header += ["%s run s" % v, "default / %s" % v, "%s idle" % v, "%s not issued" % v,
+                       "%s workers waiting" % v, "%s verified" % v]
+        table(header)
+        for s in samples:
+            for g in counts:
+                base_run = traced(s, g, "trace:long")
+                cells = [s, str(g), fmt(base_run, "%.4f")]
+                any_variant = False
+                for v in variants:
+                    r = traced_row(s, g, "variant:" + v)
+                    if not r:
+                        cells += ["-"] * 6
+                        continue
+                    any_variant = True
+                    run = num(r, "bd_run") or num(r, "bd_window")
+                    busy = num(r, "bd_window") - num(r, "bd_idle")
+                    idle = 100 * max(run - busy, 0.0) / run if run else None
+                    issue = lambda k: 100 * num(r, "is_" + k) if ("is_" + k) in r else None
+                    cells += [fmt(run, "%.4f"), fmt(ratio(base_run, run), "%.2f"),
+                              fmt(idle, "%.1f%%"), fmt(issue("not_issued"), "%.1f%%"),
+                              fmt(issue("blocked"), "%.1f%%"), r.get("verdict", "-")]
+                if any_variant:
+                    w("| " + " | ".join(cells) + " |")
+        w("")
     w("### Allocation per GPU (%d GPUs, strong size): peak bytes allocated vs the GPU's even "
       "share of the arrays" % most)
     w("")

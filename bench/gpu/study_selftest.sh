@@ -4,16 +4,17 @@
 # build tree, on 4 simulated devices (GPU counts 1, 2, 4). Every sample must have its
 # strong runs on 1, 2 and 4 devices, its data-scaling runs (half the work on 1 device,
 # twice it on 4), its traced runs on 1, 2 and 4 devices and (stencils) long and staged runs, each
-# verified (PASSED), the traced ones with a time breakdown, and the report must print all
-# its tables with a 4-device column.
+# verified (PASSED), the traced ones with a time breakdown, the long runs again under two
+# variants (STUDY_VARIANTS), and the report must print all its tables with a 4-device column.
 #   study_selftest.sh BUILD_SAMPLES_DIR SCRATCH_DIR
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bins="$1" scratch="$2"
 rm -rf "$scratch" && mkdir -p "$scratch/out" || exit 1
 STUDY_SMALL=1 STUDY_BACKEND=host STUDY_GPUS=4 STUDY_BIN_DIR="$bins" STUDY_BIN_SUFFIX= \
-  STUDY_CACHE="$scratch/cache" OUT="$scratch/out" bash "$here/study.sh" "$here" \
-  refs scaling breakdown long staged > "$scratch/stdout" 2>&1
+  STUDY_CACHE="$scratch/cache" OUT="$scratch/out" \
+  STUDY_VARIANTS="alt:BBMM_TILE_ORDER=alternate edges:BBMM_TILES_PER_DEVICE=3,BBMM_EDGE_TILES=4" \
+  bash "$here/study.sh" "$here" refs scaling breakdown long variants staged > "$scratch/stdout" 2>&1
 rc=$?
 res="$scratch/out/study_results.txt"
 fail() { echo "study_selftest: $1"; cat "$scratch/stdout"; exit 1; }
@@ -33,9 +34,16 @@ for s in heat2d fdtd2d heat3d jacobi1d; do
   done
   grep "^STUDY sample=$s config=staged gpus=4" "$res" | grep -q "verdict=PASSED.* bytes_peer=0 " ||
     fail "$s: the staged run did not verify or copied between devices directly"
+  for c in "config=variant:alt gpus=4" "config=variant:edges gpus=4" "config=variant:edges gpus=1"; do
+    grep "^STUDY sample=$s $c " "$res" | grep -q "verdict=PASSED.* bd_run=" ||
+      fail "$s: no verified, traced run with '$c'"
+  done
 done
+grep -q "^| heat2d | 4 | [0-9.]* | [0-9.]* | [0-9.]* | .* | PASSED | [0-9.]* | [0-9.]* |" \
+  "$scratch/out/study.md" || fail "the variants table has no heat2d row on 4 devices"
 grep -q "verdict=FAILED\|verdict=none" "$res" && fail "a run did not verify"
-for t in "Strong scaling" "Data scaling" "Time breakdown" "Allocation per GPU" "Peer flow-out" "Baselines"; do
+for t in "Strong scaling" "Data scaling" "Time breakdown" "Variants" "Allocation per GPU" "Peer flow-out" \
+         "Baselines"; do
   grep -q "### $t" "$scratch/out/study.md" || fail "the report has no '$t' table"
 done
 grep -q "speed-up 1 -> 4" "$scratch/out/study.md" || fail "the report has no 1 -> 4 speed-up"
