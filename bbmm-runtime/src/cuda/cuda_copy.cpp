@@ -14,6 +14,10 @@ namespace {
 // engine (docs/performance.md: 390 vs 370 GB/s at 256 MiB).
 constexpr size_t kPeerKernelMaxBytes = size_t{64} << 20;
 constexpr size_t kPeerKernelMinRow = 256;
+// Dense peer boxes up to this size go to the copy kernel too (with peer_copy_kernel): a
+// halo row is all latency on the engine (64 KiB rows took 20-28 µs between NVLink-
+// connected H100s, fifth session), and one block of the kernel copies it.
+constexpr size_t kPeerKernelMaxDense = size_t{256} << 10;
 // Ops per cudaMemcpy3DBatchAsync call (the documentation states no limit;
 // this bounds the size of one driver request).
 constexpr size_t kBatchApiMaxOps = 1024;
@@ -90,10 +94,11 @@ cudaMemcpyKind kind_of(CopyDir dir) {
 // True when the copy kernel takes `r` in direction `dir` under `env`
 // (measured faster than the engine there).
 bool use_kernel(const Rect& r, CopyDir dir, const CopyEnv& env) {
-  if (!env.copy_kernel || r.dense()) return false;
-  if (dir == CopyDir::kD2D) return true;
-  return dir == CopyDir::kPeer && env.peer_copy_kernel && env.peer_reachable &&
-         (r.width < kPeerKernelMinRow || r.bytes() < kPeerKernelMaxBytes);
+  if (!env.copy_kernel) return false;
+  if (dir == CopyDir::kD2D) return !r.dense();
+  if (dir != CopyDir::kPeer || !env.peer_copy_kernel || !env.peer_reachable) return false;
+  if (r.dense()) return r.bytes() <= kPeerKernelMaxDense;
+  return r.width < kPeerKernelMinRow || r.bytes() < kPeerKernelMaxBytes;
 }
 
 // The batched-kernel form of `r`.
@@ -114,17 +119,17 @@ absl::Status issue_rect(const Rect& r, CopyDir dir, const CopyEnv& env, cudaStre
   if (r.empty()) return absl::OkStatus();
   const bool cross = dir == CopyDir::kPeer;
   const cudaMemcpyKind kind = kind_of(dir);
+  if (use_kernel(r, dir, env)) {
+    BBMM_CUDA(launch_copy_kernel(r.dst, r.dst_row, r.dst_slice, r.src, r.src_row, r.src_slice,
+                                 r.width, r.height, r.depth, stream));
+    return absl::OkStatus();
+  }
   if (r.dense()) {
     if (cross) {
       BBMM_CUDA(cudaMemcpyPeerAsync(r.dst, env.dst_gpu, r.src, env.src_gpu, r.bytes(), stream));
     } else {
       BBMM_CUDA(cudaMemcpyAsync(r.dst, r.src, r.bytes(), kind, stream));
     }
-    return absl::OkStatus();
-  }
-  if (use_kernel(r, dir, env)) {
-    BBMM_CUDA(launch_copy_kernel(r.dst, r.dst_row, r.dst_slice, r.src, r.src_row, r.src_slice,
-                                 r.width, r.height, r.depth, stream));
     return absl::OkStatus();
   }
   if (!cross && r.depth == 1) {

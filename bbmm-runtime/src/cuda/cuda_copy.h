@@ -5,8 +5,10 @@
 // Single copies (issue_copy): a dense copy is one cudaMemcpyAsync (or
 // cudaMemcpyPeerAsync between GPUs); a strided device-to-device copy uses the
 // copy kernel (copy_kernel.h) where it measured faster than the copy engine
-// (every same-device box; peer boxes with rows under 256 B or under 64 MiB);
-// the others cudaMemcpy2DAsync / cudaMemcpy3DAsync / cudaMemcpy3DPeerAsync.
+// (every same-device box; with CopyEnv::peer_copy_kernel, peer boxes with rows
+// under 256 B or under 64 MiB, and dense peer boxes up to 256 KiB, whose
+// engine copies are all latency); the others cudaMemcpy2DAsync /
+// cudaMemcpy3DAsync / cudaMemcpy3DPeerAsync.
 //
 // Batches (issue_copy_batch), all on the one stream given:
 // - device-to-device ops the copy kernel would take: ONE batched kernel
