@@ -10,10 +10,12 @@
 //   flowout   halo exchange by flow_out via peer vs via the host, 2 and 4 GPUs;
 //   boxout    a read-write sweep over data 4x the device capacity limit, as a
 //             fraction of the PCIe-bound ideal;
-//   latency   acquire+release hit and miss latency.
+//   latency   acquire+release hit and miss latency;
+//   halo      a chain of dense copies between GPUs 0 and 1 (8 B .. 1 MiB): µs per hop by
+//             the copy engine or the copy kernel, pulled or pushed (peer_push).
 // Prints markdown tables. Exits 77 when no GPU is present.
 //
-//   gpu_bench [copies] [pinning] [enqueue] [flowout] [boxout] [latency]   (default: all)
+//   gpu_bench [copies] [pinning] [enqueue] [flowout] [boxout] [latency] [halo]   (default: all)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -476,6 +478,75 @@ void bench_flowout(int visible) {
   }
 }
 
+// ------------------------------------------------------------------ halo hops
+// A chain of dense copies between GPUs 0 and 1, each waiting for the previous one
+// (0 -> 1 -> 0 -> ...): the time per hop is what a halo adds to the path from one GPU's
+// kernel to its neighbour's next kernel. By the copy engine or the copy kernel
+// (peer_copy_kernel: dense boxes up to 256 KiB), issued by the destination's worker
+// (pulled, the default) or the source's (pushed, peer_push).
+void bench_halo(int visible) {
+  std::printf("\n### Halo hops: dense copies between GPUs 0 and 1, each after the previous one "
+              "(µs per hop, median of 5 chains of 100)\n\n");
+  if (visible < 2) {
+    std::printf("skipped: %d GPU visible\n", visible);
+    return;
+  }
+  struct Config {
+    const char* name;
+    bool kernel, push;
+  };
+  const Config configs[] = {{"engine, pulled", false, false}, {"engine, pushed", false, true},
+                            {"kernel, pulled", true, false}, {"kernel, pushed", true, true}};
+  const size_t sizes[] = {8, 4096, 65536, 262144, size_t{1} << 20};
+  constexpr int kHops = 100;
+  double us[4][5] = {};
+  for (int c = 0; c < 4; ++c) {
+    CudaBackendOptions o;
+    o.devices = 2;
+    o.peer_copy_kernel = configs[c].kernel;
+    o.peer_push = configs[c].push;
+    auto b = make_cuda_backend(o);
+    if (!b.ok() || !(*b)->can_access_peer(1, 0)) {
+      std::printf("skipped: no peer access between GPUs 0 and 1\n");
+      return;
+    }
+    const size_t n = size_t{1} << 20;
+    DeviceBuffer buf[2] = {*(*b)->allocate(0, n), *(*b)->allocate(1, n)};
+    (*b)->synchronize(0).IgnoreError();
+    (*b)->synchronize(1).IgnoreError();
+    for (int k = 0; k < 5; ++k) {
+      const size_t bytes = sizes[k];
+      std::vector<double> t;
+      for (int rep = 0; rep < 6; ++rep) {  // the first is a warm-up
+        Event last;
+        const auto t0 = Clock::now();
+        for (int h = 0; h < kHops; ++h) {
+          const int from = h % 2, to = 1 - from;
+          const Endpoint dst{to, buf[to].base, 0, bytes, bytes};
+          const Endpoint src{from, buf[from].base, 0, bytes, bytes};
+          const Event w[] = {last};
+          last = must((*b)->copy(dst, src, {bytes, 1, 1}, h ? std::span<const Event>(w)
+                                                               : std::span<const Event>()));
+        }
+        last.wait().IgnoreError();
+        if (rep > 0) t.push_back(seconds_since(t0) / kHops);
+      }
+      std::sort(t.begin(), t.end());
+      us[c][k] = t[t.size() / 2] * 1e6;
+    }
+    (*b)->free(0, buf[0], {}).IgnoreError();
+    (*b)->free(1, buf[1], {}).IgnoreError();
+    (*b)->synchronize(0).IgnoreError();
+    (*b)->synchronize(1).IgnoreError();
+  }
+  std::printf("| bytes | engine, pulled | engine, pushed | kernel, pulled | kernel, pushed |\n"
+              "|---|---|---|---|---|\n");
+  for (int k = 0; k < 5; ++k) {
+    std::printf("| %zu | %.1f | %.1f | %.1f | %.1f |\n", sizes[k], us[0][k], us[1][k], us[2][k],
+                us[3][k]);
+  }
+}
+
 // ------------------------------------------------------------------ box-out
 void bench_boxout(double h2d, double d2h) {
   const size_t capacity = size_t{1} << 30;      // 1 GiB limit on GPU 0
@@ -625,5 +696,6 @@ int main(int argc, char** argv) {
   if (want("flowout")) bbmm::bench_flowout(visible);
   if (want("boxout")) bbmm::bench_boxout(h2d, d2h);
   if (want("latency")) bbmm::bench_latency();
+  if (want("halo")) bbmm::bench_halo(visible);
   return 0;
 }

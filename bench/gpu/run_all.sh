@@ -23,7 +23,8 @@
 #             steps on 1, 2 and (where there are 4) 4 GPUs (2 tiles per GPU, reserve on),
 #             on 2 GPUs without
 #             reserve, and a box-out run on 1 GPU (smaller n)           ~1.5 min (<= 128 s)
-#   bench     gpu_bench (box copies, flow-out, box-out, acquire/release)   ~10 s (<= 20 s)
+#   bench     gpu_bench (box copies, flow-out, box-out, acquire/release, halo hops)
+#                                                                       ~10 s (<= 20 s)
 #   tune      heat3d_cuda n=768 on 1 GPU with 5 kernel shapes (BBMM_HEAT3D_KERNEL)  ~1 min
 #   trace     jacobi2d_cuda n=16386, 5 steps, 2 GPUs with BBMM_TRACE, plotted by
 #             plot_trace.py (whole run and a window around one kernel)     ~15 s (<= 32 s)
