@@ -257,8 +257,8 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_balance_march(int dims, const int6
 
 /* The march of a 2-D or 3-D launch estimated to end first on a device that runs
    "resident" blocks at once: for every count b of blocks along the outermost coordinate
-   from march's up to one value per thread, the least march m_b covering the extent in b
-   blocks (so balanced, as bbmm_cu_balance_march), costed as the waves of resident blocks
+   that a march <= "march" gives, the least march m_b covering the extent in b blocks (so
+   balanced, as bbmm_cu_balance_march), costed as the waves of resident blocks
    the grid needs times the m_b + 1 units a block takes (its values and one for its start
    and halo); the cheapest, ties to the larger march. A kernel whose registers allow 4
    blocks of 256 threads per multiprocessor runs 528 at once on an H100: a 48-plane tile
@@ -274,16 +274,15 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_wave_march(int dims, const int64_t
   const int64_t extent = hi[d] - lo[d];
   if (extent <= 0) return march;
   const int64_t threads = dims == 2 ? (int64_t)shape[1] * shape[2] : (int64_t)shape[2];
-  const int64_t first = (extent + threads * march - 1) / (threads * march);
-  const int64_t last = (extent + threads - 1) / threads;
   int64_t best = march, best_cost = -1;
-  for (int64_t b = first; b <= last; ++b) {
-    const int64_t m = (extent + b * threads - 1) / (b * threads);
-    if (b > first && m == (extent + (b - 1) * threads - 1) / ((b - 1) * threads)) continue;
+  /* Marches from the largest down; each the least with its count of outer blocks. */
+  for (int64_t m = march; m >= 1; --m) {
+    const int64_t outer_blocks = (extent + threads * m - 1) / (threads * m);
+    if (m > 1 && (extent + threads * (m - 1) - 1) / (threads * (m - 1)) == outer_blocks) continue;
     dim3 grid, block;
     if (!bbmm_cu_shape_of(dims, lo, hi, shape, m, cap, &grid, &block)) return march;
     const int64_t outer = dims == 2 ? grid.y : grid.z;
-    if (outer != (extent + threads * m - 1) / (threads * m)) return march;  /* capped */
+    if (outer != outer_blocks) return march;  /* capped */
     const int64_t blocks = (int64_t)grid.x * grid.y * grid.z;
     const int64_t cost = (blocks + resident - 1) / resident * (m + 1);
     if (best_cost < 0 || cost < best_cost) {
