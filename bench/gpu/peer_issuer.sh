@@ -59,7 +59,7 @@ for s in heat2d fdtd2d heat3d jacobi1d; do
     push=0; [[ $mode == push ]] && push=1
     # shellcheck disable=SC2086
     t=$(env BBMM_CUDA_PEER_PUSH=$push BBMM_DEVICES="$ngpu" BBMM_SAMPLE_REFERENCE=0 \
-        timeout 60 "$B/${s}_bbmmc_cuda" ${long[$s]} 2>&1 | tee -a "$LOG" |
+        BBMM_SAMPLE_WARMUP=1 timeout 60 "$B/${s}_bbmmc_cuda" ${long[$s]} 2>&1 | tee -a "$LOG" |
         sed -n 's/.*bbmmc \([0-9.]*\) s.*/\1/p' | head -1)
     tr="$TMP/${s}_${mode}.json"
     # shellcheck disable=SC2086
