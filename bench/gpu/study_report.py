@@ -200,6 +200,17 @@ def lib_share(kv, run):
     return 100 * (num(kv, "manager_seconds") - (num(kv, "reserve_seconds") or 0)) / run
 
 
+def traced_shares(kv):
+    """The run seconds of traced run kv, and as percentages of the run: the GPUs' idle time,
+    the idle time with the next kernel not issued yet and the issue workers' time waiting
+    for one another (None where the trace has no issue times)."""
+    run = num(kv, "bd_run") or num(kv, "bd_window")
+    busy = num(kv, "bd_window") - num(kv, "bd_idle")
+    idle = 100 * max(run - busy, 0.0) / run if run else None
+    issue = lambda k: 100 * num(kv, "is_" + k) if ("is_" + k) in kv else None
+    return run, idle, issue("not_issued"), issue("blocked")
+
+
 def fmt(x, spec="%.3f"):
     return "-" if x is None else spec % x
 
@@ -335,18 +346,15 @@ def report(args):
             r = traced_row(s, g, cfg)
             if not r:
                 continue
-            run = num(r, "bd_run") or num(r, "bd_window")
+            run, idle, not_issued, blocked = traced_shares(r)
             sh = lambda k: 100 * num(r, "bd_" + k) / run if run else None
-            busy = num(r, "bd_window") - num(r, "bd_idle")
-            idle = 100 * max(run - busy, 0.0) / run if run else None
             lib = lib_share(find(s, "long" if cfg == "trace:long" else "strong", g), run)
-            issue = lambda k: 100 * num(r, "is_" + k) if ("is_" + k) in r else None
             w("| %s | %d | %.4f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 label, g, run, fmt(sh("compute"), "%.1f%%"), fmt(sh("h2d"), "%.1f%%"),
                 fmt(sh("d2h"), "%.1f%%"), fmt(sh("peer"), "%.1f%%"), fmt(sh("d2d"), "%.1f%%"),
                 fmt(idle, "%.1f%%"), fmt(lib, "%.1f%%"), fmt(sh("host_done"), "%.1f%%"),
-                fmt(sh("last_start"), "%.1f%%"), fmt(issue("not_issued"), "%.1f%%"),
-                fmt(issue("blocked"), "%.1f%%")))
+                fmt(sh("last_start"), "%.1f%%"), fmt(not_issued, "%.1f%%"),
+                fmt(blocked, "%.1f%%")))
             if g == most and cfg == "trace":
                 shares = {k: sh(k) for k in ("compute", "h2d", "d2h", "peer", "d2d")}
                 shares["idle"] = idle
@@ -379,13 +387,10 @@ def report(args):
                         cells += ["-"] * 6
                         continue
                     any_variant = True
-                    run = num(r, "bd_run") or num(r, "bd_window")
-                    busy = num(r, "bd_window") - num(r, "bd_idle")
-                    idle = 100 * max(run - busy, 0.0) / run if run else None
-                    issue = lambda k: 100 * num(r, "is_" + k) if ("is_" + k) in r else None
+                    run, idle, not_issued, blocked = traced_shares(r)
                     cells += [fmt(run, "%.4f"), fmt(ratio(base_run, run), "%.2f"),
-                              fmt(idle, "%.1f%%"), fmt(issue("not_issued"), "%.1f%%"),
-                              fmt(issue("blocked"), "%.1f%%"), r.get("verdict", "-")]
+                              fmt(idle, "%.1f%%"), fmt(not_issued, "%.1f%%"),
+                              fmt(blocked, "%.1f%%"), r.get("verdict", "-")]
                 if any_variant:
                     w("| " + " | ".join(cells) + " |")
         w("")

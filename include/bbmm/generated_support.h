@@ -79,15 +79,25 @@ static inline const char* bbmm_gen_target_label(bbmm_backend_kind target) {
   }
 }
 
-/* Parses "text", the value of BBMM_TILES_PER_DEVICE: an integer in [1, 4096] (leading
- * white space allowed, nothing after it). Returns 1 and sets "*out" when it is one; returns 0
- * and leaves "*out" alone otherwise (also for "" and NULL). */
-static inline int bbmm_gen_parse_tiles_per_device(const char* text, int* out) {
+/* Parses "text" as an integer in [lo, hi] (leading white space allowed, nothing after
+ * it). Returns 1 and sets "*out" when it is one; returns 0 and leaves "*out" alone
+ * otherwise (also for "" and NULL). */
+static inline int bbmm_gen_parse_int(const char* text, long long lo, long long hi,
+                                     long long* out) {
   char* end;
-  long v;
+  long long v;
   if (!text) return 0;
-  v = strtol(text, &end, 10);
-  if (end == text || *end || v < 1 || v > 4096) return 0;
+  v = strtoll(text, &end, 10);
+  if (end == text || *end || v < lo || v > hi) return 0;
+  *out = v;
+  return 1;
+}
+
+/* Parses "text", the value of BBMM_TILES_PER_DEVICE: an integer in [1, 4096]
+ * (bbmm_gen_parse_int). */
+static inline int bbmm_gen_parse_tiles_per_device(const char* text, int* out) {
+  long long v;
+  if (!bbmm_gen_parse_int(text, 1, 4096, &v)) return 0;
   *out = (int)v;
   return 1;
 }
@@ -109,14 +119,11 @@ static int bbmm_gen_tiles_per_device = BBMM_GEN_TARGET == BBMM_BACKEND_CUDA ? 2 
  * tiles; docs/performance.md), hence off by default. Set with the runtime. */
 static int64_t bbmm_gen_edge_tiles = 0;
 
-/* Parses "text", the value of BBMM_EDGE_TILES: an integer in [0, 1048576]. Returns 1 and
- * sets "*out" when it is one; returns 0 and leaves "*out" alone otherwise. */
+/* Parses "text", the value of BBMM_EDGE_TILES: an integer in [0, 1048576]
+ * (bbmm_gen_parse_int). */
 static inline int bbmm_gen_parse_edge_tiles(const char* text, int64_t* out) {
-  char* end;
   long long v;
-  if (!text) return 0;
-  v = strtoll(text, &end, 10);
-  if (end == text || *end || v < 0 || v > 1048576) return 0;
+  if (!bbmm_gen_parse_int(text, 0, 1048576, &v)) return 0;
   *out = (int64_t)v;
   return 1;
 }

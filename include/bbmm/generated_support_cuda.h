@@ -217,6 +217,12 @@ static inline BBMM_GEN_UNUSED bool bbmm_cu_shape_of(int dims, const int64_t* lo,
   return true;
 }
 
+/* The threads of a block along the outermost coordinate of a 2-D or 3-D launch, as
+   bbmm_cu_shape_of folds the block shape "shape" (2-D: Y*Z). */
+static inline BBMM_GEN_UNUSED int64_t bbmm_cu_outer_threads(int dims, const int shape[3]) {
+  return dims == 2 ? (int64_t)shape[1] * shape[2] : (int64_t)shape[2];
+}
+
 /* The march of a 2-D or 3-D launch that fills the GPU: "march" halved (rounding up)
    until the grid bbmm_cu_shape_of makes with it has at least "min_blocks" blocks, or the
    march is 1. A tile's kernel marches fewer values of its outermost coordinate per
@@ -249,7 +255,7 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_balance_march(int dims, const int6
   const int d = dims - 1;
   const int64_t extent = hi[d] - lo[d];
   if (extent <= 0) return march;
-  const int64_t threads = dims == 2 ? (int64_t)shape[1] * shape[2] : (int64_t)shape[2];
+  const int64_t threads = bbmm_cu_outer_threads(dims, shape);
   const int64_t blocks = (extent + threads * march - 1) / (threads * march);
   const int64_t m = (extent + blocks * threads - 1) / (blocks * threads);
   return m < march ? m : march;
@@ -273,7 +279,7 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_wave_march(int dims, const int64_t
   const int d = dims - 1;
   const int64_t extent = hi[d] - lo[d];
   if (extent <= 0) return march;
-  const int64_t threads = dims == 2 ? (int64_t)shape[1] * shape[2] : (int64_t)shape[2];
+  const int64_t threads = bbmm_cu_outer_threads(dims, shape);
   int64_t best = march, best_cost = -1;
   /* Marches from the largest down; each the least with its count of outer blocks. */
   for (int64_t m = march; m >= 1; --m) {
@@ -303,7 +309,32 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_waves(void) {
   return w;
 }
 
-static inline BBMM_GEN_UNUSED int64_t bbmm_cu_sm_count(void);
+/* Blocks per multiprocessor a launch aims at (bbmm_cu_fill_march): BBMM_CUDA_FILL=B, 0
+   for none (the march as set), default 8 (a full wave of 256-thread blocks). */
+static inline BBMM_GEN_UNUSED int64_t bbmm_cu_fill(void) {
+  static long long b = 8;
+  static std::once_flag once;
+  std::call_once(once, [] { bbmm_cu_env_int("BBMM_CUDA_FILL", 0, 1024, "an integer in [0, 1024]", &b); });
+  return b;
+}
+
+/* Multiprocessors of the calling thread's current device, read once per device; 0 when
+   CUDA cannot say (the march then stays as set). */
+static inline BBMM_GEN_UNUSED int64_t bbmm_cu_sm_count(void) {
+  static std::atomic<int> known[64];
+  int dev = 0, n = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (dev >= 0 && dev < 64 && (n = known[dev].load(std::memory_order_relaxed)) > 0) return n;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (dev >= 0 && dev < 64) known[dev].store(n, std::memory_order_relaxed);
+  return n;
+}
 
 /* Blocks of "threads" threads of "kernel" the calling thread's current device runs at
    once: its multiprocessors times cudaOccupancyMaxActiveBlocksPerMultiprocessor, asked
@@ -341,68 +372,29 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_resident(const void* kernel, int t
   return resident;
 }
 
-/* Blocks per multiprocessor a launch aims at (bbmm_cu_fill_march): BBMM_CUDA_FILL=B, 0
-   for none (the march as set), default 8 (a full wave of 256-thread blocks). */
-static inline BBMM_GEN_UNUSED int64_t bbmm_cu_fill(void) {
-  static long long b = 8;
-  static std::once_flag once;
-  std::call_once(once, [] { bbmm_cu_env_int("BBMM_CUDA_FILL", 0, 1024, "an integer in [0, 1024]", &b); });
-  return b;
-}
-
-/* Multiprocessors of the calling thread's current device, read once per device; 0 when
-   CUDA cannot say (the march then stays as set). */
-static inline BBMM_GEN_UNUSED int64_t bbmm_cu_sm_count(void) {
-  static std::atomic<int> known[64];
-  int dev = 0, n = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  if (dev >= 0 && dev < 64 && (n = known[dev].load(std::memory_order_relaxed)) > 0) return n;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  if (dev >= 0 && dev < 64) known[dev].store(n, std::memory_order_relaxed);
-  return n;
-}
-
-/* bbmm_cu_shape_of with the settings of this file and the environment; *march (the
-   generation-time or BBMM_CUDA_MARCH value) shrinks to fill the device
-   (bbmm_cu_fill_march with bbmm_cu_fill() blocks per multiprocessor), then to share the
-   outermost coordinate evenly among its blocks (bbmm_cu_balance_march). */
-static inline BBMM_GEN_UNUSED bool bbmm_cu_shape(int dims, const int64_t* lo, const int64_t* hi,
-                                                 int64_t* march, dim3* grid, dim3* block);
-
-/* bbmm_cu_shape for "kernel": with BBMM_CUDA_WAVES=1 and the kernel's occupancy known, the
-   march is bbmm_cu_wave_march's; otherwise bbmm_cu_shape's. */
-static inline BBMM_GEN_UNUSED bool bbmm_cu_shape_for(const void* kernel, int dims,
-                                                     const int64_t* lo, const int64_t* hi,
-                                                     int64_t* march, dim3* grid, dim3* block) {
-  if (bbmm_cu_waves() && dims >= 2) {
-    int s[3];
-    bbmm_cu_block_shape(s);
-    const int64_t resident = bbmm_cu_resident(kernel, s[0] * s[1] * s[2]);
-    if (resident > 0) {
-      const int64_t cap = bbmm_cu_grid_cap();
-      *march = bbmm_cu_wave_march(dims, lo, hi, s, *march, cap, resident);
-      return bbmm_cu_shape_of(dims, lo, hi, s, *march, cap, grid, block);
-    }
-  }
-  return bbmm_cu_shape(dims, lo, hi, march, grid, block);
-}
-
-static inline BBMM_GEN_UNUSED bool bbmm_cu_shape(int dims, const int64_t* lo, const int64_t* hi,
-                                                 int64_t* march, dim3* grid, dim3* block) {
+/* bbmm_cu_shape_of with the settings of this file and the environment, for a launch of
+   "kernel"; *march (the generation-time or BBMM_CUDA_MARCH value) shrinks: with
+   BBMM_CUDA_WAVES=1 and the kernel's occupancy known, to bbmm_cu_wave_march's; otherwise
+   to fill the device (bbmm_cu_fill_march with bbmm_cu_fill() blocks per multiprocessor),
+   then to share the outermost coordinate evenly among its blocks
+   (bbmm_cu_balance_march). */
+static inline BBMM_GEN_UNUSED bool bbmm_cu_shape(const void* kernel, int dims, const int64_t* lo,
+                                                 const int64_t* hi, int64_t* march, dim3* grid,
+                                                 dim3* block) {
   int s[3];
   bbmm_cu_block_shape(s);
   const int64_t cap = bbmm_cu_grid_cap();
-  const int64_t fill = bbmm_cu_fill();
-  if (fill > 0 && dims >= 2) {
-    *march = bbmm_cu_fill_march(dims, lo, hi, s, *march, cap, fill * bbmm_cu_sm_count());
+  const int64_t resident =
+      bbmm_cu_waves() && dims >= 2 ? bbmm_cu_resident(kernel, s[0] * s[1] * s[2]) : 0;
+  if (resident > 0) {
+    *march = bbmm_cu_wave_march(dims, lo, hi, s, *march, cap, resident);
+  } else {
+    const int64_t fill = bbmm_cu_fill();
+    if (fill > 0 && dims >= 2) {
+      *march = bbmm_cu_fill_march(dims, lo, hi, s, *march, cap, fill * bbmm_cu_sm_count());
+    }
+    *march = bbmm_cu_balance_march(dims, lo, hi, s, *march);
   }
-  *march = bbmm_cu_balance_march(dims, lo, hi, s, *march);
   return bbmm_cu_shape_of(dims, lo, hi, s, *march, cap, grid, block);
 }
 

@@ -148,21 +148,26 @@ static void test_shape(void) {
   }
 }
 
+// The blocks of a launch over extents "e" with march "m" and block shape {16, 4, 2},
+// counted independently of bbmm_cu_shape_of: the ceiling of each extent over the threads
+// along it (2-D folds Y*Z into y) times, for the outermost coordinate, the march (the
+// hardware limits do not bind at the tests' extents).
+static int64_t oracle_blocks(int dims, const int64_t* e, int64_t m) {
+  const int64_t t[3] = {16, dims == 2 ? 8 : 4, 2};
+  int64_t n = 1;
+  for (int d = 0; d < dims; ++d) {
+    const int64_t per = t[d] * (d == dims - 1 ? m : 1);
+    n *= (e[d] + per - 1) / per;
+  }
+  return n;
+}
+
 // bbmm_cu_fill_march: against an independent count of the blocks of a march (the
 // ceiling of each extent over threads x values per thread; the hardware limits do not
 // bind at these extents): the march returned is the first of march, ceil(march/2), ...
 // whose grid has at least min_blocks blocks, else 1; 1-D keeps the march.
 static void test_fill_march(void) {
   const int shape[3] = {16, 4, 2};
-  auto blocks = [&](int dims, const int64_t* e, int64_t m) {
-    const int64_t t[3] = {16, dims == 2 ? 8 : 4, 2};  // 2-D folds Y*Z
-    int64_t n = 1;
-    for (int d = 0; d < dims; ++d) {
-      const int64_t per = t[d] * (d == dims - 1 ? m : 1);
-      n *= (e[d] + per - 1) / per;
-    }
-    return n;
-  };
   const int64_t extents[][3] = {{384, 384, 24}, {384, 384, 96}, {8192, 512, 1}, {8192, 2048, 1},
                                 {17, 3, 5},     {1000, 1, 1},   {64, 64, 64}};
   for (int dims = 1; dims <= 3; ++dims) {
@@ -174,11 +179,11 @@ static void test_fill_march(void) {
           const int64_t got = bbmm_cu_fill_march(dims, lo, hi, shape, march, 0, min_blocks);
           int64_t want = march;
           if (dims >= 2) {
-            while (want > 1 && blocks(dims, e, want) < min_blocks) want = (want + 1) / 2;
+            while (want > 1 && oracle_blocks(dims, e, want) < min_blocks) want = (want + 1) / 2;
           }
           CHECK_EQ(got, want, "fill march");
           if (dims >= 2 && got > 1) {
-            CHECK_EQ(blocks(dims, e, got) >= min_blocks, 1, "the grid fills");
+            CHECK_EQ(oracle_blocks(dims, e, got) >= min_blocks, 1, "the grid fills");
           }
         }
       }
@@ -224,15 +229,6 @@ static void test_balance_march(void) {
 // cheapest with ties to the larger march; 1-D launches and resident <= 0 keep the march.
 static void test_wave_march(void) {
   const int shape[3] = {16, 4, 2};
-  auto blocks = [&](int dims, const int64_t* e, int64_t m) {
-    const int64_t t[3] = {16, dims == 2 ? 8 : 4, 2};  // 2-D folds Y*Z
-    int64_t n = 1;
-    for (int d = 0; d < dims; ++d) {
-      const int64_t per = t[d] * (d == dims - 1 ? m : 1);
-      n *= (e[d] + per - 1) / per;
-    }
-    return n;
-  };
   const int64_t extents[][3] = {{384, 384, 48}, {384, 384, 192}, {384, 48, 1}, {8192, 1024, 1},
                                 {17, 3, 5},     {1000, 1, 1},   {64, 64, 64}, {40, 40, 1}};
   for (int dims = 1; dims <= 3; ++dims) {
@@ -246,7 +242,7 @@ static void test_wave_march(void) {
           if (dims >= 2 && resident > 0) {
             int64_t best = -1;
             for (int64_t m = march; m >= 1; --m) {
-              const int64_t cost = (blocks(dims, e, m) + resident - 1) / resident * (m + 1);
+              const int64_t cost = (oracle_blocks(dims, e, m) + resident - 1) / resident * (m + 1);
               if (best < 0 || cost < best) {
                 best = cost;
                 want = m;

@@ -291,7 +291,7 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
         pieces ? "(const void*)" + name + "_kernel_pieces"
                : "bbmm_small ? (const void*)" + name + "_kernel<int32_t, uint32_t> : (const void*)" +
                      name + "_kernel<int64_t, uint64_t>";
-    os << "  if (!bbmm_cu_shape_for(" << kernel << ", " << map.dims
+    os << "  if (!bbmm_cu_shape(" << kernel << ", " << map.dims
        << ", bbmm_c.lo, bbmm_c.hi, &bbmm_c.march, &bbmm_grid, &bbmm_block)) return;\n";
     if (pieces) {
       os << "  size_t bbmm_size = sizeof(struct " << name << "_args);\n";
