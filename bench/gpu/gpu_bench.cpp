@@ -483,7 +483,7 @@ void bench_flowout(int visible) {
 // (0 -> 1 -> 0 -> ...): the time per hop is what a halo adds to the path from one GPU's
 // kernel to its neighbour's next kernel. By the copy engine or the copy kernel
 // (peer_copy_kernel: dense boxes up to 256 KiB), issued by the destination's worker
-// (pulled, the default) or the source's (pushed, peer_push).
+// (pulled, peer_push off) or the source's (pushed, the default).
 void bench_halo(int visible) {
   std::printf("\n### Halo hops: dense copies between GPUs 0 and 1, each after the previous one "
               "(µs per hop, median of 5 chains of 100)\n\n");

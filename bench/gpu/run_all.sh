@@ -6,8 +6,8 @@
 #   tests     GPU unit tests (cuda_backend_test, cuda_conformance_test, cuda_fuzz_test with
 #             BBMM_FUZZ_TRACES=2000) on all GPUs and with CUDA_VISIBLE_DEVICES=0, the
 #             random traces (4,000) with the other copy paths (engine only, one copy
-#             stream, peer copy kernel, copies pushed by the source GPU) and conformance
-#             pushed, and the small sample runs of the test suite (reserve and box-out)
+#             stream, peer copy kernel, copies pulled by the destination GPU) and conformance
+#             pulled, and the small sample runs of the test suite (reserve and box-out)
 #                                                        ~2.5 min on 4 H100s (<= 160 s)
 #   samples   every staged bbmmc sample <name>_bbmmc_cuda at a medium size (table below),
 #             verified against its sequential original: 1 GPU and 2 GPUs (2 logical
@@ -194,8 +194,8 @@ if wants tests; then
   done
   # The random traces with the copy engines instead of the copy kernel, with one copy
   # stream per direction, with the copy kernel between GPUs too, and with copies between
-  # GPUs issued by the source GPU's worker (the other copy paths; docs/gpu-validation.md);
-  # the conformance suite with the latter too.
+  # GPUs issued by the destination GPU's worker (pulled; the default pushes): the other
+  # copy paths (docs/gpu-validation.md); the conformance suite pulled too.
   if have cuda_fuzz_test; then
     step tests cuda_fuzz_all_engine 15 env BBMM_FUZZ_TRACES=4000 BBMM_CUDA_COPY_KERNEL=0 \
       "$B/cuda_fuzz_test"
@@ -203,11 +203,11 @@ if wants tests; then
       "$B/cuda_fuzz_test"
     step tests cuda_fuzz_all_peer_kernel 15 env BBMM_FUZZ_TRACES=4000 \
       BBMM_CUDA_PEER_COPY_KERNEL=1 "$B/cuda_fuzz_test"
-    step tests cuda_fuzz_all_peer_push 15 env BBMM_FUZZ_TRACES=4000 BBMM_CUDA_PEER_PUSH=1 \
+    step tests cuda_fuzz_all_peer_pull 15 env BBMM_FUZZ_TRACES=4000 BBMM_CUDA_PEER_PUSH=0 \
       "$B/cuda_fuzz_test"
   fi
   have cuda_conformance_test &&
-    step tests cuda_conformance_all_peer_push 5 env BBMM_CUDA_PEER_PUSH=1 \
+    step tests cuda_conformance_all_peer_pull 5 env BBMM_CUDA_PEER_PUSH=0 \
       "$B/cuda_conformance_test"
   # The sample tests of test/runtime/cuda.cmake, on all GPUs.
   step tests jacobi2d_small 5 "$B/jacobi2d_cuda" --n 258 --steps 4

@@ -78,8 +78,8 @@ typedef struct bbmm_options {
                                  cuda_copy_kernel) or by the copy engines (0, the default),
                                  same-device boxes unchanged */
   int cuda_peer_push;         /* CUDA: copies between devices issued by the source device's
-                                 worker on its streams (1) or by the destination's (0, the
-                                 default) */
+                                 worker on its streams (1, the default) or by the
+                                 destination's (0) */
 } bbmm_options;
 
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,

@@ -38,7 +38,7 @@ struct RuntimeOptions {
   bool cuda_copy_kernel = true;   // CUDA: strided device-to-device/peer boxes by a kernel
   int cuda_copy_streams = 2;      // CUDA: copy streams per direction and device, 1..8
   bool cuda_peer_copy_kernel = false;  // CUDA: strided boxes between GPUs by the kernel too
-  bool cuda_peer_push = false;  // CUDA: copies between devices issued by the source's worker
+  bool cuda_peer_push = true;  // CUDA: copies between devices issued by the source's worker
 
   // Defaults overridden by BBMM_BACKEND, BBMM_DEVICES, BBMM_DEVICE_MEMORY,
   // BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,

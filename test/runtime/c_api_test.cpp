@@ -178,10 +178,10 @@ TEST_F(CApi, OptionsFromEnvironment) {
   EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(mentions(last(), "BBMM_CUDA_PEER_COPY_KERNEL='perhaps'")) << last();
   unsetenv("BBMM_CUDA_PEER_COPY_KERNEL");
-  EXPECT_EQ(o.cuda_peer_push, 0);  // the destination's worker issues copies between devices
-  setenv("BBMM_CUDA_PEER_PUSH", "1", 1);
+  EXPECT_EQ(o.cuda_peer_push, 1);  // the source's worker issues copies between devices
+  setenv("BBMM_CUDA_PEER_PUSH", "0", 1);
   ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << last();
-  EXPECT_EQ(o.cuda_peer_push, 1);
+  EXPECT_EQ(o.cuda_peer_push, 0);
   setenv("BBMM_CUDA_PEER_PUSH", "source", 1);
   EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(mentions(last(), "BBMM_CUDA_PEER_PUSH='source'")) << last();

@@ -51,12 +51,12 @@ if(BBMM_HAVE_CUDA)
   # The conformance suite on the CUDA backend over the fake, likewise.
   bbmm_add_test(cuda_conformance_fake_test LABELS cuda_fake
     SOURCES cuda_conformance_test.cpp runtime_conformance_suite.cpp LIBS bbmm_runtime_cuda_fake)
-  # Both again with the copies between devices issued by the source device's worker
-  # (BBMM_CUDA_PEER_PUSH=1, off by default).
+  # Both again with the copies between devices issued by the destination device's
+  # worker (BBMM_CUDA_PEER_PUSH=0; the default pushes).
   foreach(t cuda_fuzz_fake_test cuda_conformance_fake_test)
-    add_test(NAME ${t}.peer_push COMMAND ${t})
-    set_tests_properties(${t}.peer_push PROPERTIES LABELS cuda_fake TIMEOUT 600
-      ENVIRONMENT "BBMM_CUDA_PEER_PUSH=1;TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp/")
+    add_test(NAME ${t}.peer_pull COMMAND ${t})
+    set_tests_properties(${t}.peer_pull PROPERTIES LABELS cuda_fake TIMEOUT 600
+      ENVIRONMENT "BBMM_CUDA_PEER_PUSH=0;TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp/")
   endforeach()
   bbmm_add_test(cuda_conformance_test LABELS gpu
     SOURCES cuda_conformance_test.cpp runtime_conformance_suite.cpp

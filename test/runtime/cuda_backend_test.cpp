@@ -346,11 +346,12 @@ class CudaBatchTest : public CudaBackendTest, public ::testing::WithParamInterfa
     }
     // The defaults take the copy engines between GPUs; this takes the peer copy kernel.
     if (GetParam() == 4) o.peer_copy_kernel = true;
-    // The source device's worker issues the copies between devices (with the engines,
-    // and with the peer copy kernel, which then writes into the other device).
-    if (GetParam() == 5) o.peer_push = true;
+    // The destination device's worker issues the copies between devices (with the
+    // engines, and with the peer copy kernel, which then reads from the other device);
+    // the defaults push (the source's worker).
+    if (GetParam() == 5) o.peer_push = false;
     if (GetParam() == 6) {
-      o.peer_push = true;
+      o.peer_push = false;
       o.peer_copy_kernel = true;
     }
     backend_ = make_two_device_backend(o);
@@ -359,8 +360,8 @@ class CudaBatchTest : public CudaBackendTest, public ::testing::WithParamInterfa
 };
 std::string batch_option_name(const ::testing::TestParamInfo<int>& i) {
   static const char* const kNames[] = {"defaults", "engine_only", "one_by_one",
-                                       "engine_batch_api_peer", "peer_kernel", "peer_push",
-                                       "peer_push_kernel"};
+                                       "engine_batch_api_peer", "peer_kernel", "peer_pull",
+                                       "peer_pull_kernel"};
   return kNames[i.param];
 }
 INSTANTIATE_TEST_SUITE_P(Options, CudaBatchTest, ::testing::Values(0, 1, 2, 3, 4, 5, 6),

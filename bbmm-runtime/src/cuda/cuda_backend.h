@@ -141,8 +141,9 @@ struct CudaBackendOptions {
   // issued the operation that wrote the box, so on 4 H100s the workers issued in step
   // with one another and at the GPUs' pace (2026-11-26, fifth session,
   // docs/performance.md); pushing, the source's worker issues the copy right after its
-  // own kernel.
-  bool peer_push = false;
+  // own kernel: 1.06-1.29x faster on 4 H100s, 1.01-1.02x on 2 (2026-11-26, sixth
+  // session), hence the default.
+  bool peer_push = true;
 
   // Copy streams per direction (host-to-device, device-to-host, into the
   // device from a device), used round-robin: 1..8.
