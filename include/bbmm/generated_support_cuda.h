@@ -299,9 +299,9 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_wave_march(int dims, const int64_t
   return best;
 }
 
-/* 1 when BBMM_CUDA_WAVES=1: launches pick their march with bbmm_cu_wave_march from the
-   kernel's occupancy (bbmm_cu_resident) instead of bbmm_cu_fill_march; 0 (the default)
-   until it is measured on GPUs. */
+/* 1 when BBMM_CUDA_WAVES=1: after the fill rule, launches pick their march with
+   bbmm_cu_wave_march from the kernel's occupancy (bbmm_cu_resident) instead of
+   bbmm_cu_balance_march (bbmm_cu_pick_march); 0 (the default) until measured on GPUs. */
 static inline BBMM_GEN_UNUSED int64_t bbmm_cu_waves(void) {
   static long long w = 0;
   static std::once_flag once;
@@ -372,28 +372,39 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_resident(const void* kernel, int t
   return resident;
 }
 
+/* The march of a 2-D or 3-D launch: "march" (the generation-time or BBMM_CUDA_MARCH
+   value) shrunk to fill the device with "fill_blocks" blocks (bbmm_cu_fill_march; none
+   when fill_blocks <= 0), then, when the device runs "resident" > 0 blocks of the kernel
+   at once, to the march of the fewest weighted waves no larger than that
+   (bbmm_cu_wave_march), otherwise to share the outermost coordinate evenly among its
+   blocks (bbmm_cu_balance_march). The waves rule alone marched heat2d's 1,024-row tiles
+   32 rows at a time (1 wave of 1,024 blocks) and was 10% slower on 4 H100s than the
+   fill rule's 16 (2026-11-26, sixth session); capped by the fill rule it keeps 16 there
+   and still marches heat3d's 48-plane tiles 8 planes at a time. */
+static inline BBMM_GEN_UNUSED int64_t bbmm_cu_pick_march(int dims, const int64_t* lo,
+                                                         const int64_t* hi, const int shape[3],
+                                                         int64_t march, int64_t cap,
+                                                         int64_t fill_blocks, int64_t resident) {
+  if (dims < 2) return march;
+  if (fill_blocks > 0) march = bbmm_cu_fill_march(dims, lo, hi, shape, march, cap, fill_blocks);
+  if (resident > 0) return bbmm_cu_wave_march(dims, lo, hi, shape, march, cap, resident);
+  return bbmm_cu_balance_march(dims, lo, hi, shape, march);
+}
+
 /* bbmm_cu_shape_of with the settings of this file and the environment, for a launch of
-   "kernel"; *march (the generation-time or BBMM_CUDA_MARCH value) shrinks: with
-   BBMM_CUDA_WAVES=1 and the kernel's occupancy known, to bbmm_cu_wave_march's; otherwise
-   to fill the device (bbmm_cu_fill_march with bbmm_cu_fill() blocks per multiprocessor),
-   then to share the outermost coordinate evenly among its blocks
-   (bbmm_cu_balance_march). */
+   "kernel": the march as bbmm_cu_pick_march shrinks it with bbmm_cu_fill() blocks per
+   multiprocessor and, with BBMM_CUDA_WAVES=1, the kernel's occupancy
+   (bbmm_cu_resident). */
 static inline BBMM_GEN_UNUSED bool bbmm_cu_shape(const void* kernel, int dims, const int64_t* lo,
                                                  const int64_t* hi, int64_t* march, dim3* grid,
                                                  dim3* block) {
   int s[3];
   bbmm_cu_block_shape(s);
   const int64_t cap = bbmm_cu_grid_cap();
-  const int64_t resident =
-      bbmm_cu_waves() && dims >= 2 ? bbmm_cu_resident(kernel, s[0] * s[1] * s[2]) : 0;
-  if (resident > 0) {
-    *march = bbmm_cu_wave_march(dims, lo, hi, s, *march, cap, resident);
-  } else {
-    const int64_t fill = bbmm_cu_fill();
-    if (fill > 0 && dims >= 2) {
-      *march = bbmm_cu_fill_march(dims, lo, hi, s, *march, cap, fill * bbmm_cu_sm_count());
-    }
-    *march = bbmm_cu_balance_march(dims, lo, hi, s, *march);
+  if (dims >= 2) {
+    const int64_t resident = bbmm_cu_waves() ? bbmm_cu_resident(kernel, s[0] * s[1] * s[2]) : 0;
+    *march = bbmm_cu_pick_march(dims, lo, hi, s, *march, cap, bbmm_cu_fill() * bbmm_cu_sm_count(),
+                                resident);
   }
   return bbmm_cu_shape_of(dims, lo, hi, s, *march, cap, grid, block);
 }

@@ -9,6 +9,8 @@
  * - bbmm_cu_fill_march: the march halves until the grid has the blocks asked for;
  * - bbmm_cu_balance_march: the least march giving the same blocks, by brute force;
  * - bbmm_cu_wave_march: the cheapest march in waves of resident blocks, by brute force;
+ * - bbmm_cu_pick_march: the fill rule, then the waves or the balance rule, composed
+ *   independently;
  * - the environment settings in child processes: a malformed BBMM_CUDA_BLOCK,
  *   BBMM_CUDA_MARCH, BBMM_CUDA_GRID_CAP or BBMM_CUDA_FILL exits 1 naming the variable;
  *   valid ones apply.
@@ -256,6 +258,59 @@ static void test_wave_march(void) {
   }
 }
 
+// bbmm_cu_pick_march, composed independently: the fill rule's halving (as
+// test_fill_march) with fill_blocks, then the cheapest march in weighted waves no larger
+// than that (as test_wave_march) when resident > 0, else the least march with as many
+// outer blocks (as test_balance_march); never larger than the filled march.
+static void test_pick_march(void) {
+  const int shape[3] = {16, 4, 2};
+  const int64_t extents[][3] = {{384, 384, 48}, {384, 384, 192}, {8192, 1024, 1}, {8192, 4096, 1},
+                                {17, 3, 5},     {1000, 1, 1},   {64, 64, 64}};
+  for (int dims = 1; dims <= 3; ++dims) {
+    const int64_t threads = dims == 2 ? 8 : 2;
+    for (const auto& e : extents) {
+      for (int64_t march : {1, 7, 32}) {
+        for (int64_t fill : {0, 1056, 100000}) {
+          for (int64_t resident : {0, 528, 1056}) {
+            const int64_t lo[3] = {3, -2, 0};
+            const int64_t hi[3] = {3 + e[0], -2 + e[1], e[2]};
+            const int64_t got =
+                bbmm_cu_pick_march(dims, lo, hi, shape, march, 0, fill, resident);
+            if (dims == 1) {
+              CHECK_EQ(got, march, "1-D does not march");
+              continue;
+            }
+            int64_t filled = march;
+            while (filled > 1 && oracle_blocks(dims, e, filled) < fill) filled = (filled + 1) / 2;
+            int64_t want = filled;
+            if (resident > 0) {
+              int64_t best = -1;
+              for (int64_t m = filled; m >= 1; --m) {
+                const int64_t cost = (oracle_blocks(dims, e, m) + resident - 1) / resident * (m + 1);
+                if (best < 0 || cost < best) {
+                  best = cost;
+                  want = m;
+                }
+              }
+            } else {
+              const int64_t extent = e[dims - 1];
+              auto outer = [&](int64_t m) { return (extent + threads * m - 1) / (threads * m); };
+              for (int64_t m = 1; m <= filled; ++m) {
+                if (outer(m) == outer(filled)) {
+                  want = m;
+                  break;
+                }
+              }
+            }
+            CHECK_EQ(got, want, "picked march");
+            CHECK_EQ(got <= filled, 1, "no larger than the fill rule's");
+          }
+        }
+      }
+    }
+  }
+}
+
 // Runs "fn" in a child with VAR=VALUE; returns its exit status and stderr.
 template <typename F>
 static int in_child(const char* var, const char* value, F fn, std::string* err) {
@@ -327,6 +382,7 @@ int main() {
   test_fill_march();
   test_balance_march();
   test_wave_march();
+  test_pick_march();
   test_environment();
   printf("generated_support_cuda_test: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
