@@ -299,11 +299,13 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_wave_march(int dims, const int64_t
   return best;
 }
 
-/* 1 when BBMM_CUDA_WAVES=1: after the fill rule, launches pick their march with
-   bbmm_cu_wave_march from the kernel's occupancy (bbmm_cu_resident) instead of
-   bbmm_cu_balance_march (bbmm_cu_pick_march); 0 (the default) until measured on GPUs. */
+/* 1 (the default; BBMM_CUDA_WAVES=0|1): after the fill rule, launches pick their march
+   with bbmm_cu_wave_march from the kernel's occupancy (bbmm_cu_resident) instead of
+   bbmm_cu_balance_march (bbmm_cu_pick_march). Long stencil runs, same call: fdtd2d and
+   heat3d 1.02-1.04x faster on 1-2 H100s, heat2d and jacobi1d unchanged (2026-11-26,
+   sixth session, docs/performance.md). */
 static inline BBMM_GEN_UNUSED int64_t bbmm_cu_waves(void) {
-  static long long w = 0;
+  static long long w = 1;
   static std::once_flag once;
   std::call_once(once, [] { bbmm_cu_env_int("BBMM_CUDA_WAVES", 0, 1, "0 or 1", &w); });
   return w;
@@ -393,7 +395,7 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_pick_march(int dims, const int64_t
 
 /* bbmm_cu_shape_of with the settings of this file and the environment, for a launch of
    "kernel": the march as bbmm_cu_pick_march shrinks it with bbmm_cu_fill() blocks per
-   multiprocessor and, with BBMM_CUDA_WAVES=1, the kernel's occupancy
+   multiprocessor and, unless BBMM_CUDA_WAVES=0, the kernel's occupancy
    (bbmm_cu_resident). */
 static inline BBMM_GEN_UNUSED bool bbmm_cu_shape(const void* kernel, int dims, const int64_t* lo,
                                                  const int64_t* hi, int64_t* march, dim3* grid,

@@ -286,7 +286,7 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
     os << "  bbmm_c.march = " << (map.dims >= 2 ? "bbmm_cu_march()" : "1") << ";\n";
     os << "  bbmm_c.per_element = bbmm_cu_per_element();\n";
     os << "  dim3 bbmm_grid, bbmm_block;\n";
-    // The kernel this launch runs, for its occupancy (BBMM_CUDA_WAVES).
+    // The kernel this launch runs, for its occupancy (bbmm_cu_waves).
     const std::string kernel =
         pieces ? "(const void*)" + name + "_kernel_pieces"
                : "bbmm_small ? (const void*)" + name + "_kernel<int32_t, uint32_t> : (const void*)" +
