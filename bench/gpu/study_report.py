@@ -74,11 +74,15 @@ def breakdown(path):
     kinds = ("compute", "h2d", "d2h", "peer", "d2d")
     per = {k: 0.0 for k in kinds}
     idle = 0.0
+    computes = []  # each device's compute time: is one GPU slower than the others?
     for d in devices:
         mine = [e for e in spans if e.get("tid") == d]
         for k in kinds:
-            per[k] += union_length([(e["ts"], e["ts"] + e["dur"]) for e in mine
-                                    if kind_of(e["name"]) == k]) * 1e-6
+            t = union_length([(e["ts"], e["ts"] + e["dur"]) for e in mine
+                              if kind_of(e["name"]) == k]) * 1e-6
+            per[k] += t
+            if k == "compute":
+                computes.append(t)
         busy = union_length([(e["ts"], e["ts"] + e["dur"]) for e in mine]) * 1e-6
         idle += window - busy
     n = max(len(devices), 1)
@@ -91,6 +95,8 @@ def breakdown(path):
     acquires = [e["ts"] for e in host if e["name"] == "acquire"]
     work_end = [e["ts"] + e["dur"] for e in spans if e.get("tid", 0) > 0 and e["name"] != "free"]
     out = {"window": window, "idle": idle / n, "host_lib": host_lib, "pin": pin}
+    if computes:
+        out["compute_min"], out["compute_max"] = min(computes), max(computes)
     if acquires and work_end:
         out["run"] = (max(work_end) - min(acquires)) * 1e-6
         # When the host thread had issued every tile (the end of its last tile
@@ -338,7 +344,9 @@ def report(args):
            "D2D", "idle", "libbbmm on the host thread (stats, reservations excluded)",
            "host thread done (last tile call)", "last GPU's first kernel",
            "idle with the next kernel not issued yet (of the kernels' span)",
-           "issue workers waiting for other workers"])
+           "issue workers waiting for other workers",
+           "compute per GPU / (1 GPU's / G): mean, slowest GPU",
+           "slowest / fastest GPU's compute"])
     bds = []
     for s, cfg, label in [(x, c, x + l) for c, l in (("trace", ""), ("trace:long", " (long)"))
                           for x in samples]:
@@ -349,12 +357,17 @@ def report(args):
             run, idle, not_issued, blocked = traced_shares(r)
             sh = lambda k: 100 * num(r, "bd_" + k) / run if run else None
             lib = lib_share(find(s, "long" if cfg == "trace:long" else "strong", g), run)
-            w("| %s | %d | %.4f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            one = traced_row(s, 1, cfg)
+            per_gpu = num(one, "bd_compute") / g if one and num(one, "bd_compute") else None
+            infl = "%s, %s" % (fmt(ratio(num(r, "bd_compute"), per_gpu), "%.3f"),
+                               fmt(ratio(num(r, "bd_compute_max"), per_gpu), "%.3f"))
+            spread = fmt(ratio(num(r, "bd_compute_max"), num(r, "bd_compute_min")), "%.3f")
+            w("| %s | %d | %.4f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 label, g, run, fmt(sh("compute"), "%.1f%%"), fmt(sh("h2d"), "%.1f%%"),
                 fmt(sh("d2h"), "%.1f%%"), fmt(sh("peer"), "%.1f%%"), fmt(sh("d2d"), "%.1f%%"),
                 fmt(idle, "%.1f%%"), fmt(lib, "%.1f%%"), fmt(sh("host_done"), "%.1f%%"),
                 fmt(sh("last_start"), "%.1f%%"), fmt(not_issued, "%.1f%%"),
-                fmt(blocked, "%.1f%%")))
+                fmt(blocked, "%.1f%%"), infl, spread))
             if g == most and cfg == "trace":
                 shares = {k: sh(k) for k in ("compute", "h2d", "d2h", "peer", "d2d")}
                 shares["idle"] = idle

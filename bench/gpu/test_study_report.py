@@ -53,6 +53,8 @@ os.unlink(path)
 check(close(bd["window"], 310e-6), "window: first event to last end")
 check(close(bd["run"], 160e-6), "run: first acquire (100) to the last non-free op (260)")
 check(close(bd["compute"], (100 + 60) / 2 * 1e-6), "compute: averaged over the 2 devices")
+check(close(bd["compute_min"], 60e-6) and close(bd["compute_max"], 100e-6),
+      "compute of the fastest and the slowest device")
 check(close(bd["h2d"], 100 / 2 * 1e-6) and close(bd["d2h"], 60 / 2 * 1e-6), "h2d, d2h")
 check(close(bd["peer"], 10 / 2 * 1e-6), "peer")
 # Idle: device 0 busy 50-260 and 300-310 (220 of 310), device 1 busy 120-190 (70 of 310).

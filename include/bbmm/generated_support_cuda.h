@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <vector>
 
 #include "bbmm/bbmm.h"
 #include "bbmm/view.h"
@@ -340,7 +341,8 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_sm_count(void) {
 
 /* Blocks of "threads" threads of "kernel" the calling thread's current device runs at
    once: its multiprocessors times cudaOccupancyMaxActiveBlocksPerMultiprocessor, asked
-   once per kernel, block size and device; 0 when CUDA cannot say. */
+   once per kernel, block size and device (remembered without limit: a program has
+   finitely many; a scop with 20 phases on 8 GPUs has ~500); 0 when CUDA cannot say. */
 static inline BBMM_GEN_UNUSED int64_t bbmm_cu_resident(const void* kernel, int threads) {
   struct Known {
     const void* kernel;
@@ -348,8 +350,7 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_resident(const void* kernel, int t
     int64_t resident;
   };
   static std::mutex mu;
-  static Known known[64];
-  static int count = 0;
+  static std::vector<Known> known;
   int dev = 0;
   if (kernel == nullptr || cudaGetDevice(&dev) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -357,10 +358,8 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_resident(const void* kernel, int t
   }
   {
     std::lock_guard<std::mutex> lock(mu);
-    for (int k = 0; k < count; ++k) {
-      if (known[k].kernel == kernel && known[k].threads == threads && known[k].device == dev) {
-        return known[k].resident;
-      }
+    for (const Known& k : known) {
+      if (k.kernel == kernel && k.threads == threads && k.device == dev) return k.resident;
     }
   }
   int per_sm = 0;
@@ -370,7 +369,7 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_resident(const void* kernel, int t
   }
   const int64_t resident = (int64_t)per_sm * bbmm_cu_sm_count();
   std::lock_guard<std::mutex> lock(mu);
-  if (count < 64) known[count++] = Known{kernel, threads, dev, resident};
+  known.push_back(Known{kernel, threads, dev, resident});
   return resident;
 }
 
