@@ -4,7 +4,7 @@ set -euo pipefail
 BBMM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BBMM_PACKAGES=(cmake ninja-build g++ clang pkgconf libisl-dev libabsl-dev libgtest-dev
                libgmock-dev libbenchmark-dev opencl-headers ocl-icd-opencl-dev
-               pocl-opencl-icd)
+               pocl-opencl-icd libopenmpi-dev openmpi-bin)
 
 # Installs the Debian packages BBMM needs that are not installed yet (none on a
 # machine that has them all, so a re-run costs nothing).

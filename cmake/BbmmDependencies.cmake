@@ -54,6 +54,17 @@ if(NOT BBMM_ENABLE_OPENCL STREQUAL "OFF")
   endif()
 endif()
 
+# The MPI transport (issue 14): Debian's libopenmpi-dev + openmpi-bin.
+set(BBMM_HAVE_MPI OFF)
+if(NOT BBMM_ENABLE_MPI STREQUAL "OFF")
+  find_package(MPI COMPONENTS C QUIET)
+  if(MPI_C_FOUND)
+    set(BBMM_HAVE_MPI ON)
+  elseif(BBMM_ENABLE_MPI STREQUAL "ON")
+    bbmm_missing("MPI (Open MPI)" "libopenmpi-dev openmpi-bin")
+  endif()
+endif()
+
 set(BBMM_HAVE_CUDA OFF)
 if(NOT BBMM_ENABLE_CUDA STREQUAL "OFF")
   include(CheckLanguage)
@@ -81,4 +92,5 @@ if(NOT BBMM_ENABLE_CUDA STREQUAL "OFF")
 endif()
 
 message(STATUS "BBMM: OpenCL backend ${BBMM_HAVE_OPENCL}, CUDA backend ${BBMM_HAVE_CUDA}, "
+               "MPI transport ${BBMM_HAVE_MPI}, "
                "sanitizer '${BBMM_SANITIZER}'")

@@ -1,0 +1,179 @@
+#include "core/loopback_transport.h"
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+
+namespace bbmm {
+namespace {
+
+struct Posted {
+  HostArrayRef array;
+  Box box;
+  std::shared_ptr<TransportEvent> event;
+};
+
+// Byte offset of element `index` (rank entries) of a dense row-major array.
+size_t offset_of(const HostArrayRef& a, const int64_t* index) {
+  size_t off = 0;
+  for (size_t d = 0; d < a.extents.size(); ++d) {
+    off = off * static_cast<size_t>(a.extents[d]) + static_cast<size_t>(index[d]);
+  }
+  return off * a.elem_size;
+}
+
+// Copies box `from` of `src` into box `to` of `dst` (same extents), row by row.
+void copy_box(const HostArrayRef& src, const Box& from, const HostArrayRef& dst, const Box& to) {
+  const int rank = from.rank();
+  const size_t row = static_cast<size_t>(from.extent(rank - 1)) * src.elem_size;
+  int64_t rel[Box::kMaxRank] = {};  // position in the box, outer dimensions
+  int64_t si[Box::kMaxRank], di[Box::kMaxRank];
+  while (true) {
+    for (int d = 0; d < rank; ++d) {
+      si[d] = from.lo(d) + rel[d];
+      di[d] = to.lo(d) + rel[d];
+    }
+    std::memcpy(static_cast<char*>(dst.base) + offset_of(dst, di),
+                static_cast<const char*>(src.base) + offset_of(src, si), row);
+    int d = rank - 2;
+    for (; d >= 0; --d) {
+      if (++rel[d] < from.extent(d)) break;
+      rel[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+class Hub {
+ public:
+  explicit Hub(int ranks) : ranks_(ranks), values_(ranks) {}
+
+  Event send(int me, Posted p, int to, int tag) {
+    Event e(p.event);
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& waiting = recvs_[{me, to, tag}];
+    if (waiting.empty()) {
+      sends_[{me, to, tag}].push_back(std::move(p));
+    } else {
+      Posted r = std::move(waiting.front());
+      waiting.pop_front();
+      deliver(p, r, me, tag);
+    }
+    return e;
+  }
+
+  Event receive(int me, Posted p, int from, int tag) {
+    Event e(p.event);
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& waiting = sends_[{from, me, tag}];
+    if (waiting.empty()) {
+      recvs_[{from, me, tag}].push_back(std::move(p));
+    } else {
+      Posted s = std::move(waiting.front());
+      waiting.pop_front();
+      deliver(s, p, from, tag);
+    }
+    return e;
+  }
+
+  std::vector<int64_t> all_gather(int me, int64_t value) {
+    std::unique_lock<std::mutex> lock(mu_);
+    const uint64_t generation = generation_;
+    values_[me] = value;
+    if (++arrived_ == ranks_) {
+      result_ = values_;
+      arrived_ = 0;
+      ++generation_;
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return generation_ != generation; });
+    }
+    return result_;
+  }
+
+ private:
+  // Completes send `s` (from rank `from`) and receive `r` with the copy, or
+  // both with the mismatch.
+  static void deliver(const Posted& s, const Posted& r, int from, int tag) {
+    bool same = s.array.elem_size == r.array.elem_size && s.box.rank() == r.box.rank();
+    for (int d = 0; same && d < s.box.rank(); ++d) same = s.box.extent(d) == r.box.extent(d);
+    if (!same) {
+      // One status per event: each is read by its own rank's thread.
+      auto err = [&] { return absl::InvalidArgumentError(absl::StrCat(
+          "receive of array '", r.array.name, "' box ", r.box.to_string(), " (", r.array.elem_size,
+          "-byte elements) from rank ", from, ", tag ", tag, ": the rank sent array '",
+          s.array.name, "' box ", s.box.to_string(), " (", s.array.elem_size,
+          "-byte elements), of other extents")); };
+      s.event->complete(err());
+      r.event->complete(err());
+      return;
+    }
+    copy_box(s.array, s.box, r.array, r.box);
+    s.event->complete(absl::OkStatus());
+    r.event->complete(absl::OkStatus());
+  }
+
+  const int ranks_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::tuple<int, int, int>, std::deque<Posted>> sends_, recvs_;  // (from, to, tag)
+  std::vector<int64_t> values_, result_;
+  int arrived_ = 0;
+  uint64_t generation_ = 0;
+};
+
+class LoopbackTransport final : public Transport {
+ public:
+  LoopbackTransport(std::shared_ptr<Hub> hub, int rank, int size)
+      : hub_(std::move(hub)), rank_(rank), size_(size) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  absl::StatusOr<Event> send(const HostArrayRef& array, const Box& box, int to,
+                             int tag) override {
+    if (absl::Status s = check_peer(array, box, "send", to, tag); !s.ok()) return s;
+    return hub_->send(rank_, Posted{array, box, std::make_shared<TransportEvent>()}, to, tag);
+  }
+
+  absl::StatusOr<Event> receive(const HostArrayRef& array, const Box& box, int from,
+                                int tag) override {
+    if (absl::Status s = check_peer(array, box, "receive", from, tag); !s.ok()) return s;
+    return hub_->receive(rank_, Posted{array, box, std::make_shared<TransportEvent>()}, from,
+                         tag);
+  }
+
+  absl::StatusOr<std::vector<int64_t>> all_gather(int64_t value) override {
+    return hub_->all_gather(rank_, value);
+  }
+
+ private:
+  absl::Status check_peer(const HostArrayRef& array, const Box& box, const char* op, int peer,
+                          int tag) const {
+    if (absl::Status s = check_box_of(array, box, op); !s.ok()) return s;
+    if (peer < 0 || peer >= size_ || peer == rank_ || tag < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          op, " of array '", array.name, "' box ", box.to_string(), ": rank ", peer, ", tag ",
+          tag, " (this is rank ", rank_, " of ", size_, "; tags are >= 0)"));
+    }
+    return absl::OkStatus();
+  }
+
+  std::shared_ptr<Hub> hub_;
+  const int rank_, size_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Transport>> make_loopback_transports(int ranks) {
+  std::vector<std::unique_ptr<Transport>> out;
+  if (ranks < 1) return out;
+  auto hub = std::make_shared<Hub>(ranks);
+  for (int r = 0; r < ranks; ++r) out.push_back(std::make_unique<LoopbackTransport>(hub, r, ranks));
+  return out;
+}
+
+}  // namespace bbmm

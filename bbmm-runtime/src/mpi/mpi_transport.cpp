@@ -1,0 +1,288 @@
+#include "mpi/mpi_transport.h"
+
+#include <chrono>
+#include <climits>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace bbmm {
+namespace {
+
+std::string mpi_error(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) return absl::StrCat("MPI error ", code);
+  return std::string(text, static_cast<size_t>(len));
+}
+
+// One operation handed to the communication thread.
+struct Op {
+  enum Kind { kSend, kReceive, kGather } kind = kSend;
+  HostArrayRef array;  // kSend, kReceive
+  Box box;
+  int peer = 0, tag = 0;
+  std::string what;  // "send of array 'A' box [..) to rank 1, tag 3", for messages
+  std::shared_ptr<TransportEvent> event;
+  int64_t value = 0;                  // kGather
+  std::vector<int64_t>* out = nullptr;  // kGather: filled before the event completes
+};
+
+class MpiTransport final : public Transport {
+ public:
+  MpiTransport(MPI_Comm comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {
+    thread_ = std::thread([this] { run(); });
+  }
+
+  ~MpiTransport() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    MPI_Comm_free(&comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  absl::StatusOr<Event> send(const HostArrayRef& array, const Box& box, int to,
+                             int tag) override {
+    return post(Op::kSend, array, box, to, tag);
+  }
+
+  absl::StatusOr<Event> receive(const HostArrayRef& array, const Box& box, int from,
+                                int tag) override {
+    return post(Op::kReceive, array, box, from, tag);
+  }
+
+  absl::StatusOr<std::vector<int64_t>> all_gather(int64_t value) override {
+    std::vector<int64_t> out;
+    Op op;
+    op.kind = Op::kGather;
+    op.value = value;
+    op.out = &out;
+    op.what = "all_gather";
+    op.event = std::make_shared<TransportEvent>();
+    Event e(op.event);
+    enqueue(std::move(op));
+    if (absl::Status s = e.wait(); !s.ok()) return s;
+    return out;
+  }
+
+ private:
+  absl::StatusOr<Event> post(Op::Kind kind, const HostArrayRef& array, const Box& box, int peer,
+                             int tag) {
+    const char* name = kind == Op::kSend ? "send" : "receive";
+    if (absl::Status s = check_box_of(array, box, name); !s.ok()) return s;
+    Op op;
+    op.kind = kind;
+    op.what = absl::StrCat(name, " of array '", array.name, "' box ", box.to_string(),
+                           kind == Op::kSend ? " to rank " : " from rank ", peer, ", tag ", tag);
+    if (peer < 0 || peer >= size_ || peer == rank_ || tag < 0 || tag > max_tag_) {
+      return absl::InvalidArgumentError(absl::StrCat(op.what, ": this is rank ", rank_, " of ",
+                                                     size_, "; tags are 0..", max_tag_));
+    }
+    for (size_t d = 0; d < array.extents.size(); ++d) {
+      if (array.extents[d] > INT_MAX) {
+        return absl::InvalidArgumentError(absl::StrCat(op.what, ": extent ", array.extents[d],
+                                                       " exceeds MPI's int counts"));
+      }
+    }
+    if (array.elem_size > static_cast<size_t>(INT_MAX)) {
+      return absl::InvalidArgumentError(absl::StrCat(op.what, ": element size ",
+                                                     array.elem_size, " exceeds MPI's ints"));
+    }
+    op.array = array;
+    op.box = box;
+    op.peer = peer;
+    op.tag = tag;
+    op.event = std::make_shared<TransportEvent>();
+    Event e(op.event);
+    enqueue(std::move(op));
+    return e;
+  }
+
+  void enqueue(Op&& op) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(op));
+    }
+    cv_.notify_all();
+  }
+
+  // The datatype of `op`'s box in its array: a subarray of elements that are
+  // elem_size bytes each.
+  int make_type(const Op& op, MPI_Datatype* type) {
+    MPI_Datatype elem;
+    int rc = MPI_Type_contiguous(static_cast<int>(op.array.elem_size), MPI_BYTE, &elem);
+    if (rc != MPI_SUCCESS) return rc;
+    const int rank = op.box.rank();
+    int sizes[Box::kMaxRank], sub[Box::kMaxRank], starts[Box::kMaxRank];
+    for (int d = 0; d < rank; ++d) {
+      sizes[d] = static_cast<int>(op.array.extents[d]);
+      sub[d] = static_cast<int>(op.box.extent(d));
+      starts[d] = static_cast<int>(op.box.lo(d));
+    }
+    rc = MPI_Type_create_subarray(rank, sizes, sub, starts, MPI_ORDER_C, elem, type);
+    MPI_Type_free(&elem);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = MPI_Type_commit(type);
+    if (rc != MPI_SUCCESS) MPI_Type_free(type);
+    return rc;
+  }
+
+  // Posts `op` (gathers run to completion here); pending ones go to active_.
+  void start(Op&& op) {
+    if (op.kind == Op::kGather) {
+      op.out->assign(static_cast<size_t>(size_), 0);
+      const int rc = MPI_Allgather(&op.value, 1, MPI_INT64_T, op.out->data(), 1, MPI_INT64_T,
+                                   comm_);
+      op.event->complete(rc == MPI_SUCCESS ? absl::OkStatus()
+                                           : absl::InternalError(absl::StrCat(
+                                                 "MPI_Allgather: ", mpi_error(rc))));
+      return;
+    }
+    MPI_Datatype type;
+    int rc = make_type(op, &type);
+    if (rc != MPI_SUCCESS) {
+      op.event->complete(absl::InternalError(absl::StrCat(op.what, ": ", mpi_error(rc))));
+      return;
+    }
+    MPI_Request req;
+    rc = op.kind == Op::kSend ? MPI_Isend(op.array.base, 1, type, op.peer, op.tag, comm_, &req)
+                              : MPI_Irecv(op.array.base, 1, type, op.peer, op.tag, comm_, &req);
+    if (rc != MPI_SUCCESS) {
+      MPI_Type_free(&type);
+      op.event->complete(absl::InternalError(absl::StrCat(op.what, ": ", mpi_error(rc))));
+      return;
+    }
+    requests_.push_back(req);
+    types_.push_back(type);
+    active_.push_back(std::move(op));
+  }
+
+  // Completes what MPI_Testsome reports done; returns how many.
+  int poll() {
+    int done = 0;
+    indices_.resize(requests_.size());
+    statuses_.resize(requests_.size());
+    const int rc = MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &done,
+                                indices_.data(), statuses_.data());
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
+      // Nothing is known of single requests: fail them all.
+      for (size_t k = 0; k < active_.size(); ++k) {
+        active_[k].event->complete(
+            absl::InternalError(absl::StrCat(active_[k].what, ": ", mpi_error(rc))));
+        MPI_Type_free(&types_[k]);
+      }
+      active_.clear();
+      requests_.clear();
+      types_.clear();
+      return 1;
+    }
+    if (done == MPI_UNDEFINED || done == 0) return 0;
+    for (int k = 0; k < done; ++k) {
+      const int i = indices_[k];
+      Op& op = active_[i];
+      int err = rc == MPI_ERR_IN_STATUS ? statuses_[k].MPI_ERROR : MPI_SUCCESS;
+      absl::Status s;
+      if (err != MPI_SUCCESS) {
+        s = absl::InternalError(absl::StrCat(op.what, ": ", mpi_error(err)));
+      } else if (op.kind == Op::kReceive) {
+        int count = 0;
+        MPI_Get_count(&statuses_[k], types_[i], &count);
+        if (count != 1) {
+          s = absl::InvalidArgumentError(
+              absl::StrCat(op.what, ": the rank sent fewer elements than the box holds"));
+        }
+      }
+      op.event->complete(std::move(s));
+      MPI_Type_free(&types_[i]);
+    }
+    // Drop the completed entries (MPI set their requests to MPI_REQUEST_NULL).
+    size_t w = 0;
+    for (size_t k = 0; k < active_.size(); ++k) {
+      if (requests_[k] == MPI_REQUEST_NULL) continue;
+      if (w != k) {
+        active_[w] = std::move(active_[k]);
+        requests_[w] = requests_[k];
+        types_[w] = types_[k];
+      }
+      ++w;
+    }
+    active_.resize(w);
+    requests_.resize(w);
+    types_.resize(w);
+    return done;
+  }
+
+  void run() {
+    std::vector<Op> fresh;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (queue_.empty() && active_.empty()) {
+          if (stop_) return;
+          cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+          if (queue_.empty()) return;  // stopping with nothing pending
+        }
+        fresh.swap(queue_);
+      }
+      for (Op& op : fresh) start(std::move(op));
+      fresh.clear();
+      if (!active_.empty() && poll() == 0) {
+        // Nothing finished: let MPI progress again soon, or a new operation in.
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, std::chrono::microseconds(20), [&] { return !queue_.empty(); });
+      }
+    }
+  }
+
+  MPI_Comm comm_;
+  const int rank_, size_;
+  int max_tag_ = 32767;  // the least MPI_TAG_UB the standard allows
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Op> queue_;  // posted by callers, taken by the thread
+  bool stop_ = false;
+  // The communication thread's own.
+  std::vector<Op> active_;
+  std::vector<MPI_Request> requests_;
+  std::vector<MPI_Datatype> types_;
+  std::vector<int> indices_;
+  std::vector<MPI_Status> statuses_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Transport>> make_mpi_transport(MPI_Comm comm) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) {
+    return absl::FailedPreconditionError("MPI transport: MPI is not initialised (or finalised)");
+  }
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  if (level < MPI_THREAD_SERIALIZED) {
+    return absl::FailedPreconditionError(
+        "MPI transport: MPI was initialised below MPI_THREAD_SERIALIZED (use MPI_Init_thread; "
+        "the transport's communication thread makes the MPI calls)");
+  }
+  MPI_Comm dup;
+  int rc = MPI_Comm_dup(comm, &dup);
+  if (rc != MPI_SUCCESS) {
+    return absl::InternalError(absl::StrCat("MPI transport: MPI_Comm_dup: ", mpi_error(rc)));
+  }
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(dup, &rank);
+  MPI_Comm_size(dup, &size);
+  return std::unique_ptr<Transport>(new MpiTransport(dup, rank, size));
+}
+
+}  // namespace bbmm

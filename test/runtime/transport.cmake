@@ -1,0 +1,20 @@
+# --- Transport between ranks (issue 14; labels "runtime", "mpi") --------------
+# transport_loopback_test: the checks of transport_checks.cpp on the in-process
+# loopback, one thread per rank (also in the TSan preset: label runtime).
+bbmm_add_test(transport_loopback_test LABELS runtime
+  SOURCES transport_loopback_test.cpp transport_checks.cpp
+  LIBS bbmm_runtime_internal)
+# mpi_transport_test: the same checks over MPI, one process per rank, under
+# mpirun with 2 and 3 processes (as root too, oversubscribing CI's 2 cores).
+if(BBMM_HAVE_MPI)
+  add_executable(mpi_transport_test mpi_transport_test.cpp transport_checks.cpp)
+  target_link_libraries(mpi_transport_test PRIVATE bbmm_mpi GTest::gtest)
+  target_compile_options(mpi_transport_test PRIVATE -Wall -Wextra)
+  foreach(np 2 3)
+    add_test(NAME mpi_transport.np${np}
+      COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} --oversubscribe
+              ${MPIEXEC_PREFLAGS} $<TARGET_FILE:mpi_transport_test> ${MPIEXEC_POSTFLAGS})
+    set_tests_properties(mpi_transport.np${np} PROPERTIES LABELS mpi TIMEOUT 120
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+  endforeach()
+endif()
