@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -166,6 +168,40 @@ void run_transport_checks(Transport& t) {
         ASSERT_EQ(cin[(x * kY + y) * kZ + z], want) << x << "," << y << "," << z;
       }
     }
+  }
+
+  // A send waits for its `after` events: the box is changed after posting,
+  // before the gate opens, and the receiver sees the change. A failed `after`
+  // event fails the send, but the message still goes (the receiver is not left
+  // waiting).
+  {
+    auto gate = std::make_shared<TransportEvent>();
+    auto broken = std::make_shared<TransportEvent>();
+    const Event g(gate), b(broken);
+    absl::StatusOr<Event> s = t.send(A, box2(2, 3, 4, 5), next, 800, std::span<const Event>(&g, 1));
+    absl::StatusOr<Event> s2 = t.send(A, box2(0, 0, 1, 2), next, 801, std::span<const Event>(&b, 1));
+    std::vector<double> h(kRows * kCols, -1.0);
+    HostArrayRef H = ref("H", h.data(), sizeof(double), {kRows, kCols});
+    absl::StatusOr<Event> r = t.receive(H, box2(2, 3, 4, 5), prev, 800);
+    absl::StatusOr<Event> r2 = t.receive(H, box2(10, 10, 1, 2), prev, 801);
+    ASSERT_TRUE(s.ok() && s2.ok() && r.ok() && r2.ok());
+    for (int64_t i = 2; i < 6; ++i) {
+      for (int64_t j = 3; j < 8; ++j) a[i * kCols + j] = value_of(me, i, j) + 0.5;
+    }
+    gate->complete(absl::OkStatus());
+    broken->complete(absl::DataLossError("the write-back failed"));
+    EXPECT_TRUE(s->wait().ok()) << s->wait();
+    EXPECT_TRUE(r->wait().ok()) << r->wait();
+    absl::Status w2 = s2->wait();
+    EXPECT_EQ(w2.code(), absl::StatusCode::kDataLoss) << w2;
+    EXPECT_TRUE(r2->wait().ok()) << r2->wait();
+    for (int64_t i = 2; i < 6; ++i) {
+      for (int64_t j = 3; j < 8; ++j) {
+        ASSERT_EQ(h[i * kCols + j], value_of(prev, i, j) + 0.5) << "gated send at " << i << "," << j;
+      }
+    }
+    EXPECT_EQ(h[10 * kCols + 10], value_of(prev, 0, 0));
+    EXPECT_EQ(h[10 * kCols + 11], value_of(prev, 0, 1));
   }
 
   // A receive whose box holds more elements than were sent fails, naming the

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <thread>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,7 @@ struct Posted {
   HostArrayRef array;
   Box box;
   std::shared_ptr<TransportEvent> event;
+  absl::Status failed_after;  // the first failed `after` event, reported by `event`
 };
 
 // Byte offset of element `index` (rank entries) of a dense row-major array.
@@ -51,8 +53,7 @@ class Hub {
  public:
   explicit Hub(int ranks) : ranks_(ranks), values_(ranks) {}
 
-  Event send(int me, Posted p, int to, int tag) {
-    Event e(p.event);
+  void send(int me, Posted p, int to, int tag) {
     std::lock_guard<std::mutex> lock(mu_);
     auto& waiting = recvs_[{me, to, tag}];
     if (waiting.empty()) {
@@ -62,11 +63,9 @@ class Hub {
       waiting.pop_front();
       deliver(p, r, me, tag);
     }
-    return e;
   }
 
-  Event receive(int me, Posted p, int from, int tag) {
-    Event e(p.event);
+  void receive(int me, Posted p, int from, int tag) {
     std::lock_guard<std::mutex> lock(mu_);
     auto& waiting = sends_[{from, me, tag}];
     if (waiting.empty()) {
@@ -76,7 +75,6 @@ class Hub {
       waiting.pop_front();
       deliver(s, p, from, tag);
     }
-    return e;
   }
 
   std::vector<int64_t> all_gather(int me, int64_t value) {
@@ -112,8 +110,8 @@ class Hub {
       return;
     }
     copy_box(s.array, s.box, r.array, r.box);
-    s.event->complete(absl::OkStatus());
-    r.event->complete(absl::OkStatus());
+    s.event->complete(s.failed_after);
+    r.event->complete(r.failed_after);
   }
 
   const int ranks_;
@@ -128,22 +126,30 @@ class Hub {
 class LoopbackTransport final : public Transport {
  public:
   LoopbackTransport(std::shared_ptr<Hub> hub, int rank, int size)
-      : hub_(std::move(hub)), rank_(rank), size_(size) {}
+      : hub_(std::move(hub)), rank_(rank), size_(size) {
+    thread_ = std::thread([this] { run(); });
+  }
+
+  ~LoopbackTransport() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  absl::StatusOr<Event> send(const HostArrayRef& array, const Box& box, int to,
-                             int tag) override {
-    if (absl::Status s = check_peer(array, box, "send", to, tag); !s.ok()) return s;
-    return hub_->send(rank_, Posted{array, box, std::make_shared<TransportEvent>()}, to, tag);
+  absl::StatusOr<Event> send(const HostArrayRef& array, const Box& box, int to, int tag,
+                             std::span<const Event> after) override {
+    return post(true, array, box, to, tag, after);
   }
 
-  absl::StatusOr<Event> receive(const HostArrayRef& array, const Box& box, int from,
-                                int tag) override {
-    if (absl::Status s = check_peer(array, box, "receive", from, tag); !s.ok()) return s;
-    return hub_->receive(rank_, Posted{array, box, std::make_shared<TransportEvent>()}, from,
-                         tag);
+  absl::StatusOr<Event> receive(const HostArrayRef& array, const Box& box, int from, int tag,
+                                std::span<const Event> after) override {
+    return post(false, array, box, from, tag, after);
   }
 
   absl::StatusOr<std::vector<int64_t>> all_gather(int64_t value) override {
@@ -151,19 +157,62 @@ class LoopbackTransport final : public Transport {
   }
 
  private:
-  absl::Status check_peer(const HostArrayRef& array, const Box& box, const char* op, int peer,
-                          int tag) const {
+  struct Queued {
+    bool send;
+    Posted op;
+    int peer, tag;
+    std::vector<Event> after;
+  };
+
+  absl::StatusOr<Event> post(bool send, const HostArrayRef& array, const Box& box, int peer,
+                             int tag, std::span<const Event> after) {
+    const char* op = send ? "send" : "receive";
     if (absl::Status s = check_box_of(array, box, op); !s.ok()) return s;
     if (peer < 0 || peer >= size_ || peer == rank_ || tag < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           op, " of array '", array.name, "' box ", box.to_string(), ": rank ", peer, ", tag ",
           tag, " (this is rank ", rank_, " of ", size_, "; tags are >= 0)"));
     }
-    return absl::OkStatus();
+    auto ev = std::make_shared<TransportEvent>();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(Queued{send, Posted{array, box, ev, absl::OkStatus()}, peer, tag,
+                              std::vector<Event>(after.begin(), after.end())});
+    }
+    cv_.notify_all();
+    return Event(ev);
+  }
+
+  // Posts the queued operations in order, each once its `after` events are done.
+  void run() {
+    while (true) {
+      Queued q;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        q = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      for (const Event& e : q.after) {
+        absl::Status s = e.wait();
+        if (!s.ok() && q.op.failed_after.ok()) q.op.failed_after = absl::Status(s.code(), s.message());
+      }
+      if (q.send) {
+        hub_->send(rank_, std::move(q.op), q.peer, q.tag);
+      } else {
+        hub_->receive(rank_, std::move(q.op), q.peer, q.tag);
+      }
+    }
   }
 
   std::shared_ptr<Hub> hub_;
   const int rank_, size_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Queued> queue_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 }  // namespace

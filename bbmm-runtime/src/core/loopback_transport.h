@@ -4,7 +4,8 @@
 // playing one rank. A send and its matching receive (transport.h's rule)
 // complete together, when the second of the two is posted: the sender's box is
 // copied straight into the receiver's, so a send stays pending until received
-// (as a large MPI message does).
+// (as a large MPI message does). Each transport posts its operations in order
+// from a thread of its own, which waits for each one's `after` events.
 #pragma once
 
 #include <memory>

@@ -47,7 +47,9 @@ void TransportEvent::complete(absl::Status status) {
     std::lock_guard<std::mutex> lock(mu_);
     if (done_) return;
     done_ = true;
-    status_ = std::move(status);
+    // A status of its own (not a reference to `status`'s payload): the waiters
+    // of this event may be other threads than those holding `status`.
+    status_ = status.ok() ? absl::OkStatus() : absl::Status(status.code(), status.message());
   }
   cv_.notify_all();
 }

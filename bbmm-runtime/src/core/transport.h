@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -66,15 +67,21 @@ class Transport {
   // This process's rank in 0..size()-1, and the number of ranks.
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // Starts sending `box` of `array` to rank `to` (not this rank) with `tag`
-  // (>= 0). The event completes when the array's bytes may change again. The
-  // array must stay allocated until then.
-  virtual absl::StatusOr<Event> send(const HostArrayRef& array, const Box& box, int to,
-                                     int tag) = 0;
-  // Starts receiving into `box` of `array` what rank `from` sends with `tag`.
-  // The event completes when the bytes are in place.
+  // Sends `box` of `array` to rank `to` (not this rank) with `tag` (>= 0),
+  // once every event of `after` has completed (the copies that bring the box
+  // to the host). Returns at once; the event completes when the array's bytes
+  // may change again. The array must stay allocated until then. A transport
+  // starts its operations in the order they were posted, each after its
+  // `after` events (so the matching order is the posting order).
+  virtual absl::StatusOr<Event> send(const HostArrayRef& array, const Box& box, int to, int tag,
+                                     std::span<const Event> after = {}) = 0;
+  // Receives into `box` of `array` what rank `from` sends with `tag`, once
+  // every event of `after` has completed (what still reads or writes those
+  // bytes). The event completes when the bytes are in place. For both, a
+  // failed `after` event becomes this event's error (the message still goes,
+  // so that the other rank is not left waiting).
   virtual absl::StatusOr<Event> receive(const HostArrayRef& array, const Box& box, int from,
-                                        int tag) = 0;
+                                        int tag, std::span<const Event> after = {}) = 0;
   // Collective (every rank calls it, in the same order): `value` of every
   // rank, in rank order.
   virtual absl::StatusOr<std::vector<int64_t>> all_gather(int64_t value) = 0;

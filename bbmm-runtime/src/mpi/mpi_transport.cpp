@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <climits>
+#include <deque>
 #include <thread>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct Op {
   int peer = 0, tag = 0;
   std::string what;  // "send of array 'A' box [..) to rank 1, tag 3", for messages
   std::shared_ptr<TransportEvent> event;
+  std::vector<Event> after;  // kSend, kReceive: started once these completed
+  absl::Status failed_after;  // the first of them that failed, reported by `event`
   int64_t value = 0;                  // kGather
   std::vector<int64_t>* out = nullptr;  // kGather: filled before the event completes
 };
@@ -48,14 +51,14 @@ class MpiTransport final : public Transport {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  absl::StatusOr<Event> send(const HostArrayRef& array, const Box& box, int to,
-                             int tag) override {
-    return post(Op::kSend, array, box, to, tag);
+  absl::StatusOr<Event> send(const HostArrayRef& array, const Box& box, int to, int tag,
+                             std::span<const Event> after) override {
+    return post(Op::kSend, array, box, to, tag, after);
   }
 
-  absl::StatusOr<Event> receive(const HostArrayRef& array, const Box& box, int from,
-                                int tag) override {
-    return post(Op::kReceive, array, box, from, tag);
+  absl::StatusOr<Event> receive(const HostArrayRef& array, const Box& box, int from, int tag,
+                                std::span<const Event> after) override {
+    return post(Op::kReceive, array, box, from, tag, after);
   }
 
   absl::StatusOr<std::vector<int64_t>> all_gather(int64_t value) override {
@@ -74,7 +77,7 @@ class MpiTransport final : public Transport {
 
  private:
   absl::StatusOr<Event> post(Op::Kind kind, const HostArrayRef& array, const Box& box, int peer,
-                             int tag) {
+                             int tag, std::span<const Event> after) {
     const char* name = kind == Op::kSend ? "send" : "receive";
     if (absl::Status s = check_box_of(array, box, name); !s.ok()) return s;
     Op op;
@@ -99,6 +102,7 @@ class MpiTransport final : public Transport {
     op.box = box;
     op.peer = peer;
     op.tag = tag;
+    op.after.assign(after.begin(), after.end());
     op.event = std::make_shared<TransportEvent>();
     Event e(op.event);
     enqueue(std::move(op));
@@ -191,6 +195,8 @@ class MpiTransport final : public Transport {
       absl::Status s;
       if (err != MPI_SUCCESS) {
         s = absl::InternalError(absl::StrCat(op.what, ": ", mpi_error(err)));
+      } else if (!op.failed_after.ok()) {
+        s = op.failed_after;
       } else if (op.kind == Op::kReceive) {
         int count = 0;
         MPI_Get_count(&statuses_[k], types_[i], &count);
@@ -219,21 +225,44 @@ class MpiTransport final : public Transport {
     return done;
   }
 
+  // Starts the waiting operations in order while the first one's `after`
+  // events have completed; returns how many started.
+  int start_ready() {
+    int started = 0;
+    while (!waiting_.empty()) {
+      Op& op = waiting_.front();
+      for (const Event& e : op.after) {
+        if (!e.done()) return started;
+      }
+      for (const Event& e : op.after) {
+        absl::Status s = e.wait();  // complete: returns at once
+        if (!s.ok() && op.failed_after.ok()) op.failed_after = absl::Status(s.code(), s.message());
+      }
+      op.after.clear();
+      start(std::move(op));
+      waiting_.pop_front();
+      ++started;
+    }
+    return started;
+  }
+
   void run() {
     std::vector<Op> fresh;
     while (true) {
       {
         std::unique_lock<std::mutex> lock(mu_);
-        if (queue_.empty() && active_.empty()) {
+        if (queue_.empty() && active_.empty() && waiting_.empty()) {
           if (stop_) return;
           cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
           if (queue_.empty()) return;  // stopping with nothing pending
         }
         fresh.swap(queue_);
       }
-      for (Op& op : fresh) start(std::move(op));
+      for (Op& op : fresh) waiting_.push_back(std::move(op));
       fresh.clear();
-      if (!active_.empty() && poll() == 0) {
+      const int started = start_ready();
+      if ((!active_.empty() || !waiting_.empty()) &&
+          (active_.empty() ? 0 : poll()) + started == 0) {
         // Nothing finished: let MPI progress again soon, or a new operation in.
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait_for(lock, std::chrono::microseconds(20), [&] { return !queue_.empty(); });
@@ -249,6 +278,7 @@ class MpiTransport final : public Transport {
   std::vector<Op> queue_;  // posted by callers, taken by the thread
   bool stop_ = false;
   // The communication thread's own.
+  std::deque<Op> waiting_;  // posted, not started (in posting order)
   std::vector<Op> active_;
   std::vector<MPI_Request> requests_;
   std::vector<MPI_Datatype> types_;
