@@ -170,6 +170,23 @@ bbmm_status bbmm_tile_flow_out(bbmm_tile* tile, bbmm_array* array, const int64_t
 /* Ends the tile (also after a failed acquire) and frees `tile`. */
 bbmm_status bbmm_tile_release(bbmm_tile* tile);
 
+/* Runs over several hosts (a transport between ranks: bbmm_runtime_use_mpi in
+ * bbmm/mpi.h). This runtime's rank, and the number of ranks (0 and 1 without). */
+int bbmm_rank(const bbmm_runtime* rt);
+int bbmm_rank_count(const bbmm_runtime* rt);
+/* Sends box [lo, hi) of `array`, as the program holds it now (what only devices hold is
+ * written back first), to rank `to_rank` with `tag` (>= 0); receives into box [lo, hi)
+ * what rank `from_rank` sends with `tag`, and those values become the array's (device
+ * copies of the box go stale; no open tile may hold it). A receive matches the sender's
+ * earliest unmatched send with its tag; both boxes have the same extents. Neither waits:
+ * later tiles' read-ins wait for a receive, bbmm_array_unregister for both. The host array
+ * must be dense row-major. BBMM_ERROR_INVALID_ARGUMENT without a transport, for a box
+ * outside the array, a read-only array (receive), or this rank. */
+bbmm_status bbmm_array_send(bbmm_runtime* rt, bbmm_array* array, const int64_t* lo,
+                            const int64_t* hi, int to_rank, int tag);
+bbmm_status bbmm_array_receive(bbmm_runtime* rt, bbmm_array* array, const int64_t* lo,
+                               const int64_t* hi, int from_rank, int tag);
+
 /* Starts copying to the host copy of `array` the elements only devices hold and
  * returns without waiting for them (bbmm_sync_to_host and bbmm_array_unregister
  * wait). Starting the write-backs of several arrays before waiting for any lets
@@ -209,6 +226,9 @@ typedef struct bbmm_stats {
    * unregistration (total only). */
   double reserve_seconds;
   double host_unpin_seconds;
+  /* Bytes of array boxes sent to and received from other ranks (a run over several
+   * hosts; total only). */
+  uint64_t bytes_sent_ranks, bytes_received_ranks;
 } bbmm_stats;
 bbmm_status bbmm_stats_get(const bbmm_runtime* rt, int device, bbmm_stats* out);
 /* Writes the statistics as a table, or as JSON. */

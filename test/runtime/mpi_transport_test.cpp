@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include "bbmm/mpi.h"
 #include "mpi/mpi_transport.h"
+#include "rank_stencil.h"
 #include "transport_checks.h"
 
 namespace bbmm {
@@ -18,6 +20,32 @@ TEST(MpiTransport, EveryRankPassesTheChecks) {
   EXPECT_EQ((*t)->size(), size);
   testing::run_transport_checks(**t);
 }
+
+// The stencil over ranks (rank_stencil.h), one process per rank, 2 host devices
+// each, through the C API and bbmm_runtime_use_mpi; with devices that box out too.
+void stencil(bool tight) {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  bbmm_options o;
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+  o.backend = BBMM_BACKEND_HOST;
+  o.devices = 2;
+  o.device_memory = tight ? testing::tight_device_memory(1000, size, 2) : 0;
+  bbmm_runtime* rt = nullptr;
+  ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
+  ASSERT_EQ(bbmm_runtime_use_mpi(rt, MPI_COMM_WORLD), BBMM_OK) << bbmm_last_error_message();
+  EXPECT_EQ(bbmm_rank_count(rt), size);
+  testing::run_rank_stencil(rt, 1000, 12);
+  bbmm_stats st;
+  ASSERT_EQ(bbmm_stats_get(rt, -1, &st), BBMM_OK);
+  if (tight) {
+    EXPECT_GT(st.evictions, 0u);
+  }
+  EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
+}
+
+TEST(MpiRuntime, StencilMatchesTheSequentialProgram) { stencil(false); }
+TEST(MpiRuntime, StencilWithBoxOutMatchesTheSequentialProgram) { stencil(true); }
 
 }  // namespace
 }  // namespace bbmm

@@ -2,13 +2,13 @@
 # transport_loopback_test: the checks of transport_checks.cpp on the in-process
 # loopback, one thread per rank (also in the TSan preset: label runtime).
 bbmm_add_test(transport_loopback_test LABELS runtime
-  SOURCES transport_loopback_test.cpp transport_checks.cpp
+  SOURCES transport_loopback_test.cpp transport_checks.cpp rank_stencil.cpp
   LIBS bbmm_runtime_internal)
 # mpi_transport_test: the same checks over MPI, one process per rank, under
 # mpirun with 2 and 3 processes (as root too, oversubscribing CI's 2 cores).
 if(BBMM_HAVE_MPI)
-  add_executable(mpi_transport_test mpi_transport_test.cpp transport_checks.cpp)
-  target_link_libraries(mpi_transport_test PRIVATE bbmm_mpi GTest::gtest)
+  add_executable(mpi_transport_test mpi_transport_test.cpp transport_checks.cpp rank_stencil.cpp)
+  target_link_libraries(mpi_transport_test PRIVATE bbmm_mpi bbmm_runtime_internal GTest::gtest)
   target_compile_options(mpi_transport_test PRIVATE -Wall -Wextra)
   foreach(np 2 3)
     add_test(NAME mpi_transport.np${np}

@@ -1,11 +1,15 @@
 // The transport checks (transport_checks.h) over the loopback transport: one
-// thread per rank, for 1, 2, 3 and 5 ranks (and under ThreadSanitizer in CI).
+// thread per rank, for 1, 2, 3 and 5 ranks (and under ThreadSanitizer in CI);
+// the stencil over ranks (rank_stencil.h) through the C API, and its errors.
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
 
+#include "api/c_api_internal.h"
+#include "bbmm/bbmm.h"
 #include "core/loopback_transport.h"
+#include "rank_stencil.h"
 #include "transport_checks.h"
 
 namespace bbmm {
@@ -41,6 +45,108 @@ TEST(LoopbackTransport, MismatchedShapesFailBothSides) {
 }
 
 TEST(LoopbackTransport, NoRanksNoTransports) { EXPECT_TRUE(make_loopback_transports(0).empty()); }
+
+}  // namespace
+}  // namespace bbmm
+
+namespace bbmm {
+namespace {
+
+// The stencil over ranks (rank_stencil.h): one thread and one runtime per rank,
+// 2 host devices each; with room for everything, and with devices that hold
+// one tile's boxes and little more (tight_device_memory), so that tiles box out.
+struct StencilCase {
+  int ranks;
+  bool tight;
+};
+
+class RankStencilTest : public ::testing::TestWithParam<StencilCase> {};
+
+TEST_P(RankStencilTest, MatchesTheSequentialProgram) {
+  const StencilCase c = GetParam();
+  std::vector<std::unique_ptr<Transport>> transports = make_loopback_transports(c.ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < c.ranks; ++r) {
+    threads.emplace_back([&, r] {
+      bbmm_options o;
+      ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+      o.backend = BBMM_BACKEND_HOST;
+      o.devices = 2;
+      o.device_memory = c.tight ? testing::tight_device_memory(1000, c.ranks, 2) : 0;
+      bbmm_runtime* rt = nullptr;
+      ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
+      ASSERT_TRUE(detail::core_of(rt)->set_transport(std::move(transports[r])).ok());
+      EXPECT_EQ(bbmm_rank(rt), r);
+      EXPECT_EQ(bbmm_rank_count(rt), c.ranks);
+      testing::run_rank_stencil(rt, 1000, 12);
+      bbmm_stats st;
+      ASSERT_EQ(bbmm_stats_get(rt, -1, &st), BBMM_OK);
+      if (c.tight) {
+        EXPECT_GT(st.evictions, 0u) << "rank " << r;
+      }
+      EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, RankStencilTest,
+                         ::testing::Values(StencilCase{1, false}, StencilCase{2, false},
+                                           StencilCase{3, false}, StencilCase{1, true},
+                                           StencilCase{2, true}, StencilCase{3, true},
+                                           StencilCase{4, true}),
+                         [](const ::testing::TestParamInfo<StencilCase>& i) {
+                           return std::to_string(i.param.ranks) + "ranks" +
+                                  (i.param.tight ? "_boxout" : "");
+                         });
+
+TEST(RankExchange, WithoutATransportTheCallsSaySo) {
+  bbmm_options o;
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+  o.backend = BBMM_BACKEND_HOST;
+  o.devices = 1;
+  bbmm_runtime* rt = nullptr;
+  ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK);
+  EXPECT_EQ(bbmm_rank(rt), 0);
+  EXPECT_EQ(bbmm_rank_count(rt), 1);
+  std::vector<double> a(8, 1.0);
+  const int64_t n = 8, lo = 0, hi = 2;
+  bbmm_array* A = nullptr;
+  ASSERT_EQ(bbmm_array_register(rt, "A", a.data(), sizeof(double), 1, &n, nullptr, 0, &A), BBMM_OK);
+  EXPECT_EQ(bbmm_array_send(rt, A, &lo, &hi, 1, 0), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bbmm_last_error_message()).find("no transport"), std::string::npos)
+      << bbmm_last_error_message();
+  // A transport comes before the first array.
+  EXPECT_FALSE(detail::core_of(rt)->set_transport(std::move(make_loopback_transports(2)[0])).ok());
+  ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);
+  EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK);
+}
+
+TEST(RankExchange, BadBoxesAndReadOnlyArraysAreRefused) {
+  std::vector<std::unique_ptr<Transport>> t = make_loopback_transports(2);
+  bbmm_options o;
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+  o.backend = BBMM_BACKEND_HOST;
+  o.devices = 1;
+  bbmm_runtime* rt = nullptr;
+  ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK);
+  ASSERT_TRUE(detail::core_of(rt)->set_transport(std::move(t[0])).ok());
+  std::vector<double> a(8, 1.0);
+  const int64_t n = 8, lo = 6, hi = 9, lo2 = 0, hi2 = 2;
+  bbmm_array *A = nullptr, *R = nullptr;
+  ASSERT_EQ(bbmm_array_register(rt, "A", a.data(), sizeof(double), 1, &n, nullptr, 0, &A), BBMM_OK);
+  ASSERT_EQ(bbmm_array_register(rt, "R", a.data(), sizeof(double), 1, &n, nullptr,
+                                BBMM_ARRAY_READ_ONLY, &R), BBMM_OK);
+  EXPECT_EQ(bbmm_array_send(rt, A, &lo, &hi, 1, 0), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bbmm_last_error_message()).find("'A'"), std::string::npos);
+  EXPECT_EQ(bbmm_array_receive(rt, R, &lo2, &hi2, 1, 0), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bbmm_last_error_message()).find("read-only"), std::string::npos);
+  EXPECT_EQ(bbmm_array_send(rt, A, &lo2, &hi2, 0, 0), BBMM_ERROR_INVALID_ARGUMENT)
+      << "a send to this rank";
+  ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);
+  ASSERT_EQ(bbmm_array_unregister(rt, R), BBMM_OK);
+  EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK);
+}
 
 }  // namespace
 }  // namespace bbmm

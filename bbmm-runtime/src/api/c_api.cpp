@@ -406,6 +406,38 @@ bbmm_status bbmm_array_write_back(bbmm_runtime* rt, bbmm_array* array) {
   });
 }
 
+int bbmm_rank(const bbmm_runtime* rt) {
+  return rt == nullptr ? 0 : const_cast<bbmm_runtime*>(rt)->rt->core()->rank();
+}
+
+int bbmm_rank_count(const bbmm_runtime* rt) {
+  return rt == nullptr ? 1 : const_cast<bbmm_runtime*>(rt)->rt->core()->rank_count();
+}
+
+bbmm_status bbmm_array_send(bbmm_runtime* rt, bbmm_array* array, const int64_t* lo,
+                            const int64_t* hi, int to_rank, int tag) {
+  return guarded([&] {
+    if (rt == nullptr || array == nullptr) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "array_send: null runtime or array");
+    }
+    absl::StatusOr<bbmm::Box> box = make_box(lo, hi, array_rank(array));
+    if (!box.ok()) return to_c(box.status());
+    return to_c(rt->rt->core()->send_box(unwrap(array), *box, to_rank, tag));
+  });
+}
+
+bbmm_status bbmm_array_receive(bbmm_runtime* rt, bbmm_array* array, const int64_t* lo,
+                               const int64_t* hi, int from_rank, int tag) {
+  return guarded([&] {
+    if (rt == nullptr || array == nullptr) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "array_receive: null runtime or array");
+    }
+    absl::StatusOr<bbmm::Box> box = make_box(lo, hi, array_rank(array));
+    if (!box.ok()) return to_c(box.status());
+    return to_c(rt->rt->core()->receive_box(unwrap(array), *box, from_rank, tag));
+  });
+}
+
 bbmm_status bbmm_sync_to_host(bbmm_runtime* rt, bbmm_array* array) {
   return guarded([&] {
     if (rt == nullptr || array == nullptr) {
@@ -464,3 +496,11 @@ bbmm_status bbmm_stats_print_json(const bbmm_runtime* rt, FILE* out) {
 }
 
 }  // extern "C"
+
+namespace bbmm::detail {
+
+RuntimeCore* core_of(bbmm_runtime* rt) { return rt == nullptr ? nullptr : rt->rt->core(); }
+
+bbmm_status c_status(const absl::Status& s) { return to_c(s); }
+
+}  // namespace bbmm::detail

@@ -40,6 +40,7 @@
 #include "core/placement.h"
 #include "core/tile_state.h"
 #include "core/trace.h"
+#include "core/transport.h"
 
 namespace bbmm::detail {
 
@@ -84,6 +85,22 @@ class RuntimeCore {
   // registered (their host copy was not made valid). Idempotent.
   absl::Status shutdown();
 
+  // Ranks of a run over several hosts (core/transport.h; runtime_ranks.cpp).
+  // Without a transport the runtime is rank 0 of 1. Set it before the first
+  // array is registered; the transport lives as long as the runtime.
+  absl::Status set_transport(std::unique_ptr<Transport> transport);
+  int rank() const { return transport_ ? transport_->rank() : 0; }
+  int rank_count() const { return transport_ ? transport_->size() : 1; }
+  // Sends box `box` of `array` as the program holds it now (what devices wrote
+  // is written back first) to rank `to` with `tag`; receives into `box` what
+  // rank `from` sends with `tag`: the received values become the array's
+  // (device copies of the box go stale; no open tile may hold the box).
+  // Neither waits: the send runs after the write-backs, the receive after what
+  // still reads or writes the host box; later read-ins wait for the receive,
+  // and unregister_array for both.
+  absl::Status send_box(Array* array, const Box& box, int to, int tag);
+  absl::Status receive_box(Array* array, const Box& box, int from, int tag);
+
   bbmm_stats stats(int device) const;
   std::string stats_table() const;
   std::string stats_json() const;
@@ -101,6 +118,9 @@ class RuntimeCore {
   void clear_pieces(TileState& tile);
   // Recycles `tile` (bumping its generation).
   void retire(TileState& tile);
+  // The host array of `array` for the transport; kInvalidArgument (naming
+  // `op`) unless it is dense row-major, or when there is no transport.
+  absl::StatusOr<HostArrayRef> host_ref(const Array& array, const Box& box, const char* op) const;
 
   std::unique_ptr<InstrumentedBackend> backend_;
   std::vector<size_t> capacity_;  // per device
@@ -122,6 +142,10 @@ class RuntimeCore {
   double host_unpin_seconds_ = 0;
   uint64_t bytes_host_pinned_ = 0;
   bool shut_down_ = false;
+  uint64_t bytes_sent_ranks_ = 0, bytes_received_ranks_ = 0;
+  // Last: destroyed first, waiting for its operations while everything they
+  // use still exists.
+  std::unique_ptr<Transport> transport_;
 };
 
 // Adds the time between its construction and destruction to `*sink`; with a

@@ -37,6 +37,8 @@ constexpr Field kFields[] = {
     {"kernels", &bbmm_stats::kernels},
     {"tiles", &bbmm_stats::tiles},
     {"bytes_host_pinned", &bbmm_stats::bytes_host_pinned},
+    {"bytes_sent_ranks", &bbmm_stats::bytes_sent_ranks},
+    {"bytes_received_ranks", &bbmm_stats::bytes_received_ranks},
 };
 struct SecondsField {
   const char* name;
@@ -76,6 +78,8 @@ bbmm_stats RuntimeCore::stats(int device) const {
   total.bytes_host_pinned = bytes_host_pinned_;
   total.host_pin_seconds = host_pin_seconds_;
   total.host_unpin_seconds = host_unpin_seconds_;
+  total.bytes_sent_ranks = bytes_sent_ranks_;
+  total.bytes_received_ranks = bytes_received_ranks_;
   return total;
 }
 

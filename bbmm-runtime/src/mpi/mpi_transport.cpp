@@ -34,7 +34,8 @@ struct Op {
 
 class MpiTransport final : public Transport {
  public:
-  MpiTransport(MPI_Comm comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {
+  MpiTransport(MPI_Comm comm, int rank, int size, int max_tag)
+      : comm_(comm), rank_(rank), size_(size), max_tag_(max_tag) {
     thread_ = std::thread([this] { run(); });
   }
 
@@ -272,7 +273,7 @@ class MpiTransport final : public Transport {
 
   MPI_Comm comm_;
   const int rank_, size_;
-  int max_tag_ = 32767;  // the least MPI_TAG_UB the standard allows
+  const int max_tag_;  // MPI_TAG_UB
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Op> queue_;  // posted by callers, taken by the thread
@@ -312,7 +313,13 @@ absl::StatusOr<std::unique_ptr<Transport>> make_mpi_transport(MPI_Comm comm) {
   int rank = 0, size = 0;
   MPI_Comm_rank(dup, &rank);
   MPI_Comm_size(dup, &size);
-  return std::unique_ptr<Transport>(new MpiTransport(dup, rank, size));
+  int max_tag = 32767;  // the least MPI_TAG_UB the standard allows
+  int* ub = nullptr;
+  int flag = 0;
+  if (MPI_Comm_get_attr(dup, MPI_TAG_UB, &ub, &flag) == MPI_SUCCESS && flag && ub != nullptr) {
+    max_tag = *ub;
+  }
+  return std::unique_ptr<Transport>(new MpiTransport(dup, rank, size, max_tag));
 }
 
 }  // namespace bbmm

@@ -1,0 +1,24 @@
+// A hand-written 1-D Jacobi stencil over several ranks through the C API, the
+// way a compiled program will run over several hosts: every rank registers
+// the whole arrays (all start from the same values), computes the rows it
+// owns on its own devices (a tile per device and phase), exchanges its edge
+// elements with the neighbouring ranks after each phase (bbmm_array_send /
+// bbmm_array_receive), and at the end sends its rows to rank 0, which
+// compares the result with the sequential program, exactly.
+#pragma once
+
+#include <cstdint>
+
+#include "bbmm/bbmm.h"
+
+namespace bbmm::testing {
+
+// Runs on every rank of `rt`'s group; `rt` has `devices` devices. Reports
+// failures with gtest assertions.
+void run_rank_stencil(bbmm_runtime* rt, int64_t n, int steps);
+
+// A device memory with room for one tile's boxes of run_rank_stencil(n) on
+// `ranks` ranks of `devices` devices, and little more: the tiles box out.
+uint64_t tight_device_memory(int64_t n, int ranks, int devices);
+
+}  // namespace bbmm::testing
