@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -24,6 +26,7 @@
 #include "bbmm/runtime.h"
 #include "bbmm/view.h"
 #include "core/backend.h"
+#include "core/transport.h"
 
 namespace bbmm {
 namespace {
@@ -305,6 +308,42 @@ TEST(OpenCLBackend, DenseAndEmptyCopies) {
   ASSERT_TRUE(e4.ok());
   ASSERT_TRUE(e4->wait().ok());
   EXPECT_EQ(dst, src);
+}
+
+// A copy waits for an event of no OpenCL command (a transfer between ranks,
+// core/transport.h) that completes later: it reads what the host array holds
+// then, not before.
+TEST(OpenCLBackend, CopiesWaitForForeignEvents) {
+  BBMM_SKIP_WITHOUT_OPENCL();
+  std::unique_ptr<Backend> be = make(1, 0);
+  ASSERT_NE(be, nullptr);
+  std::vector<unsigned char> src(4096, 1), dst(4096, 0);
+  absl::StatusOr<DeviceBuffer> a = be->allocate(0, 4096);
+  ASSERT_TRUE(a.ok());
+  auto gate = std::make_shared<TransportEvent>();
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::fill(src.begin(), src.end(), 2);  // what the transfer "received"
+    gate->complete(absl::OkStatus());
+  });
+  Event w1[] = {Event(gate)};
+  absl::StatusOr<Event> e1 = be->copy({0, a->base, 0, 4096, 4096}, {kHost, src.data(), 0, 4096, 4096},
+                                      {4096, 1, 1}, w1);
+  ASSERT_TRUE(e1.ok()) << e1.status();
+  Event w2[] = {*e1};
+  absl::StatusOr<Event> e2 = be->copy({kHost, dst.data(), 0, 4096, 4096}, {0, a->base, 0, 4096, 4096},
+                                      {4096, 1, 1}, w2);
+  ASSERT_TRUE(e2.ok()) << e2.status();
+  ASSERT_TRUE(e2->wait().ok());
+  opener.join();
+  EXPECT_EQ(dst, std::vector<unsigned char>(4096, 2));
+  // A failed foreign event fails the copy, which does not run.
+  auto broken = std::make_shared<TransportEvent>();
+  broken->complete(absl::DataLossError("the receive failed"));
+  Event w3[] = {Event(broken)};
+  absl::StatusOr<Event> e3 = be->copy({0, a->base, 0, 4096, 4096}, {kHost, src.data(), 0, 4096, 4096},
+                                      {4096, 1, 1}, w3);
+  EXPECT_FALSE(e3.ok() && e3->wait().ok());
 }
 
 // --- Kernels ---------------------------------------------------------------------

@@ -261,8 +261,10 @@ void Worker::add_wait(const Event& e, StreamKey target, absl::Status* failed) {
   if (st == nullptr) return;
   const CudaOpEvent* ce = dynamic_cast<const CudaOpEvent*>(st);
   if (ce == nullptr) {
-    // Not an event of a CUDA backend (one runtime has one backend, so this
-    // does not happen in practice): wait for it here.
+    // Not an event of a CUDA backend (a transfer between ranks,
+    // core/transport.h): wait for it here, blocking this worker until it
+    // completes. No deadlock: the transfer was posted, its own waits
+    // collected, before this command was enqueued.
     absl::Status s = st->wait();
     if (!s.ok() && failed->ok()) *failed = std::move(s);
     return;

@@ -113,18 +113,24 @@ class ClEventState final : public EventState {
   absl::Status failure_;
 };
 
-// The cl_events among `events` (events of no OpenCL command, e.g. default
-// ones, are already complete and need no waiting). Returns the error of an
-// event that has already failed instead: PoCL 3.1 never completes a command
-// enqueued after an event in its wait list failed, so such a command must
-// not be enqueued. With `skip_failed`, failed events are left out instead.
+// The cl_events among `events`. An event of no OpenCL command (a transfer
+// between ranks, core/transport.h) is waited for here, on the calling thread:
+// OpenCL cannot wait for it (default events are complete: no wait). Returns
+// the error of an event that has already failed instead: PoCL 3.1 never
+// completes a command enqueued after an event in its wait list failed, so such
+// a command must not be enqueued. With `skip_failed`, failed events are left
+// out instead.
 absl::Status wait_list(std::span<const Event> events, std::vector<cl_event>* list,
                        bool skip_failed = false) {
   list->clear();
   list->reserve(events.size());
   for (const Event& e : events) {
     const auto* s = dynamic_cast<const ClEventState*>(e.state());
-    if (s == nullptr) continue;
+    if (s == nullptr) {
+      absl::Status st = e.wait();
+      if (!st.ok() && !skip_failed) return st;
+      continue;
+    }
     if (s->status() < 0) {
       if (skip_failed) continue;
       absl::Status st = s->wait();
