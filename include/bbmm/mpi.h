@@ -2,12 +2,16 @@
  *
  *   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
  *   bbmm_runtime_create(&opts, &rt);
- *   bbmm_runtime_use_mpi(rt, MPI_COMM_WORLD);   (before the first array)
- *   ... bbmm_array_send / bbmm_array_receive (bbmm.h) between ranks ...
- *   bbmm_runtime_destroy(rt);                    (before MPI_Finalize)
+ *   bbmm_runtime_use_mpi(rt, MPI_COMM_WORLD, 0); (before the first array)
+ *   ... the program, unchanged ...
+ *   bbmm_runtime_destroy(rt);                      (before MPI_Finalize)
  *
- * Each rank runs its own runtime over its own devices; the transport moves boxes
- * of the registered host arrays between ranks (docs/runtime.md, "Between hosts"). */
+ * Each rank runs its own runtime over its own devices (docs/runtime.md, "Between
+ * hosts"). By default every rank runs the same program over the devices of all ranks
+ * (bbmm_device_count counts them all, rank by rank): a tile runs on its device's rank,
+ * the runtime moves what it reads there from the rank holding it, and unregistering an
+ * array gathers its values on rank 0. With BBMM_MPI_EXPLICIT, devices and tiles are the
+ * rank's own and the program moves boxes itself (bbmm_array_send, bbmm_array_receive). */
 #ifndef BBMM_MPI_H_
 #define BBMM_MPI_H_
 
@@ -19,10 +23,13 @@
 extern "C" {
 #endif
 
-/* Gives `rt` a transport over a duplicate of `comm` (collective over `comm`). Fails
+enum { BBMM_MPI_EXPLICIT = 1 };
+
+/* Gives `rt` a transport over a duplicate of `comm` (collective over `comm`: every rank
+ * calls it, with the same `flags`: 0 or BBMM_MPI_EXPLICIT). Fails
  * (BBMM_ERROR_INVALID_ARGUMENT) when MPI is not initialised, or below
  * MPI_THREAD_SERIALIZED, or after the first array was registered, or a second time. */
-bbmm_status bbmm_runtime_use_mpi(bbmm_runtime* rt, MPI_Comm comm);
+bbmm_status bbmm_runtime_use_mpi(bbmm_runtime* rt, MPI_Comm comm, int flags);
 
 #ifdef __cplusplus
 }

@@ -33,7 +33,8 @@ void stencil(bool tight) {
   o.device_memory = tight ? testing::tight_device_memory(1000, size, 2) : 0;
   bbmm_runtime* rt = nullptr;
   ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
-  ASSERT_EQ(bbmm_runtime_use_mpi(rt, MPI_COMM_WORLD), BBMM_OK) << bbmm_last_error_message();
+  ASSERT_EQ(bbmm_runtime_use_mpi(rt, MPI_COMM_WORLD, BBMM_MPI_EXPLICIT), BBMM_OK)
+      << bbmm_last_error_message();
   EXPECT_EQ(bbmm_rank_count(rt), size);
   testing::run_rank_stencil(rt, 1000, 12);
   bbmm_stats st;
@@ -46,6 +47,27 @@ void stencil(bool tight) {
 
 TEST(MpiRuntime, StencilMatchesTheSequentialProgram) { stencil(false); }
 TEST(MpiRuntime, StencilWithBoxOutMatchesTheSequentialProgram) { stencil(true); }
+
+// The stencil written for one runtime (run_global_stencil), unchanged, over the
+// devices of all ranks (bbmm_runtime_use_mpi without flags).
+void global_stencil(bool tight) {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  bbmm_options o;
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+  o.backend = BBMM_BACKEND_HOST;
+  o.devices = 2;
+  o.device_memory = tight ? testing::tight_device_memory(1000, size, 2) : 0;
+  bbmm_runtime* rt = nullptr;
+  ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
+  ASSERT_EQ(bbmm_runtime_use_mpi(rt, MPI_COMM_WORLD, 0), BBMM_OK) << bbmm_last_error_message();
+  EXPECT_EQ(bbmm_device_count(rt), 2 * size);
+  testing::run_global_stencil(rt, 1000, 12);
+  EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
+}
+
+TEST(MpiRuntime, GlobalStencilMatchesTheSequentialProgram) { global_stencil(false); }
+TEST(MpiRuntime, GlobalStencilWithBoxOutMatchesTheSequentialProgram) { global_stencil(true); }
 
 }  // namespace
 }  // namespace bbmm

@@ -17,6 +17,12 @@ namespace bbmm::testing {
 // failures with gtest assertions.
 void run_rank_stencil(bbmm_runtime* rt, int64_t n, int steps);
 
+// The same stencil written for one runtime, unchanged: its tiles go to the
+// devices of all ranks (bbmm_device_count counts them all), and the runtime
+// moves what each tile reads to its rank and gathers both arrays on rank 0 at
+// unregistration, which compares them with the sequential program, exactly.
+void run_global_stencil(bbmm_runtime* rt, int64_t n, int steps);
+
 // A device memory with room for one tile's boxes of run_rank_stencil(n) on
 // `ranks` ranks of `devices` devices, and little more: the tiles box out.
 uint64_t tight_device_memory(int64_t n, int ranks, int devices);

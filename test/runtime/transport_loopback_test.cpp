@@ -75,7 +75,7 @@ TEST_P(RankStencilTest, MatchesTheSequentialProgram) {
       o.device_memory = c.tight ? testing::tight_device_memory(1000, c.ranks, 2) : 0;
       bbmm_runtime* rt = nullptr;
       ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
-      ASSERT_TRUE(detail::core_of(rt)->set_transport(std::move(transports[r])).ok());
+      ASSERT_TRUE(detail::core_of(rt)->set_transport(std::move(transports[r]), false).ok());
       EXPECT_EQ(bbmm_rank(rt), r);
       EXPECT_EQ(bbmm_rank_count(rt), c.ranks);
       testing::run_rank_stencil(rt, 1000, 12);
@@ -100,6 +100,89 @@ INSTANTIATE_TEST_SUITE_P(Ranks, RankStencilTest,
                                   (i.param.tight ? "_boxout" : "");
                          });
 
+// The stencil written for one runtime (run_global_stencil), its tiles on the
+// devices of all ranks: the runtime moves the data; tight devices box out.
+class GlobalStencilTest : public ::testing::TestWithParam<StencilCase> {};
+
+TEST_P(GlobalStencilTest, MatchesTheSequentialProgram) {
+  const StencilCase c = GetParam();
+  std::vector<std::unique_ptr<Transport>> transports = make_loopback_transports(c.ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < c.ranks; ++r) {
+    threads.emplace_back([&, r] {
+      bbmm_options o;
+      ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+      o.backend = BBMM_BACKEND_HOST;
+      o.devices = 2;
+      o.device_memory = c.tight ? testing::tight_device_memory(1000, c.ranks, 2) : 0;
+      bbmm_runtime* rt = nullptr;
+      ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
+      ASSERT_TRUE(detail::core_of(rt)->set_transport(std::move(transports[r]), true).ok());
+      EXPECT_EQ(bbmm_device_count(rt), 2 * c.ranks);
+      testing::run_global_stencil(rt, 1000, 12);
+      bbmm_stats st;
+      ASSERT_EQ(bbmm_stats_get(rt, -1, &st), BBMM_OK);
+      if (c.ranks > 1) {
+        // The edges between ranks and the gather, not whole arrays: each rank
+        // sends at most its rows of both arrays plus 2 edge elements a phase.
+        EXPECT_GT(st.bytes_sent_ranks + st.bytes_received_ranks, 0u);
+        EXPECT_LE(st.bytes_sent_ranks, (2 * 1000 / c.ranks + 2 + 2 * 24 * 2) * sizeof(double))
+            << "rank " << r;
+      }
+      if (c.tight) {
+        EXPECT_GT(st.evictions, 0u) << "rank " << r;
+      }
+      EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, GlobalStencilTest,
+                         ::testing::Values(StencilCase{1, false}, StencilCase{2, false},
+                                           StencilCase{3, false}, StencilCase{2, true},
+                                           StencilCase{4, true}),
+                         [](const ::testing::TestParamInfo<StencilCase>& i) {
+                           return std::to_string(i.param.ranks) + "ranks" +
+                                  (i.param.tight ? "_boxout" : "");
+                         });
+
+// With global tiles the runtime moves the data itself: explicit transfers are
+// refused, and the device count is all ranks'.
+TEST(RankExchange, GlobalTilesRefuseExplicitTransfers) {
+  std::vector<std::unique_ptr<Transport>> t = make_loopback_transports(2);
+  bbmm_options o;
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+  o.backend = BBMM_BACKEND_HOST;
+  o.devices = 3;
+  bbmm_runtime *rt = nullptr, *other = nullptr;
+  ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK);
+  o.devices = 2;
+  ASSERT_EQ(bbmm_runtime_create(&o, &other), BBMM_OK);
+  std::thread rank1(
+      [&] { EXPECT_TRUE(detail::core_of(other)->set_transport(std::move(t[1]), true).ok()); });
+  ASSERT_TRUE(detail::core_of(rt)->set_transport(std::move(t[0]), true).ok());
+  rank1.join();
+  EXPECT_EQ(bbmm_device_count(rt), 5);
+  EXPECT_EQ(bbmm_device_count(other), 5);
+  EXPECT_EQ(bbmm_device_memory(rt, 4), bbmm_device_memory(other, 0));
+  EXPECT_EQ(bbmm_device_memory(rt, 5), 0u);
+  std::vector<double> a(8, 1.0);
+  const int64_t n = 8, lo = 0, hi = 2;
+  bbmm_array* A = nullptr;
+  ASSERT_EQ(bbmm_array_register(rt, "A", a.data(), sizeof(double), 1, &n, nullptr, 0, &A), BBMM_OK);
+  EXPECT_EQ(bbmm_array_send(rt, A, &lo, &hi, 1, 0), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bbmm_last_error_message()).find("itself"), std::string::npos)
+      << bbmm_last_error_message();
+  bbmm_tile* tile = nullptr;
+  EXPECT_EQ(bbmm_tile_begin(rt, 5, &tile), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bbmm_last_error_message()).find("all ranks"), std::string::npos)
+      << bbmm_last_error_message();
+  ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);  // no tile ran: nothing to gather
+  EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK);
+  EXPECT_EQ(bbmm_runtime_destroy(other), BBMM_OK);
+}
+
 TEST(RankExchange, WithoutATransportTheCallsSaySo) {
   bbmm_options o;
   ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
@@ -117,7 +200,7 @@ TEST(RankExchange, WithoutATransportTheCallsSaySo) {
   EXPECT_NE(std::string(bbmm_last_error_message()).find("no transport"), std::string::npos)
       << bbmm_last_error_message();
   // A transport comes before the first array.
-  EXPECT_FALSE(detail::core_of(rt)->set_transport(std::move(make_loopback_transports(2)[0])).ok());
+  EXPECT_FALSE(detail::core_of(rt)->set_transport(std::move(make_loopback_transports(2)[0]), false).ok());
   ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);
   EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK);
 }
@@ -128,9 +211,15 @@ TEST(RankExchange, BadBoxesAndReadOnlyArraysAreRefused) {
   ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
   o.backend = BBMM_BACKEND_HOST;
   o.devices = 1;
-  bbmm_runtime* rt = nullptr;
+  bbmm_runtime *rt = nullptr, *other = nullptr;
   ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK);
-  ASSERT_TRUE(detail::core_of(rt)->set_transport(std::move(t[0])).ok());
+  ASSERT_EQ(bbmm_runtime_create(&o, &other), BBMM_OK);
+  // Giving the runtimes their transports is collective: rank 1 on a thread.
+  std::thread rank1(
+      [&] { EXPECT_TRUE(detail::core_of(other)->set_transport(std::move(t[1]), false).ok()); });
+  ASSERT_TRUE(detail::core_of(rt)->set_transport(std::move(t[0]), false).ok());
+  rank1.join();
+  EXPECT_EQ(bbmm_device_count(rt), 1) << "explicit: this rank's devices";
   std::vector<double> a(8, 1.0);
   const int64_t n = 8, lo = 6, hi = 9, lo2 = 0, hi2 = 2;
   bbmm_array *A = nullptr, *R = nullptr;
@@ -143,6 +232,10 @@ TEST(RankExchange, BadBoxesAndReadOnlyArraysAreRefused) {
   EXPECT_NE(std::string(bbmm_last_error_message()).find("read-only"), std::string::npos);
   EXPECT_EQ(bbmm_array_send(rt, A, &lo2, &hi2, 0, 0), BBMM_ERROR_INVALID_ARGUMENT)
       << "a send to this rank";
+  EXPECT_EQ(bbmm_array_send(rt, A, &lo2, &hi2, 1, 32767), BBMM_ERROR_INVALID_ARGUMENT)
+      << "the runtime's own tag";
+  EXPECT_EQ(bbmm_runtime_destroy(other), BBMM_OK);
+  // Unregistering gathers what rank 0 lacks: nothing here (no tile ran).
   ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);
   ASSERT_EQ(bbmm_array_unregister(rt, R), BBMM_OK);
   EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK);

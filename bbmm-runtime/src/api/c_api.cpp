@@ -257,10 +257,15 @@ bbmm_status bbmm_runtime_destroy(bbmm_runtime* rt) {
   });
 }
 
-int bbmm_device_count(const bbmm_runtime* rt) { return rt == nullptr ? 0 : rt->rt->device_count(); }
+int bbmm_device_count(const bbmm_runtime* rt) {
+  return rt == nullptr ? 0 : const_cast<bbmm_runtime*>(rt)->rt->core()->global_device_count();
+}
 
 uint64_t bbmm_device_memory(const bbmm_runtime* rt, int device) {
-  return rt == nullptr ? 0 : static_cast<uint64_t>(rt->rt->device_memory(device));
+  if (rt == nullptr) return 0;
+  const bbmm::detail::RuntimeCore* core = const_cast<bbmm_runtime*>(rt)->rt->core();
+  if (device < 0 || device >= core->global_device_count()) return 0;
+  return static_cast<uint64_t>(core->global_device_memory(device));
 }
 
 bbmm_status bbmm_array_register(bbmm_runtime* rt, const char* name, void* host,
@@ -303,7 +308,7 @@ bbmm_status bbmm_reserve(bbmm_runtime* rt, int device, bbmm_array* array, const 
     }
     absl::StatusOr<bbmm::Box> box = make_box(lo, hi, array_rank(array));
     if (!box.ok()) return to_c(box.status());
-    return to_c(rt->rt->reserve(device, unwrap(array), *box));
+    return to_c(rt->rt->core()->reserve_global(device, unwrap(array), *box));
   });
 }
 
@@ -312,7 +317,7 @@ bbmm_status bbmm_tile_begin(bbmm_runtime* rt, int device, bbmm_tile** out) {
     if (rt == nullptr || out == nullptr) {
       return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_begin: null runtime or out");
     }
-    absl::StatusOr<TileState*> t = rt->rt->core()->begin_tile(device);
+    absl::StatusOr<TileState*> t = rt->rt->core()->begin_global_tile(device);
     if (!t.ok()) return to_c(t.status());
     *out = make_handle(*t);
     return BBMM_OK;

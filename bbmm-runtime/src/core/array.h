@@ -32,6 +32,7 @@ class Array {
         whole(whole),
         read_only(read_only),
         directory(whole),
+        rank_directory(whole),
         instances(devices) {
     for (int d = 0; d < whole.rank(); ++d) host_strides[d] = strides[d];
   }
@@ -45,6 +46,10 @@ class Array {
   const bool read_only;
 
   detail::Directory directory;
+  // Over several ranks (RuntimeCore::set_transport): which ranks hold the
+  // current values of each region (bit r: rank r), kept identical on every
+  // rank (runtime_ranks.cpp).
+  detail::Directory rank_directory;
   // Instances of this array on each device; on one device they are disjoint.
   std::vector<detail::InstanceList> instances;
   // Copies in flight reading (H2D) or writing (D2H) the host copy, per box.

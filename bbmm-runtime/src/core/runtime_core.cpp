@@ -194,6 +194,12 @@ absl::StatusOr<Array*> RuntimeCore::register_array(std::string name, void* host,
   }
   arrays_.push_back(std::make_unique<Array>(std::move(name), next_array_id_++, host, elem_size,
                                             *whole, st, read_only, device_count()));
+  if (global_tiles()) {
+    // Every rank starts from the same host values.
+    const int ranks = transport_->size();
+    arrays_.back()->rank_directory.set(
+        *whole, ranks >= 64 ? ~HolderMask{0} : (HolderMask{1} << ranks) - 1);
+  }
   return arrays_.back().get();
 }
 
@@ -205,6 +211,11 @@ absl::Status RuntimeCore::unregister_array(Array* array) {
       return absl::InvalidArgumentError(
           "unregister: unknown array (null, already unregistered, or of another runtime)");
     }
+  }
+  if (global_tiles()) {
+    // Over several ranks: rank 0's host copy gets what other ranks hold.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (absl::Status s = gather_to_root(*array); !s.ok()) return s;
   }
   absl::Status s = sync_to_host(array);
   if (!s.ok()) return s;
@@ -376,6 +387,17 @@ absl::Status RuntimeCore::acquire(TileState& tile) {
   if (tile.phase != TileState::Phase::kOpen) {
     return absl::FailedPreconditionError("acquire: the tile was already acquired or released");
   }
+  // Over several ranks: what the tile reads moves to its rank first (runtime_ranks.cpp);
+  // a shadow tile stops there.
+  if (global_tiles()) {
+    const int owner = tile.shadow_rank >= 0 ? tile.shadow_rank : rank();
+    if (absl::Status s = exchange_for_tile(tile, owner); !s.ok()) return s;
+    if (tile.shadow_rank >= 0) {
+      tile.nparts = 0;
+      tile.phase = TileState::Phase::kAcquired;
+      return absl::OkStatus();
+    }
+  }
   // Group the requirements by array (in order of first appearance) and make
   // each array's boxes disjoint.
   tile.nparts = 0;
@@ -474,6 +496,12 @@ absl::StatusOr<bbmm_view> RuntimeCore::view(const TileState& tile, Array* array)
   if (tile.phase != TileState::Phase::kAcquired) {
     return absl::FailedPreconditionError("view: the tile is not acquired");
   }
+  if (tile.shadow_rank >= 0) {  // another rank's tile: nothing here
+    bbmm_view v{};
+    v.rank = array == nullptr ? 0 : array->rank();
+    v.elem_size = array == nullptr ? 0 : array->elem_size;
+    return v;
+  }
   for (const TileState::ArrayPart& part : tile.live_parts()) {
     if (part.array != array) continue;
     bbmm_view v;
@@ -508,6 +536,7 @@ absl::Status RuntimeCore::launch(TileState& tile,
   if (tile.phase != TileState::Phase::kAcquired) {
     return absl::FailedPreconditionError("launch: the tile is not acquired");
   }
+  if (tile.shadow_rank >= 0) return absl::OkStatus();  // another rank runs it
   // The kernel waits for what is in flight on the boxes it reads (writes) and
   // writes (reads and writes) of the instances it uses, no more.
   waits_.clear();
@@ -565,6 +594,7 @@ absl::Status RuntimeCore::flow_out(TileState& tile, Array* array, const Box& box
   if (tile.phase != TileState::Phase::kAcquired) {
     return absl::FailedPreconditionError("flow_out: the tile is not acquired");
   }
+  if (tile.shadow_rank >= 0) return absl::OkStatus();  // another rank's tile
   if (array == nullptr || box.rank() != array->rank() ||
       (!box.empty() && !is_subset(box, array->whole))) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -588,6 +618,10 @@ absl::Status RuntimeCore::release(TileState& tile) {
   ManagerTimer timer(&stats_[tile.device].manager_seconds, tracer_.get(), "release");
   if (tile.phase == TileState::Phase::kFree) {
     return absl::FailedPreconditionError("release: the tile was released");
+  }
+  if (tile.shadow_rank >= 0) {  // another rank's tile: only its books were kept
+    retire(tile);
+    return absl::OkStatus();
   }
   if (tile.phase == TileState::Phase::kAcquired) {
     commit_writes(tile);

@@ -87,8 +87,17 @@ class RuntimeCore {
 
   // Ranks of a run over several hosts (core/transport.h; runtime_ranks.cpp).
   // Without a transport the runtime is rank 0 of 1. Set it before the first
-  // array is registered; the transport lives as long as the runtime.
-  absl::Status set_transport(std::unique_ptr<Transport> transport);
+  // array is registered (collective: every rank sets its own); the transport
+  // lives as long as the runtime. Two ways to use the ranks:
+  //  - global tiles (`global_tiles`): every rank runs the same program over
+  //    the devices of all ranks (global_device_count); a tile runs on its
+  //    device's rank, the others keep its books (shadow tiles), the runtime
+  //    moves what each tile reads to its rank, and unregister_array gathers
+  //    rank 0's host copy. send_box and receive_box are refused.
+  //  - explicit: devices and tiles are this rank's; the program moves boxes
+  //    with send_box and receive_box.
+  absl::Status set_transport(std::unique_ptr<Transport> transport, bool global_tiles);
+  bool global_tiles() const { return transport_ != nullptr && global_tiles_; }
   int rank() const { return transport_ ? transport_->rank() : 0; }
   int rank_count() const { return transport_ ? transport_->size() : 1; }
   // Sends box `box` of `array` as the program holds it now (what devices wrote
@@ -100,6 +109,18 @@ class RuntimeCore {
   // and unregister_array for both.
   absl::Status send_box(Array* array, const Box& box, int to, int tag);
   absl::Status receive_box(Array* array, const Box& box, int from, int tag);
+  // The devices of all ranks, numbered rank by rank (the same program then
+  // partitions its tiles over all of them): their count, the memory each may
+  // use (the least over the ranks' devices, so that every rank computes the
+  // same tile counts), and a tile on global device `device`: this rank's, or a
+  // shadow of another rank's tile (its boxes update the rank directories, the
+  // values it reads move to its rank; launch and flow-out do nothing). Without
+  // a transport, the local devices.
+  int global_device_count() const;
+  size_t global_device_memory(int device) const;
+  absl::StatusOr<TileState*> begin_global_tile(int device);
+  // reserve() on a global device (nothing for another rank's).
+  absl::Status reserve_global(int device, Array* array, const Box& box);
 
   bbmm_stats stats(int device) const;
   std::string stats_table() const;
@@ -118,6 +139,16 @@ class RuntimeCore {
   void clear_pieces(TileState& tile);
   // Recycles `tile` (bumping its generation).
   void retire(TileState& tile);
+  // Over several ranks (mu_ held): moves what `tile` (run by rank `owner`)
+  // reads to `owner` from the lowest rank holding it, as every rank computes
+  // alike from the rank directories, then records its writes.
+  absl::Status exchange_for_tile(const TileState& tile, int owner);
+  // Over several ranks (mu_ held): what rank 0 lacks of `array`, from the
+  // lowest rank holding it (unregister_array: the host copy of rank 0 is made
+  // valid).
+  absl::Status gather_to_root(Array& array);
+  absl::Status send_locked(Array* array, const Box& box, int to, int tag);
+  absl::Status receive_locked(Array* array, const Box& box, int from, int tag);
   // The host array of `array` for the transport; kInvalidArgument (naming
   // `op`) unless it is dense row-major, or when there is no transport.
   absl::StatusOr<HostArrayRef> host_ref(const Array& array, const Box& box, const char* op) const;
@@ -143,6 +174,10 @@ class RuntimeCore {
   uint64_t bytes_host_pinned_ = 0;
   bool shut_down_ = false;
   uint64_t bytes_sent_ranks_ = 0, bytes_received_ranks_ = 0;
+  // Per rank: its first global device and its count (set_transport).
+  std::vector<int> rank_first_device_, rank_devices_;
+  size_t global_memory_ = 0;  // the least device memory over all ranks
+  bool global_tiles_ = false;
   // Last: destroyed first, waiting for its operations while everything they
   // use still exists.
   std::unique_ptr<Transport> transport_;

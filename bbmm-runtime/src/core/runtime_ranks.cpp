@@ -1,18 +1,147 @@
 // RuntimeCore's exchanges with other ranks (a run over several hosts): a box
 // of a registered array sent to or received from another rank through the
 // transport (core/transport.h), staged through the host copy of the array.
+#include <algorithm>
+#include <bit>
+#include <climits>
+#include <cstdint>
+
 #include "absl/strings/str_cat.h"
 #include "core/runtime_core.h"
 
 namespace bbmm::detail {
 
-absl::Status RuntimeCore::set_transport(std::unique_ptr<Transport> transport) {
+absl::Status RuntimeCore::set_transport(std::unique_ptr<Transport> transport, bool global_tiles) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!arrays_.empty() || transport_ != nullptr) {
     return absl::FailedPreconditionError(
         "set_transport: set it once, before the first array is registered");
   }
+  if (transport == nullptr) return absl::InvalidArgumentError("set_transport: null transport");
+  // Every rank's device count and least device memory (collectives: every
+  // rank calls set_transport).
+  size_t least = SIZE_MAX;
+  for (int d = 0; d < device_count(); ++d) least = std::min(least, device_memory(d));
+  absl::StatusOr<std::vector<int64_t>> counts = transport->all_gather(device_count());
+  if (!counts.ok()) return counts.status();
+  absl::StatusOr<std::vector<int64_t>> memories =
+      transport->all_gather(static_cast<int64_t>(std::min<size_t>(least, INT64_MAX)));
+  if (!memories.ok()) return memories.status();
+  rank_first_device_.clear();
+  rank_devices_.clear();
+  int first = 0;
+  global_memory_ = SIZE_MAX;
+  for (size_t r = 0; r < counts->size(); ++r) {
+    rank_first_device_.push_back(first);
+    rank_devices_.push_back(static_cast<int>((*counts)[r]));
+    first += static_cast<int>((*counts)[r]);
+    global_memory_ = std::min(global_memory_, static_cast<size_t>((*memories)[r]));
+  }
   transport_ = std::move(transport);
+  global_tiles_ = global_tiles;
+  return absl::OkStatus();
+}
+
+int RuntimeCore::global_device_count() const {
+  if (!global_tiles()) return device_count();
+  return rank_first_device_.back() + rank_devices_.back();
+}
+
+size_t RuntimeCore::global_device_memory(int device) const {
+  if (!global_tiles()) return device_memory(device);
+  return device >= 0 && device < global_device_count() ? global_memory_ : 0;
+}
+
+namespace {
+// The rank of global device `device` (valid) and its index there.
+std::pair<int, int> owner_of(const std::vector<int>& first, int device) {
+  int r = static_cast<int>(first.size()) - 1;
+  while (first[r] > device) --r;
+  return {r, device - first[r]};
+}
+// The tag of the runtime's own exchanges (tiles' reads, the gather): the
+// largest every MPI allows; programs use smaller ones.
+constexpr int kRuntimeTag = 32767;
+}  // namespace
+
+absl::StatusOr<TileState*> RuntimeCore::begin_global_tile(int device) {
+  if (!global_tiles()) return begin_tile(device);
+  if (device < 0 || device >= global_device_count()) {
+    return absl::InvalidArgumentError(absl::StrCat("begin tile: device ", device,
+                                                   " is outside 0..", global_device_count() - 1,
+                                                   " (the devices of all ranks)"));
+  }
+  const auto [owner, local] = owner_of(rank_first_device_, device);
+  if (owner == rank()) return begin_tile(local);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shut_down_) return absl::FailedPreconditionError("begin tile: the runtime was shut down");
+  TileState* t = tiles_.take();
+  t->open(0, owner);
+  return t;
+}
+
+absl::Status RuntimeCore::reserve_global(int device, Array* array, const Box& box) {
+  if (!global_tiles()) return reserve(device, array, box);
+  if (device < 0 || device >= global_device_count()) {
+    return absl::InvalidArgumentError(absl::StrCat("reserve: device ", device, " is outside 0..",
+                                                   global_device_count() - 1));
+  }
+  const auto [owner, local] = owner_of(rank_first_device_, device);
+  return owner == rank() ? reserve(local, array, box) : absl::OkStatus();
+}
+
+absl::Status RuntimeCore::exchange_for_tile(const TileState& tile, int owner) {
+  const int me = rank();
+  const HolderMask owner_bit = HolderMask{1} << owner;
+  struct Move {
+    Array* array;
+    Box box;
+    int from;
+  };
+  std::vector<Move> moves;
+  for (const TileState::Requirement& req : tile.requirements) {
+    if (req.access == Access::kWrite) continue;
+    Directory& rd = req.array->rank_directory;
+    moves.clear();
+    rd.for_each(req.box, [&](const Directory::Region& g) {
+      if (g.valid & owner_bit) return;
+      moves.push_back({req.array, g.box, std::countr_zero(g.valid)});  // the lowest holder
+    });
+    for (const Move& m : moves) {
+      absl::Status s;
+      if (me == owner) {
+        s = receive_locked(m.array, m.box, m.from, kRuntimeTag);
+      } else if (me == m.from) {
+        s = send_locked(m.array, m.box, owner, kRuntimeTag);
+      }
+      if (!s.ok()) return s;
+    }
+    rd.add(req.box, owner_bit);
+  }
+  for (const TileState::Requirement& req : tile.requirements) {
+    if (req.access == Access::kWrite || req.access == Access::kReadWrite) {
+      req.array->rank_directory.set(req.box, owner_bit);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RuntimeCore::gather_to_root(Array& array) {
+  const int me = rank();
+  std::vector<std::pair<Box, int>> moves;
+  array.rank_directory.for_each(array.whole, [&](const Directory::Region& g) {
+    if (!(g.valid & 1)) moves.push_back({g.box, std::countr_zero(g.valid)});
+  });
+  for (const auto& [box, from] : moves) {
+    absl::Status s;
+    if (me == 0) {
+      s = receive_locked(&array, box, from, kRuntimeTag);
+    } else if (me == from) {
+      s = send_locked(&array, box, 0, kRuntimeTag);
+    }
+    if (!s.ok()) return s;
+  }
+  array.rank_directory.add(array.whole, 1);
   return absl::OkStatus();
 }
 
@@ -48,6 +177,19 @@ absl::StatusOr<HostArrayRef> RuntimeCore::host_ref(const Array& array, const Box
 absl::Status RuntimeCore::send_box(Array* array, const Box& box, int to, int tag) {
   std::lock_guard<std::mutex> lock(mu_);
   if (array == nullptr) return absl::InvalidArgumentError("send_box: null array");
+  if (tag == kRuntimeTag) {
+    return absl::InvalidArgumentError(absl::StrCat("send of array '", array->name, "': tag ",
+                                                   tag, " is the runtime's own"));
+  }
+  if (global_tiles_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "send of array '", array->name, "': with global tiles the runtime moves the data "
+        "between ranks itself"));
+  }
+  return send_locked(array, box, to, tag);
+}
+
+absl::Status RuntimeCore::send_locked(Array* array, const Box& box, int to, int tag) {
   ManagerTimer timer(&stats_[0].manager_seconds, tracer_.get(), "send box");
   absl::StatusOr<HostArrayRef> ref = host_ref(*array, box, "send");
   if (!ref.ok()) return ref.status();
@@ -67,6 +209,19 @@ absl::Status RuntimeCore::send_box(Array* array, const Box& box, int to, int tag
 absl::Status RuntimeCore::receive_box(Array* array, const Box& box, int from, int tag) {
   std::lock_guard<std::mutex> lock(mu_);
   if (array == nullptr) return absl::InvalidArgumentError("receive_box: null array");
+  if (tag == kRuntimeTag) {
+    return absl::InvalidArgumentError(absl::StrCat("receive of array '", array->name, "': tag ",
+                                                   tag, " is the runtime's own"));
+  }
+  if (global_tiles_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "receive of array '", array->name, "': with global tiles the runtime moves the data "
+        "between ranks itself"));
+  }
+  return receive_locked(array, box, from, tag);
+}
+
+absl::Status RuntimeCore::receive_locked(Array* array, const Box& box, int from, int tag) {
   ManagerTimer timer(&stats_[0].manager_seconds, tracer_.get(), "receive box");
   absl::StatusOr<HostArrayRef> ref = host_ref(*array, box, "receive");
   if (!ref.ok()) return ref.status();

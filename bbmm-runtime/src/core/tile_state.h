@@ -78,9 +78,11 @@ class alignas(64) TileState {
 
   explicit TileState(RuntimeCore* core) : core(core) {}
 
-  // Makes the state an open tile on `device` (from the pool).
-  void open(int dev) {
+  // Makes the state an open tile on `device` (from the pool); a shadow of a
+  // tile of rank `shadow` (>= 0) when another rank runs it.
+  void open(int dev, int shadow = -1) {
     device = dev;
+    shadow_rank = shadow;
     phase = Phase::kOpen;
     requirements.clear();
     nparts = 0;
@@ -104,6 +106,9 @@ class alignas(64) TileState {
 
   RuntimeCore* const core;
   int device = 0;
+  // >= 0: the tile runs on that rank; this one only keeps the ranks' books
+  // (runtime_ranks.cpp): no instances, no kernel.
+  int shadow_rank = -1;
   // Bumped at release: handles carry the generation they were given.
   std::atomic<uint32_t> generation{0};
   Phase phase = Phase::kFree;
