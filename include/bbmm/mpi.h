@@ -31,6 +31,15 @@ enum { BBMM_MPI_EXPLICIT = 1 };
  * MPI_THREAD_SERIALIZED, or after the first array was registered, or a second time. */
 bbmm_status bbmm_runtime_use_mpi(bbmm_runtime* rt, MPI_Comm comm, int flags);
 
+/* Makes every runtime created afterwards (bbmm_runtime_create, and so the runtime of
+ * bbmmc-generated code, created at its first scop) use MPI over a duplicate of `comm` as
+ * bbmm_runtime_use_mpi would, with `flags`. Call it once after MPI_Init_thread, on every
+ * rank; destroy the runtimes before MPI_Finalize (the generated code destroys its runtime
+ * in an atexit handler: register MPI_Finalize with atexit before the first scop runs, so
+ * that it runs after). BBMM_ERROR_INVALID_ARGUMENT for unknown flags or MPI not
+ * initialised (below MPI_THREAD_SERIALIZED). */
+bbmm_status bbmm_mpi_use_by_default(MPI_Comm comm, int flags);
+
 #ifdef __cplusplus
 }
 #endif

@@ -188,11 +188,36 @@ static inline void* sample_alloc(size_t bytes) {
   return p;
 }
 
+/* Built with -DBBMM_SAMPLE_MPI (<name>_mpi, linked with bbmm::mpi): the sample runs under
+ * mpirun, every rank running the generated program over the devices of all ranks
+ * (bbmm_mpi_use_by_default, before main); rank 0 gets the results and verifies them, the
+ * other ranks print nothing and exit 0. MPI_Finalize runs at exit, after the generated
+ * code's runtime is destroyed (atexit handlers run in reverse order). */
+#ifdef BBMM_SAMPLE_MPI
+#include "bbmm/mpi.h"
+static int sample_mpi_rank;
+static void sample_mpi_finalize(void) { MPI_Finalize(); }
+__attribute__((constructor)) static void sample_mpi_init(void) {
+  int provided = 0;
+  MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &sample_mpi_rank);
+  atexit(sample_mpi_finalize);
+  if (bbmm_mpi_use_by_default(MPI_COMM_WORLD, 0) != BBMM_OK) {
+    fprintf(stderr, "sample: %s\n", bbmm_last_error_message());
+    exit(1);
+  }
+  if (sample_mpi_rank != 0 && !freopen("/dev/null", "w", stdout)) exit(1);
+}
+static inline int sample_rank(void) { return sample_mpi_rank; }
+#else
+static inline int sample_rank(void) { return 0; }
+#endif
+
 /* Largest relative error of `got` against `want` over `n` doubles (absolute
  * where the expected value is tiny); prints and counts it in `*failures`. */
 static inline void sample_compare_double(const char* name, const double* want, const double* got,
                                          long n, int* failures) {
-  if (!sample_reference()) return;
+  if (!sample_reference() || sample_rank() != 0) return;
   double max_err = 0;
   long where = -1;
   for (long k = 0; k < n; ++k) {
@@ -217,7 +242,7 @@ static inline void sample_compare_double(const char* name, const double* want, c
 /* Exact comparison of `n` ints. */
 static inline void sample_compare_int(const char* name, const int* want, const int* got, long n,
                                       int* failures) {
-  if (!sample_reference()) return;
+  if (!sample_reference() || sample_rank() != 0) return;
   long bad = 0, first = -1;
   for (long k = 0; k < n; ++k) {
     if (want[k] != got[k]) {

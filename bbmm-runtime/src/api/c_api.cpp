@@ -9,7 +9,12 @@
 #include "bbmm/bbmm.h"
 #include "bbmm/runtime.h"
 #include "core/array.h"
+#include "api/c_api_internal.h"
 #include "core/runtime_core.h"
+
+namespace bbmm::detail {
+absl::StatusOr<std::unique_ptr<Transport>> default_transport(bool* global_tiles);
+}  // namespace bbmm::detail
 
 struct bbmm_runtime {
   std::unique_ptr<bbmm::Runtime> rt;
@@ -243,6 +248,16 @@ bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out) {
     if (opts->cuda_copy_streams > 0) o.cuda_copy_streams = opts->cuda_copy_streams;
     absl::StatusOr<std::unique_ptr<bbmm::Runtime>> rt = bbmm::Runtime::create(o);
     if (!rt.ok()) return to_c(rt.status());
+    // A transport between ranks for every runtime (bbmm_mpi_use_by_default).
+    bool global_tiles = true;
+    absl::StatusOr<std::unique_ptr<bbmm::Transport>> t =
+        bbmm::detail::default_transport(&global_tiles);
+    if (!t.ok()) return to_c(t.status());
+    if (*t != nullptr) {
+      if (absl::Status s = (*rt)->core()->set_transport(*std::move(t), global_tiles); !s.ok()) {
+        return to_c(s);
+      }
+    }
     *out = new bbmm_runtime{*std::move(rt), o.trace_file};
     return BBMM_OK;
   });
@@ -503,6 +518,36 @@ bbmm_status bbmm_stats_print_json(const bbmm_runtime* rt, FILE* out) {
 }  // extern "C"
 
 namespace bbmm::detail {
+
+namespace {
+// A function-local static: bbmm_mpi_use_by_default may run in a program's
+// constructor, before this file's global objects would be initialised.
+struct DefaultTransport {
+  std::mutex mu;
+  TransportMaker make;
+  bool global_tiles = true;
+};
+DefaultTransport& default_transport_state() {
+  static DefaultTransport* s = new DefaultTransport;  // never destroyed: used at exit too
+  return *s;
+}
+}  // namespace
+
+void set_default_transport(TransportMaker make, bool global_tiles) {
+  DefaultTransport& d = default_transport_state();
+  std::lock_guard<std::mutex> lock(d.mu);
+  d.make = std::move(make);
+  d.global_tiles = global_tiles;
+}
+
+// The transport of a new runtime, when a default is set (null otherwise).
+absl::StatusOr<std::unique_ptr<Transport>> default_transport(bool* global_tiles) {
+  DefaultTransport& d = default_transport_state();
+  std::lock_guard<std::mutex> lock(d.mu);
+  *global_tiles = d.global_tiles;
+  if (!d.make) return std::unique_ptr<Transport>();
+  return d.make();
+}
 
 RuntimeCore* core_of(bbmm_runtime* rt) { return rt == nullptr ? nullptr : rt->rt->core(); }
 

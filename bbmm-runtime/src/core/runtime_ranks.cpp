@@ -39,6 +39,19 @@ absl::Status RuntimeCore::set_transport(std::unique_ptr<Transport> transport, bo
   }
   transport_ = std::move(transport);
   global_tiles_ = global_tiles;
+  // One trace per rank: "t.json" becomes "t.rank1.json" on rank 1.
+  if (tracer_ != nullptr && transport_->size() > 1) {
+    std::string path = options_.trace_file;
+    const size_t dot = path.rfind('.');
+    const size_t slash = path.rfind('/');
+    const std::string tag = absl::StrCat(".rank", transport_->rank());
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) {
+      path.insert(dot, tag);
+    } else {
+      path += tag;
+    }
+    tracer_->set_path(std::move(path));
+  }
   return absl::OkStatus();
 }
 

@@ -17,6 +17,8 @@ class Tracer {
  public:
   // Starts a trace that `close` (or the destructor) writes to `path`.
   explicit Tracer(std::string path);
+  // Writes to `path` instead (a run over several ranks: one file per rank).
+  void set_path(std::string path) { path_ = std::move(path); }
   ~Tracer();
 
   // Microseconds since the tracer was created, for slice timestamps.
