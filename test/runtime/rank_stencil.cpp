@@ -101,6 +101,40 @@ void run_global_stencil(bbmm_runtime* rt, int64_t n, int steps) {
   }
 }
 
+std::vector<uint64_t> global_stencil_bytes_received(int64_t n, int steps, int ranks,
+                                                    int devices) {
+  std::vector<uint64_t> got(ranks, 0);
+  // current[array][rank][element]: that rank holds the current value.
+  std::vector<std::vector<std::vector<char>>> current(
+      2, std::vector<std::vector<char>>(ranks, std::vector<char>(n, 1)));
+  const int all = ranks * devices;
+  for (int t = 0; t < steps; ++t) {
+    for (int phase = 0; phase < 2; ++phase) {
+      auto& src = current[phase == 0 ? 0 : 1];
+      auto& dst = current[phase == 0 ? 1 : 0];
+      for (int d = 0; d < all; ++d) {
+        int64_t lo, hi;
+        split(n, all, d, &lo, &hi);
+        if (lo >= hi) continue;
+        const int owner = d / devices;
+        for (int64_t e = lo - 1; e < hi + 1; ++e) {
+          if (!src[owner][e]) {
+            got[owner] += sizeof(double);
+            src[owner][e] = 1;
+          }
+        }
+        for (int64_t e = lo; e < hi; ++e) {
+          for (int r = 0; r < ranks; ++r) dst[r][e] = r == owner;
+        }
+      }
+    }
+  }
+  for (int a = 0; a < 2; ++a) {
+    for (int64_t e = 0; e < n; ++e) got[0] += current[a][0][e] ? 0 : sizeof(double);
+  }
+  return got;
+}
+
 uint64_t tight_device_memory(int64_t n, int ranks, int devices) {
   const int64_t rows = (n - 2 + ranks - 1) / ranks;
   const int64_t len = (rows + devices - 1) / devices;

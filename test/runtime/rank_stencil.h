@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "bbmm/bbmm.h"
 
@@ -22,6 +23,13 @@ void run_rank_stencil(bbmm_runtime* rt, int64_t n, int steps);
 // moves what each tile reads to its rank and gathers both arrays on rank 0 at
 // unregistration, which compares them with the sequential program, exactly.
 void run_global_stencil(bbmm_runtime* rt, int64_t n, int steps);
+
+// The bytes each rank must receive in run_global_stencil (`ranks` ranks of
+// `devices` devices): a dense model, independent of the runtime's region-based
+// books, of which ranks hold each element's current value, tile by tile in
+// program order; a rank receives an element when a tile of its reads it and it
+// does not hold the current value; at the end rank 0 receives what it lacks.
+std::vector<uint64_t> global_stencil_bytes_received(int64_t n, int steps, int ranks, int devices);
 
 // A device memory with room for one tile's boxes of run_rank_stencil(n) on
 // `ranks` ranks of `devices` devices, and little more: the tiles box out.

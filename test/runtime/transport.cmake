@@ -10,6 +10,15 @@ if(BBMM_HAVE_MPI)
   add_executable(mpi_transport_test mpi_transport_test.cpp transport_checks.cpp rank_stencil.cpp)
   target_link_libraries(mpi_transport_test PRIVATE bbmm_mpi bbmm_runtime_internal GTest::gtest)
   target_compile_options(mpi_transport_test PRIVATE -Wall -Wextra)
+  # A transfer that never completes aborts the job at shutdown instead of hanging it.
+  add_executable(mpi_abort_test mpi_abort_test.cpp)
+  target_link_libraries(mpi_abort_test PRIVATE bbmm_mpi bbmm_runtime_internal)
+  add_test(NAME mpi_transport.abort
+    COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 --oversubscribe
+            $<TARGET_FILE:mpi_abort_test>)
+  set_tests_properties(mpi_transport.abort PROPERTIES LABELS mpi TIMEOUT 60
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;BBMM_MPI_SHUTDOWN_TIMEOUT_S=1"
+    PASS_REGULAR_EXPRESSION "still pending when the runtime is destroyed.*receive of array 'A'")
   foreach(np 2 3)
     add_test(NAME mpi_transport.np${np}
       COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} --oversubscribe

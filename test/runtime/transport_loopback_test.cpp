@@ -107,6 +107,8 @@ class GlobalStencilTest : public ::testing::TestWithParam<StencilCase> {};
 TEST_P(GlobalStencilTest, MatchesTheSequentialProgram) {
   const StencilCase c = GetParam();
   std::vector<std::unique_ptr<Transport>> transports = make_loopback_transports(c.ranks);
+  const std::vector<uint64_t> want = testing::global_stencil_bytes_received(1000, 12, c.ranks, 2);
+  std::vector<uint64_t> sent(c.ranks, 0);
   std::vector<std::thread> threads;
   for (int r = 0; r < c.ranks; ++r) {
     threads.emplace_back([&, r] {
@@ -122,13 +124,10 @@ TEST_P(GlobalStencilTest, MatchesTheSequentialProgram) {
       testing::run_global_stencil(rt, 1000, 12);
       bbmm_stats st;
       ASSERT_EQ(bbmm_stats_get(rt, -1, &st), BBMM_OK);
-      if (c.ranks > 1) {
-        // The edges between ranks and the gather, not whole arrays: each rank
-        // sends at most its rows of both arrays plus 2 edge elements a phase.
-        EXPECT_GT(st.bytes_sent_ranks + st.bytes_received_ranks, 0u);
-        EXPECT_LE(st.bytes_sent_ranks, (2 * 1000 / c.ranks + 2 + 2 * 24 * 2) * sizeof(double))
-            << "rank " << r;
-      }
+      // Exactly what the dense model says each rank must receive: the edges
+      // between ranks and rank 0's gather, never more.
+      EXPECT_EQ(st.bytes_received_ranks, want[r]) << "rank " << r;
+      sent[r] = st.bytes_sent_ranks;
       if (c.tight) {
         EXPECT_GT(st.evictions, 0u) << "rank " << r;
       }
@@ -136,6 +135,15 @@ TEST_P(GlobalStencilTest, MatchesTheSequentialProgram) {
     });
   }
   for (std::thread& t : threads) t.join();
+  uint64_t total_sent = 0, total_want = 0;
+  for (int r = 0; r < c.ranks; ++r) {
+    total_sent += sent[r];
+    total_want += want[r];
+  }
+  EXPECT_EQ(total_sent, total_want) << "every byte received was sent once";
+  if (c.ranks > 1) {
+    EXPECT_GT(total_want, 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GlobalStencilTest,

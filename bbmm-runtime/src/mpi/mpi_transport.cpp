@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <thread>
 #include <vector>
@@ -247,8 +249,32 @@ class MpiTransport final : public Transport {
     return started;
   }
 
+  // Destroying the transport with operations that never complete (another rank
+  // failed, or a send nobody receives) must not hang the program: past
+  // BBMM_MPI_SHUTDOWN_TIMEOUT_S seconds (default 30) it says what is pending and
+  // aborts the MPI job, which stops every rank.
+  static double shutdown_timeout_s() {
+    const char* v = std::getenv("BBMM_MPI_SHUTDOWN_TIMEOUT_S");
+    char* end = nullptr;
+    const double t = v ? std::strtod(v, &end) : 0;
+    return v && end != v && *end == '\0' && t > 0 ? t : 30.0;
+  }
+
+  void abort_pending() {
+    const Op& first = !active_.empty() ? active_.front() : waiting_.front();
+    std::fprintf(stderr,
+                 "bbmm: MPI rank %d of %d: %zu transfer(s) still pending when the runtime is "
+                 "destroyed (a rank failed, or a send is never received), first: %s; aborting "
+                 "the MPI job\n",
+                 rank_, size_, active_.size() + waiting_.size(), first.what.c_str());
+    std::fflush(stderr);
+    MPI_Abort(comm_, 3);
+  }
+
   void run() {
     std::vector<Op> fresh;
+    std::chrono::steady_clock::time_point stop_since{};
+    bool stopping = false;
     while (true) {
       {
         std::unique_lock<std::mutex> lock(mu_);
@@ -258,6 +284,15 @@ class MpiTransport final : public Transport {
           if (queue_.empty()) return;  // stopping with nothing pending
         }
         fresh.swap(queue_);
+        if (stop_ && !stopping) {
+          stopping = true;
+          stop_since = std::chrono::steady_clock::now();
+        }
+      }
+      if (stopping && (!active_.empty() || !waiting_.empty()) &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - stop_since).count() >
+              shutdown_timeout_s()) {
+        abort_pending();
       }
       for (Op& op : fresh) waiting_.push_back(std::move(op));
       fresh.clear();
