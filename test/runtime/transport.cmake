@@ -4,6 +4,11 @@
 bbmm_add_test(transport_loopback_test LABELS runtime
   SOURCES transport_loopback_test.cpp transport_checks.cpp rank_stencil.cpp
   LIBS bbmm_runtime_internal)
+# global_tiles_fuzz_test: random tile programs with global tiles over 2-3 loopback ranks
+# against the sequential program on dense arrays.
+bbmm_add_test(global_tiles_fuzz_test LABELS runtime
+  SOURCES global_tiles_fuzz_test.cpp
+  LIBS bbmm_runtime_internal)
 # mpi_transport_test: the same checks over MPI, one process per rank, under
 # mpirun with 2 and 3 processes (as root too, oversubscribing CI's 2 cores).
 if(BBMM_HAVE_MPI)
