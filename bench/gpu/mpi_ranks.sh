@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# bbmmc samples over MPI ranks on GPUs (issue 14): <name>_bbmmc_cuda_mpi (the generated code
+# unchanged, global tiles: every rank runs the program over the GPUs of all ranks, rank 0
+# verifies) under mpirun with one rank per GPU (CUDA_VISIBLE_DEVICES from Open MPI's local
+# rank), against the same sample on those GPUs in one process. Builds nothing:
+#   bash .gpu/mpi_ranks.sh .gpu            (MPI_RANKS_SAMPLES="heat2d|4096 50;floyd|2048")
+# Prints, per sample: verdicts, seconds, bytes sent/received between ranks (rank 0), and a
+# table last. Needs mpirun (Open MPI) on the GPU machine.
+set -uo pipefail
+G="$(cd "${1:-.gpu}" && pwd)"
+export LD_LIBRARY_PATH="$G/lib:${LD_LIBRARY_PATH:-}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+IFS=';' read -r -a rows <<<"${MPI_RANKS_SAMPLES:-heat2d|4096 50;floyd|2048}"
+command -v mpirun >/dev/null || { echo "mpi_ranks.sh: no mpirun on this machine"; exit 1; }
+(( ngpu >= 2 )) || { echo "mpi_ranks.sh: needs 2 GPUs ($ngpu visible)"; exit 1; }
+table=()
+for row in "${rows[@]}"; do
+  IFS='|' read -r name args <<<"$row"
+  bin="$G/bin/${name}_bbmmc_cuda_mpi"
+  one="$G/bin/${name}_bbmmc_cuda"
+  [[ -x "$bin" ]] || { echo "mpi_ranks.sh: no $bin"; continue; }
+  echo "== $name $args: 2 ranks x 1 GPU"
+  out=$(BBMM_DEVICES=1 BBMM_STATS=json timeout 300 mpirun -np 2 --oversubscribe \
+    bash -c 'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK exec "$0" "$@"' "$bin" $args 2>&1)
+  rc=$?
+  echo "$out" | tail -5
+  verdict=$(grep -o 'sequential program: [A-Z]*' <<<"$out" | head -1)
+  secs=$(grep -o 'bbmmc [0-9.]* s' <<<"$out" | head -1)
+  sent=$(grep -o '"bytes_sent_ranks":[0-9]*' <<<"$out" | tail -1 | cut -d: -f2)
+  recv=$(grep -o '"bytes_received_ranks":[0-9]*' <<<"$out" | tail -1 | cut -d: -f2)
+  echo "== $name $args: 1 process x 2 GPUs (reference)"
+  out1=$(BBMM_DEVICES=2 timeout 300 "$one" $args 2>&1)
+  echo "$out1" | tail -3
+  secs1=$(grep -o 'bbmmc [0-9.]* s' <<<"$out1" | head -1)
+  verdict1=$(grep -o 'sequential program: [A-Z]*' <<<"$out1" | head -1)
+  table+=("| $name $args | $rc | ${verdict#sequential program: } | ${secs#bbmmc } | ${sent:-?} | ${recv:-?} | ${verdict1#sequential program: } | ${secs1#bbmmc } |")
+done
+echo
+echo "| sample | mpirun rc | verified (2 ranks x 1 GPU) | seconds | bytes sent (rank 0) | bytes received (rank 0) | verified (1 process, 2 GPUs) | seconds |"
+echo "|---|---|---|---|---|---|---|---|"
+printf '%s\n' "${table[@]}"
