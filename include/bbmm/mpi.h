@@ -23,10 +23,13 @@
 extern "C" {
 #endif
 
-enum { BBMM_MPI_EXPLICIT = 1 };
+/* BBMM_MPI_EXPLICIT: the program moves boxes itself; BBMM_MPI_GATHER_ALL (global tiles):
+ * unregistering or synchronising an array makes every rank's host copy current, not
+ * only rank 0's. */
+enum { BBMM_MPI_EXPLICIT = 1, BBMM_MPI_GATHER_ALL = 2 };
 
 /* Gives `rt` a transport over a duplicate of `comm` (collective over `comm`: every rank
- * calls it, with the same `flags`: 0 or BBMM_MPI_EXPLICIT). Fails
+ * calls it, with the same `flags`: 0, BBMM_MPI_GATHER_ALL or BBMM_MPI_EXPLICIT). Fails
  * (BBMM_ERROR_INVALID_ARGUMENT) when MPI is not initialised, or below
  * MPI_THREAD_SERIALIZED, or after the first array was registered, or a second time. */
 bbmm_status bbmm_runtime_use_mpi(bbmm_runtime* rt, MPI_Comm comm, int flags);

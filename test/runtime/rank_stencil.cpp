@@ -52,7 +52,7 @@ void split(int64_t n, int parts, int k, int64_t* lo, int64_t* hi) {
 
 }  // namespace
 
-void run_global_stencil(bbmm_runtime* rt, int64_t n, int steps) {
+void run_global_stencil(bbmm_runtime* rt, int64_t n, int steps, bool every_rank) {
   const int devices = bbmm_device_count(rt);
   std::vector<double> a(n), b(n);
   for (int64_t i = 0; i < n; ++i) a[i] = b[i] = static_cast<double>((i * 37) % 101) / 7.0;
@@ -90,14 +90,14 @@ void run_global_stencil(bbmm_runtime* rt, int64_t n, int steps) {
   }
   BBMM_OK_OR_FAIL(bbmm_array_unregister(rt, A));
   BBMM_OK_OR_FAIL(bbmm_array_unregister(rt, B));
-  if (bbmm_rank(rt) != 0) return;
+  if (bbmm_rank(rt) != 0 && !every_rank) return;
   for (int t = 0; t < steps; ++t) {
     for (int64_t i = 1; i < n - 1; ++i) ref_b[i] = 0.33333 * (ref_a[i - 1] + ref_a[i] + ref_a[i + 1]);
     for (int64_t i = 1; i < n - 1; ++i) ref_a[i] = 0.33333 * (ref_b[i - 1] + ref_b[i] + ref_b[i + 1]);
   }
   for (int64_t i = 0; i < n; ++i) {
-    ASSERT_EQ(a[i], ref_a[i]) << "A[" << i << "] on rank 0";
-    ASSERT_EQ(b[i], ref_b[i]) << "B[" << i << "] on rank 0";
+    ASSERT_EQ(a[i], ref_a[i]) << "A[" << i << "] on rank " << bbmm_rank(rt);
+    ASSERT_EQ(b[i], ref_b[i]) << "B[" << i << "] on rank " << bbmm_rank(rt);
   }
 }
 

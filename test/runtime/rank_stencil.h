@@ -22,7 +22,8 @@ void run_rank_stencil(bbmm_runtime* rt, int64_t n, int steps);
 // devices of all ranks (bbmm_device_count counts them all), and the runtime
 // moves what each tile reads to its rank and gathers both arrays on rank 0 at
 // unregistration, which compares them with the sequential program, exactly.
-void run_global_stencil(bbmm_runtime* rt, int64_t n, int steps);
+// With `every_rank`, every rank's arrays are compared (BBMM_MPI_GATHER_ALL).
+void run_global_stencil(bbmm_runtime* rt, int64_t n, int steps, bool every_rank = false);
 
 // The bytes each rank must receive in run_global_stencil (`ranks` ranks of
 // `devices` devices): a dense model, independent of the runtime's region-based

@@ -191,6 +191,29 @@ TEST(RankExchange, GlobalTilesRefuseExplicitTransfers) {
   EXPECT_EQ(bbmm_runtime_destroy(other), BBMM_OK);
 }
 
+// Gathering on every rank (BBMM_MPI_GATHER_ALL): every rank ends with the
+// sequential program's arrays.
+TEST(GlobalStencil, GatherAllGivesEveryRankTheResult) {
+  constexpr int kRanks = 3;
+  std::vector<std::unique_ptr<Transport>> transports = make_loopback_transports(kRanks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      bbmm_options o;
+      ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+      o.backend = BBMM_BACKEND_HOST;
+      o.devices = 2;
+      bbmm_runtime* rt = nullptr;
+      ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK);
+      ASSERT_TRUE(
+          detail::core_of(rt)->set_transport(std::move(transports[r]), true, true).ok());
+      testing::run_global_stencil(rt, 1000, 12, /*every_rank=*/true);
+      EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
 TEST(RankExchange, WithoutATransportTheCallsSaySo) {
   bbmm_options o;
   ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);

@@ -13,7 +13,8 @@
 #include "core/runtime_core.h"
 
 namespace bbmm::detail {
-absl::StatusOr<std::unique_ptr<Transport>> default_transport(bool* global_tiles);
+absl::StatusOr<std::unique_ptr<Transport>> default_transport(bool* global_tiles,
+                                                             bool* gather_all);
 }  // namespace bbmm::detail
 
 struct bbmm_runtime {
@@ -249,12 +250,13 @@ bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out) {
     absl::StatusOr<std::unique_ptr<bbmm::Runtime>> rt = bbmm::Runtime::create(o);
     if (!rt.ok()) return to_c(rt.status());
     // A transport between ranks for every runtime (bbmm_mpi_use_by_default).
-    bool global_tiles = true;
+    bool global_tiles = true, gather_all = false;
     absl::StatusOr<std::unique_ptr<bbmm::Transport>> t =
-        bbmm::detail::default_transport(&global_tiles);
+        bbmm::detail::default_transport(&global_tiles, &gather_all);
     if (!t.ok()) return to_c(t.status());
     if (*t != nullptr) {
-      if (absl::Status s = (*rt)->core()->set_transport(*std::move(t), global_tiles); !s.ok()) {
+      if (absl::Status s = (*rt)->core()->set_transport(*std::move(t), global_tiles, gather_all);
+          !s.ok()) {
         return to_c(s);
       }
     }
@@ -526,6 +528,7 @@ struct DefaultTransport {
   std::mutex mu;
   TransportMaker make;
   bool global_tiles = true;
+  bool gather_all = false;
 };
 DefaultTransport& default_transport_state() {
   static DefaultTransport* s = new DefaultTransport;  // never destroyed: used at exit too
@@ -533,18 +536,21 @@ DefaultTransport& default_transport_state() {
 }
 }  // namespace
 
-void set_default_transport(TransportMaker make, bool global_tiles) {
+void set_default_transport(TransportMaker make, bool global_tiles, bool gather_all) {
   DefaultTransport& d = default_transport_state();
   std::lock_guard<std::mutex> lock(d.mu);
   d.make = std::move(make);
   d.global_tiles = global_tiles;
+  d.gather_all = gather_all;
 }
 
 // The transport of a new runtime, when a default is set (null otherwise).
-absl::StatusOr<std::unique_ptr<Transport>> default_transport(bool* global_tiles) {
+absl::StatusOr<std::unique_ptr<Transport>> default_transport(bool* global_tiles,
+                                                             bool* gather_all) {
   DefaultTransport& d = default_transport_state();
   std::lock_guard<std::mutex> lock(d.mu);
   *global_tiles = d.global_tiles;
+  *gather_all = d.gather_all;
   if (!d.make) return std::unique_ptr<Transport>();
   return d.make();
 }

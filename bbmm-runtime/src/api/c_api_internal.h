@@ -20,6 +20,6 @@ bbmm_status c_status(const absl::Status& s);
 // transport `make` returns (with `global_tiles`, RuntimeCore::set_transport);
 // an empty `make` stops it. For bbmm_mpi_use_by_default (bbmm/mpi.h).
 using TransportMaker = std::function<absl::StatusOr<std::unique_ptr<Transport>>()>;
-void set_default_transport(TransportMaker make, bool global_tiles);
+void set_default_transport(TransportMaker make, bool global_tiles, bool gather_all);
 
 }  // namespace bbmm::detail

@@ -215,7 +215,7 @@ absl::Status RuntimeCore::unregister_array(Array* array) {
   if (global_tiles()) {
     // Over several ranks: rank 0's host copy gets what other ranks hold.
     std::lock_guard<std::mutex> lock(mu_);
-    if (absl::Status s = gather_to_root(*array); !s.ok()) return s;
+    if (absl::Status s = gather(*array); !s.ok()) return s;
   }
   absl::Status s = sync_to_host(array);
   if (!s.ok()) return s;
@@ -647,6 +647,10 @@ absl::Status RuntimeCore::sync_to_host(Array* array) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (array == nullptr) return absl::InvalidArgumentError("sync_to_host: null array");
+    // Over several ranks with global tiles: what other ranks hold comes first.
+    if (global_tiles()) {
+      if (absl::Status s = gather(*array); !s.ok()) return s;
+    }
     if (!array->read_only) {
       absl::Status s = coherency_->write_back(*array, array->whole);
       if (!s.ok()) return s;

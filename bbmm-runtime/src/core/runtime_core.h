@@ -94,9 +94,12 @@ class RuntimeCore {
   //    device's rank, the others keep its books (shadow tiles), the runtime
   //    moves what each tile reads to its rank, and unregister_array gathers
   //    rank 0's host copy. send_box and receive_box are refused.
+  //    With `gather_all`, every rank's host copy gets the values, not only
+  //    rank 0's; sync_to_host gathers as unregister_array does.
   //  - explicit: devices and tiles are this rank's; the program moves boxes
   //    with send_box and receive_box.
-  absl::Status set_transport(std::unique_ptr<Transport> transport, bool global_tiles);
+  absl::Status set_transport(std::unique_ptr<Transport> transport, bool global_tiles,
+                             bool gather_all = false);
   bool global_tiles() const { return transport_ != nullptr && global_tiles_; }
   int rank() const { return transport_ ? transport_->rank() : 0; }
   int rank_count() const { return transport_ ? transport_->size() : 1; }
@@ -143,10 +146,10 @@ class RuntimeCore {
   // reads to `owner` from the lowest rank holding it, as every rank computes
   // alike from the rank directories, then records its writes.
   absl::Status exchange_for_tile(const TileState& tile, int owner);
-  // Over several ranks (mu_ held): what rank 0 lacks of `array`, from the
-  // lowest rank holding it (unregister_array: the host copy of rank 0 is made
-  // valid).
-  absl::Status gather_to_root(Array& array);
+  // Over several ranks (mu_ held): what rank 0 (every rank, with gather_all)
+  // lacks of `array`, from the lowest rank holding it (unregister_array and
+  // sync_to_host: the host copies are made valid there).
+  absl::Status gather(Array& array);
   absl::Status send_locked(Array* array, const Box& box, int to, int tag);
   absl::Status receive_locked(Array* array, const Box& box, int from, int tag);
   // The host array of `array` for the transport; kInvalidArgument (naming
@@ -178,6 +181,7 @@ class RuntimeCore {
   std::vector<int> rank_first_device_, rank_devices_;
   size_t global_memory_ = 0;  // the least device memory over all ranks
   bool global_tiles_ = false;
+  bool gather_all_ = false;
   // Last: destroyed first, waiting for its operations while everything they
   // use still exists.
   std::unique_ptr<Transport> transport_;

@@ -11,7 +11,8 @@
 
 namespace bbmm::detail {
 
-absl::Status RuntimeCore::set_transport(std::unique_ptr<Transport> transport, bool global_tiles) {
+absl::Status RuntimeCore::set_transport(std::unique_ptr<Transport> transport, bool global_tiles,
+                                        bool gather_all) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!arrays_.empty() || transport_ != nullptr) {
     return absl::FailedPreconditionError(
@@ -39,6 +40,7 @@ absl::Status RuntimeCore::set_transport(std::unique_ptr<Transport> transport, bo
   }
   transport_ = std::move(transport);
   global_tiles_ = global_tiles;
+  gather_all_ = gather_all;
   // One trace per rank: "t.json" becomes "t.rank1.json" on rank 1.
   if (tracer_ != nullptr && transport_->size() > 1) {
     std::string path = options_.trace_file;
@@ -139,22 +141,27 @@ absl::Status RuntimeCore::exchange_for_tile(const TileState& tile, int owner) {
   return absl::OkStatus();
 }
 
-absl::Status RuntimeCore::gather_to_root(Array& array) {
+absl::Status RuntimeCore::gather(Array& array) {
   const int me = rank();
+  const int roots = gather_all_ ? rank_count() : 1;
   std::vector<std::pair<Box, int>> moves;
-  array.rank_directory.for_each(array.whole, [&](const Directory::Region& g) {
-    if (!(g.valid & 1)) moves.push_back({g.box, std::countr_zero(g.valid)});
-  });
-  for (const auto& [box, from] : moves) {
-    absl::Status s;
-    if (me == 0) {
-      s = receive_locked(&array, box, from, kRuntimeTag);
-    } else if (me == from) {
-      s = send_locked(&array, box, 0, kRuntimeTag);
+  for (int root = 0; root < roots; ++root) {
+    const HolderMask bit = HolderMask{1} << root;
+    moves.clear();
+    array.rank_directory.for_each(array.whole, [&](const Directory::Region& g) {
+      if (!(g.valid & bit)) moves.push_back({g.box, std::countr_zero(g.valid)});
+    });
+    for (const auto& [box, from] : moves) {
+      absl::Status s;
+      if (me == root) {
+        s = receive_locked(&array, box, from, kRuntimeTag);
+      } else if (me == from) {
+        s = send_locked(&array, box, root, kRuntimeTag);
+      }
+      if (!s.ok()) return s;
     }
-    if (!s.ok()) return s;
+    array.rank_directory.add(array.whole, bit);
   }
-  array.rank_directory.add(array.whole, 1);
   return absl::OkStatus();
 }
 
