@@ -5,7 +5,8 @@
 # rank), against the same sample on those GPUs in one process. Builds nothing:
 #   bash .gpu/mpi_ranks.sh .gpu            (MPI_RANKS_SAMPLES="heat2d|4096 50;floyd|2048")
 # Prints, per sample: verdicts, seconds, bytes sent/received between ranks (rank 0), and a
-# table last. Needs mpirun (Open MPI) on the GPU machine.
+# table last; exits 1 when a run failed or was not verified. Needs mpirun (Open MPI) on the
+# GPU machine (run_all.sh mpi runs it).
 set -uo pipefail
 G="$(cd "${1:-.gpu}" && pwd)"
 export LD_LIBRARY_PATH="$G/lib:${LD_LIBRARY_PATH:-}"
@@ -15,6 +16,7 @@ IFS=';' read -r -a rows <<<"${MPI_RANKS_SAMPLES:-heat2d|4096 50;floyd|2048}"
 command -v mpirun >/dev/null || { echo "mpi_ranks.sh: no mpirun on this machine"; exit 1; }
 (( ngpu >= 2 )) || { echo "mpi_ranks.sh: needs 2 GPUs ($ngpu visible)"; exit 1; }
 table=()
+fail=0
 for row in "${rows[@]}"; do
   IFS='|' read -r name args <<<"$row"
   bin="$G/bin/${name}_bbmmc_cuda_mpi"
@@ -34,9 +36,11 @@ for row in "${rows[@]}"; do
   echo "$out1" | tail -3
   secs1=$(grep -o 'bbmmc [0-9.]* s' <<<"$out1" | head -1)
   verdict1=$(grep -o 'sequential program: [A-Z]*' <<<"$out1" | head -1)
+  [[ $rc -eq 0 && "$verdict" == *PASSED ]] || fail=1
   table+=("| $name $args | $rc | ${verdict#sequential program: } | ${secs#bbmmc } | ${sent:-?} | ${recv:-?} | ${verdict1#sequential program: } | ${secs1#bbmmc } |")
 done
 echo
 echo "| sample | mpirun rc | verified (2 ranks x 1 GPU) | seconds | bytes sent (rank 0) | bytes received (rank 0) | verified (1 process, 2 GPUs) | seconds |"
 echo "|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${table[@]}"
+exit $fail

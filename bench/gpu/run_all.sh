@@ -26,6 +26,9 @@
 #   bench     gpu_bench (box copies, flow-out, box-out, acquire/release, halo hops)
 #                                                                       ~10 s (<= 20 s)
 #   tune      heat3d_cuda n=768 on 1 GPU with 5 kernel shapes (BBMM_HEAT3D_KERNEL)  ~1 min
+#   mpi       heat2d and floyd over 2 MPI ranks x 1 GPU (mpi_ranks.sh: <name>_bbmmc_cuda_mpi,
+#             the generated code unchanged, rank 0 verifies) against 1 process on 2 GPUs;
+#             needs 2 GPUs and mpirun (not in all)                     ~1 min (<= 90 s)
 #   trace     jacobi2d_cuda n=16386, 5 steps, 2 GPUs with BBMM_TRACE, plotted by
 #             plot_trace.py (whole run and a window around one kernel)     ~15 s (<= 32 s)
 #   all       tests samples sanitize perf bench trace                    ~7 min (<= 800 s)
@@ -57,7 +60,7 @@ want=" "
 for s in "${subsets[@]}"; do
   case "$s" in
     all) want+="tests samples sanitize perf bench trace " ;;
-    tests|samples|sanitize|perf|bench|trace|tune) want+="$s " ;;
+    tests|samples|sanitize|perf|bench|trace|tune|mpi) want+="$s " ;;
     *) echo "run_all.sh: unknown subset '$s' (tests, samples, sanitize, perf, bench, trace," \
             "tune, all)" >&2
        exit 1 ;;
@@ -84,7 +87,7 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 est_total=0
 for s in $want; do
   case "$s" in tests) e=160 ;; samples) e=160 ;; sanitize) e=300 ;; perf) e=128 ;; bench) e=20 ;;
-    trace) e=32 ;; tune) e=60 ;; esac
+    trace) e=32 ;; tune) e=60 ;; mpi) e=90 ;; esac
   est_total=$((est_total + e))
 done
 echo "run_all.sh: $ngpu GPU(s); subsets:$want; estimated <= $est_total s (budget ${BUDGET_S} s); output in $OUT"
@@ -357,6 +360,14 @@ if wants bench; then
     step bench gpu_bench 20 sh -c "'$B/gpu_bench' > '$OUT/gpu_bench.md'; rc=\$?; cat '$OUT/gpu_bench.md'; exit \$rc"
   else
     echo "(gpu_bench not staged)"
+  fi
+fi
+
+if wants mpi; then
+  if (( ngpu >= 2 )) && command -v mpirun >/dev/null && have heat2d_bbmmc_cuda_mpi; then
+    step mpi mpi_ranks 90 bash "$G/mpi_ranks.sh" "$G"
+  else
+    echo "(mpi: needs 2 GPUs, mpirun and the staged <name>_bbmmc_cuda_mpi)"
   fi
 fi
 
