@@ -5,6 +5,7 @@
 #include <bit>
 #include <climits>
 #include <cstdint>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "core/runtime_core.h"
@@ -53,6 +54,12 @@ absl::Status RuntimeCore::set_transport(std::unique_ptr<Transport> transport, bo
       path += tag;
     }
     tracer_->set_path(std::move(path));
+    // The shared name was only created to check that it can be written.
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(options_.trace_file, ec) &&
+        std::filesystem::file_size(options_.trace_file, ec) == 0) {
+      std::filesystem::remove(options_.trace_file, ec);
+    }
   }
   return absl::OkStatus();
 }
