@@ -28,6 +28,7 @@ for row in "${rows[@]}"; do
   rc=$?
   echo "$out" | tail -5
   verdict=$(grep -o 'sequential program: [A-Z]*' <<<"$out" | head -1)
+  grep -m1 '^mpi: ' <<<"$out"
   secs=$(grep -o 'bbmmc [0-9.]* s' <<<"$out" | head -1)
   sent=$(grep -o '"bytes_sent_ranks":[0-9]*' <<<"$out" | tail -1 | cut -d: -f2)
   recv=$(grep -o '"bytes_received_ranks":[0-9]*' <<<"$out" | tail -1 | cut -d: -f2)

@@ -43,6 +43,11 @@ bbmm_status bbmm_runtime_use_mpi(bbmm_runtime* rt, MPI_Comm comm, int flags);
  * initialised (below MPI_THREAD_SERIALIZED). */
 bbmm_status bbmm_mpi_use_by_default(MPI_Comm comm, int flags);
 
+/* 1 when the MPI library is CUDA-aware (built so and saying so at run time: Open MPI's
+ * MPIX_Query_cuda_support), else 0. BBMM stages every transfer between ranks through the
+ * registered host arrays either way; sending from GPU memory is not built yet. */
+int bbmm_mpi_cuda_aware(void);
+
 #ifdef __cplusplus
 }
 #endif

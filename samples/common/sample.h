@@ -207,6 +207,10 @@ __attribute__((constructor)) static void sample_mpi_init(void) {
     exit(1);
   }
   if (sample_mpi_rank != 0 && !freopen("/dev/null", "w", stdout)) exit(1);
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  printf("mpi: %d ranks; CUDA-aware MPI: %s; transfers between ranks staged through the host "
+         "arrays\n", ranks, bbmm_mpi_cuda_aware() ? "yes" : "no");
 }
 static inline int sample_rank(void) { return sample_mpi_rank; }
 #else

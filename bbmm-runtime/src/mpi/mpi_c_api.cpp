@@ -50,3 +50,5 @@ extern "C" bbmm_status bbmm_mpi_use_by_default(MPI_Comm comm, int flags) {
                                       (flags & BBMM_MPI_GATHER_ALL) != 0);
   return BBMM_OK;
 }
+
+extern "C" int bbmm_mpi_cuda_aware(void) { return bbmm::mpi_cuda_aware() ? 1 : 0; }

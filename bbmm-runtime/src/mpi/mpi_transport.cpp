@@ -10,6 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI: MPIX_CUDA_AWARE_SUPPORT
+#endif
+
 namespace bbmm {
 namespace {
 
@@ -324,6 +328,14 @@ class MpiTransport final : public Transport {
 };
 
 }  // namespace
+
+bool mpi_cuda_aware() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
 
 absl::StatusOr<std::unique_ptr<Transport>> make_mpi_transport(MPI_Comm comm) {
   int initialized = 0, finalized = 0;

@@ -29,4 +29,10 @@ namespace bbmm {
 // MPI_THREAD_SERIALIZED.
 absl::StatusOr<std::unique_ptr<Transport>> make_mpi_transport(MPI_Comm comm);
 
+// True when the MPI library was built CUDA-aware and says so at run time
+// (Open MPI's MPIX_CUDA_AWARE_SUPPORT and MPIX_Query_cuda_support): it could
+// send from GPU memory. The transport stages everything through the host
+// arrays either way (sending from device memory is not built).
+bool mpi_cuda_aware();
+
 }  // namespace bbmm
