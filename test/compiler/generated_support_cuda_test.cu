@@ -164,6 +164,39 @@ static int64_t oracle_blocks(int dims, const int64_t* e, int64_t m) {
   return n;
 }
 
+// The fill rule, independently: march, ceil(march/2), ... until the grid has
+// min_blocks blocks (oracle_blocks), or 1; 1-D keeps the march.
+static int64_t oracle_fill_march(int dims, const int64_t* e, int64_t march, int64_t min_blocks) {
+  if (dims < 2) return march;
+  while (march > 1 && oracle_blocks(dims, e, march) < min_blocks) march = (march + 1) / 2;
+  return march;
+}
+
+// The waves rule, by brute force over 1..march: the cost ceil(blocks / resident) *
+// (m + 1), the cheapest with ties to the larger march; 1-D and resident <= 0 keep it.
+static int64_t oracle_wave_march(int dims, const int64_t* e, int64_t march, int64_t resident) {
+  if (dims < 2 || resident <= 0) return march;
+  int64_t want = march, best = -1;
+  for (int64_t m = march; m >= 1; --m) {
+    const int64_t cost = (oracle_blocks(dims, e, m) + resident - 1) / resident * (m + 1);
+    if (best < 0 || cost < best) {
+      best = cost;
+      want = m;
+    }
+  }
+  return want;
+}
+
+// The balance rule, by brute force: the least march m <= march giving the
+// outermost coordinate of `extent` as many blocks of `threads` threads as march.
+static int64_t oracle_balance_march(int64_t extent, int64_t threads, int64_t march) {
+  auto blocks = [&](int64_t m) { return (extent + threads * m - 1) / (threads * m); };
+  for (int64_t m = 1; m <= march; ++m) {
+    if (blocks(m) == blocks(march)) return m;
+  }
+  return march;
+}
+
 // bbmm_cu_fill_march: against an independent count of the blocks of a march (the
 // ceiling of each extent over threads x values per thread; the hardware limits do not
 // bind at these extents): the march returned is the first of march, ceil(march/2), ...
@@ -179,11 +212,7 @@ static void test_fill_march(void) {
           const int64_t lo[3] = {3, -2, 0};
           const int64_t hi[3] = {3 + e[0], -2 + e[1], e[2]};
           const int64_t got = bbmm_cu_fill_march(dims, lo, hi, shape, march, 0, min_blocks);
-          int64_t want = march;
-          if (dims >= 2) {
-            while (want > 1 && oracle_blocks(dims, e, want) < min_blocks) want = (want + 1) / 2;
-          }
-          CHECK_EQ(got, want, "fill march");
+          CHECK_EQ(got, oracle_fill_march(dims, e, march, min_blocks), "fill march");
           if (dims >= 2 && got > 1) {
             CHECK_EQ(oracle_blocks(dims, e, got) >= min_blocks, 1, "the grid fills");
           }
@@ -211,14 +240,7 @@ static void test_balance_march(void) {
           continue;
         }
         auto blocks = [&](int64_t m) { return (extent + threads * m - 1) / (threads * m); };
-        int64_t want = march;
-        for (int64_t m = 1; m <= march; ++m) {
-          if (blocks(m) == blocks(march)) {
-            want = m;
-            break;
-          }
-        }
-        CHECK_EQ(got, want, "balanced march");
+        CHECK_EQ(got, oracle_balance_march(extent, threads, march), "balanced march");
         CHECK_EQ(got * threads * blocks(got) >= extent, 1, "covers the extent");
         CHECK_EQ(got * threads * (blocks(got) - 1) < extent, 1, "no idle block");
       }
@@ -240,18 +262,7 @@ static void test_wave_march(void) {
           const int64_t lo[3] = {3, -2, 0};
           const int64_t hi[3] = {3 + e[0], -2 + e[1], e[2]};
           const int64_t got = bbmm_cu_wave_march(dims, lo, hi, shape, march, 0, resident);
-          int64_t want = march;
-          if (dims >= 2 && resident > 0) {
-            int64_t best = -1;
-            for (int64_t m = march; m >= 1; --m) {
-              const int64_t cost = (oracle_blocks(dims, e, m) + resident - 1) / resident * (m + 1);
-              if (best < 0 || cost < best) {
-                best = cost;
-                want = m;
-              }
-            }
-          }
-          CHECK_EQ(got, want, "wave march");
+          CHECK_EQ(got, oracle_wave_march(dims, e, march, resident), "wave march");
         }
       }
     }
@@ -280,28 +291,10 @@ static void test_pick_march(void) {
               CHECK_EQ(got, march, "1-D does not march");
               continue;
             }
-            int64_t filled = march;
-            while (filled > 1 && oracle_blocks(dims, e, filled) < fill) filled = (filled + 1) / 2;
-            int64_t want = filled;
-            if (resident > 0) {
-              int64_t best = -1;
-              for (int64_t m = filled; m >= 1; --m) {
-                const int64_t cost = (oracle_blocks(dims, e, m) + resident - 1) / resident * (m + 1);
-                if (best < 0 || cost < best) {
-                  best = cost;
-                  want = m;
-                }
-              }
-            } else {
-              const int64_t extent = e[dims - 1];
-              auto outer = [&](int64_t m) { return (extent + threads * m - 1) / (threads * m); };
-              for (int64_t m = 1; m <= filled; ++m) {
-                if (outer(m) == outer(filled)) {
-                  want = m;
-                  break;
-                }
-              }
-            }
+            const int64_t filled = oracle_fill_march(dims, e, march, fill);
+            const int64_t want = resident > 0
+                                     ? oracle_wave_march(dims, e, filled, resident)
+                                     : oracle_balance_march(e[dims - 1], threads, filled);
             CHECK_EQ(got, want, "picked march");
             CHECK_EQ(got <= filled, 1, "no larger than the fill rule's");
           }

@@ -10,13 +10,11 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
-#include <thread>
 #include <vector>
 
-#include "api/c_api_internal.h"
 #include "bbmm/bbmm.h"
 #include "bbmm/view.h"
-#include "core/loopback_transport.h"
+#include "loopback_ranks.h"
 
 namespace bbmm {
 namespace {
@@ -189,24 +187,9 @@ TEST(GlobalTilesFuzz, RankZeroMatchesTheSequentialProgram) {
     for (size_t i = 0; i < want_b.size(); ++i) want_b[i] = static_cast<double>(i % 7);
     std::vector<std::vector<double>> a(ranks, want_a), b(ranks, want_b);
     run_sequential(tiles, &want_a, &want_b);
-    std::vector<std::unique_ptr<Transport>> transports = make_loopback_transports(ranks);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < ranks; ++r) {
-      threads.emplace_back([&, r] {
-        bbmm_options o;
-        ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
-        o.backend = BBMM_BACKEND_HOST;
-        o.devices = per_rank;
-        // Room for the largest tile (3 boxes of A, 1,536 bytes each) and little more.
-        o.device_memory = tight ? 6144 : 0;
-        bbmm_runtime* rt = nullptr;
-        ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK);
-        ASSERT_TRUE(detail::core_of(rt)->set_transport(std::move(transports[r]), true).ok());
-        run_rank(rt, tiles, &a[r], &b[r], seed);
-        EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
-      });
-    }
-    for (std::thread& t : threads) t.join();
+    // Tight: room for the largest tile (3 boxes of A, 1,536 bytes each) and little more.
+    testing::on_ranks(testing::same(ranks, per_rank, tight ? 6144 : 0), /*global_tiles=*/true,
+                      false, [&](bbmm_runtime* rt, int r) { run_rank(rt, tiles, &a[r], &b[r], seed); });
     ASSERT_EQ(a[0], want_a) << "seed " << seed << " (" << ranks << " ranks x " << per_rank
                             << " devices" << (tight ? ", box-out" : "") << ")";
     ASSERT_EQ(b[0], want_b) << "seed " << seed;

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <functional>
+
 #include "bbmm/mpi.h"
 #include "mpi/mpi_transport.h"
 #include "rank_stencil.h"
@@ -21,9 +23,10 @@ TEST(MpiTransport, EveryRankPassesTheChecks) {
   testing::run_transport_checks(**t);
 }
 
-// The stencil over ranks (rank_stencil.h), one process per rank, 2 host devices
-// each, through the C API and bbmm_runtime_use_mpi; with devices that box out too.
-void stencil(bool tight) {
+// Runs `body(rt, ranks)` with a runtime of 2 host devices per process (devices
+// that box out with `tight`) over MPI_COMM_WORLD (bbmm_runtime_use_mpi with
+// `flags`), then destroys it.
+void with_mpi_runtime(int flags, bool tight, const std::function<void(bbmm_runtime*, int)>& body) {
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   bbmm_options o;
@@ -33,16 +36,23 @@ void stencil(bool tight) {
   o.device_memory = tight ? testing::tight_device_memory(1000, size, 2) : 0;
   bbmm_runtime* rt = nullptr;
   ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
-  ASSERT_EQ(bbmm_runtime_use_mpi(rt, MPI_COMM_WORLD, BBMM_MPI_EXPLICIT), BBMM_OK)
-      << bbmm_last_error_message();
+  EXPECT_EQ(bbmm_runtime_use_mpi(rt, MPI_COMM_WORLD, flags), BBMM_OK) << bbmm_last_error_message();
   EXPECT_EQ(bbmm_rank_count(rt), size);
-  testing::run_rank_stencil(rt, 1000, 12);
-  bbmm_stats st;
-  ASSERT_EQ(bbmm_stats_get(rt, -1, &st), BBMM_OK);
-  if (tight) {
-    EXPECT_GT(st.evictions, 0u);
-  }
+  body(rt, size);
   EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
+}
+
+// The stencil over ranks (rank_stencil.h), one process per rank, through the C
+// API, moving its edges itself (BBMM_MPI_EXPLICIT); with devices that box out too.
+void stencil(bool tight) {
+  with_mpi_runtime(BBMM_MPI_EXPLICIT, tight, [&](bbmm_runtime* rt, int) {
+    testing::run_rank_stencil(rt, 1000, 12);
+    bbmm_stats st;
+    ASSERT_EQ(bbmm_stats_get(rt, -1, &st), BBMM_OK);
+    if (tight) {
+      EXPECT_GT(st.evictions, 0u);
+    }
+  });
 }
 
 TEST(MpiRuntime, StencilMatchesTheSequentialProgram) { stencil(false); }
@@ -51,19 +61,10 @@ TEST(MpiRuntime, StencilWithBoxOutMatchesTheSequentialProgram) { stencil(true); 
 // The stencil written for one runtime (run_global_stencil), unchanged, over the
 // devices of all ranks (bbmm_runtime_use_mpi without flags).
 void global_stencil(bool tight) {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  bbmm_options o;
-  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
-  o.backend = BBMM_BACKEND_HOST;
-  o.devices = 2;
-  o.device_memory = tight ? testing::tight_device_memory(1000, size, 2) : 0;
-  bbmm_runtime* rt = nullptr;
-  ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
-  ASSERT_EQ(bbmm_runtime_use_mpi(rt, MPI_COMM_WORLD, 0), BBMM_OK) << bbmm_last_error_message();
-  EXPECT_EQ(bbmm_device_count(rt), 2 * size);
-  testing::run_global_stencil(rt, 1000, 12);
-  EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
+  with_mpi_runtime(0, tight, [](bbmm_runtime* rt, int ranks) {
+    EXPECT_EQ(bbmm_device_count(rt), 2 * ranks);
+    testing::run_global_stencil(rt, 1000, 12);
+  });
 }
 
 TEST(MpiRuntime, GlobalStencilMatchesTheSequentialProgram) { global_stencil(false); }

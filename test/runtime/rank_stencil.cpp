@@ -50,40 +50,58 @@ void split(int64_t n, int parts, int k, int64_t* lo, int64_t* hi) {
 
 #define BBMM_OK_OR_FAIL(call) ASSERT_EQ((call), BBMM_OK) << #call << ": " << bbmm_last_error_message()
 
+// Both stencils' input.
+std::vector<double> initial_values(int64_t n) {
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>((i * 37) % 101) / 7.0;
+  return v;
+}
+
+// The sequential program on `a` and `b`.
+void run_sequential(int64_t n, int steps, std::vector<double>* a, std::vector<double>* b) {
+  for (int t = 0; t < steps; ++t) {
+    for (int64_t i = 1; i < n - 1; ++i) (*b)[i] = 0.33333 * ((*a)[i - 1] + (*a)[i] + (*a)[i + 1]);
+    for (int64_t i = 1; i < n - 1; ++i) (*a)[i] = 0.33333 * ((*b)[i - 1] + (*b)[i] + (*b)[i + 1]);
+  }
+}
+
+// One tile on `device`: dst[lo, hi) from src[lo-1, hi+1), its edge elements
+// flowed out for the neighbouring tiles of other devices.
+void run_tile(bbmm_runtime* rt, int device, bbmm_array* src, bbmm_array* dst, int64_t lo,
+              int64_t hi) {
+  bbmm_tile* tile = nullptr;
+  BBMM_OK_OR_FAIL(bbmm_tile_begin(rt, device, &tile));
+  const int64_t rlo = lo - 1, rhi = hi + 1;
+  BBMM_OK_OR_FAIL(bbmm_tile_require(tile, src, &rlo, &rhi, BBMM_READ));
+  BBMM_OK_OR_FAIL(bbmm_tile_require(tile, dst, &lo, &hi, BBMM_WRITE));
+  BBMM_OK_OR_FAIL(bbmm_tile_acquire(tile));
+  Args args{lo, hi, {}, {}};
+  bbmm_view vs, vd;
+  BBMM_OK_OR_FAIL(bbmm_tile_view(tile, src, &vs));
+  BBMM_OK_OR_FAIL(bbmm_tile_view(tile, dst, &vd));
+  ASSERT_TRUE(copy_pieces(vs, &args.src) && copy_pieces(vd, &args.dst));
+  BBMM_OK_OR_FAIL(bbmm_tile_launch(tile, jacobi_kernel, &args, sizeof args));
+  const int64_t lo1 = lo + 1, hi1 = hi - 1;
+  BBMM_OK_OR_FAIL(bbmm_tile_flow_out(tile, dst, &lo, &lo1));
+  BBMM_OK_OR_FAIL(bbmm_tile_flow_out(tile, dst, &hi1, &hi));
+  BBMM_OK_OR_FAIL(bbmm_tile_release(tile));
+}
+
 }  // namespace
 
 void run_global_stencil(bbmm_runtime* rt, int64_t n, int steps, bool every_rank) {
   const int devices = bbmm_device_count(rt);
-  std::vector<double> a(n), b(n);
-  for (int64_t i = 0; i < n; ++i) a[i] = b[i] = static_cast<double>((i * 37) % 101) / 7.0;
-  std::vector<double> ref_a = a, ref_b = b;
+  std::vector<double> a = initial_values(n), b = a, ref_a = a, ref_b = a;
   bbmm_array *A = nullptr, *B = nullptr;
   BBMM_OK_OR_FAIL(bbmm_array_register(rt, "A", a.data(), sizeof(double), 1, &n, nullptr, 0, &A));
   BBMM_OK_OR_FAIL(bbmm_array_register(rt, "B", b.data(), sizeof(double), 1, &n, nullptr, 0, &B));
   for (int t = 0; t < steps; ++t) {
     for (int phase = 0; phase < 2; ++phase) {
-      bbmm_array* src = phase == 0 ? A : B;
-      bbmm_array* dst = phase == 0 ? B : A;
       for (int d = 0; d < devices; ++d) {
         int64_t lo, hi;
         split(n, devices, d, &lo, &hi);
         if (lo >= hi) continue;
-        bbmm_tile* tile = nullptr;
-        BBMM_OK_OR_FAIL(bbmm_tile_begin(rt, d, &tile));
-        const int64_t rlo = lo - 1, rhi = hi + 1;
-        BBMM_OK_OR_FAIL(bbmm_tile_require(tile, src, &rlo, &rhi, BBMM_READ));
-        BBMM_OK_OR_FAIL(bbmm_tile_require(tile, dst, &lo, &hi, BBMM_WRITE));
-        BBMM_OK_OR_FAIL(bbmm_tile_acquire(tile));
-        Args args{lo, hi, {}, {}};
-        bbmm_view vs, vd;
-        BBMM_OK_OR_FAIL(bbmm_tile_view(tile, src, &vs));
-        BBMM_OK_OR_FAIL(bbmm_tile_view(tile, dst, &vd));
-        ASSERT_TRUE(copy_pieces(vs, &args.src) && copy_pieces(vd, &args.dst));
-        BBMM_OK_OR_FAIL(bbmm_tile_launch(tile, jacobi_kernel, &args, sizeof args));
-        const int64_t lo1 = lo + 1, hi1 = hi - 1;
-        BBMM_OK_OR_FAIL(bbmm_tile_flow_out(tile, dst, &lo, &lo1));
-        BBMM_OK_OR_FAIL(bbmm_tile_flow_out(tile, dst, &hi1, &hi));
-        BBMM_OK_OR_FAIL(bbmm_tile_release(tile));
+        ASSERT_NO_FATAL_FAILURE(run_tile(rt, d, phase == 0 ? A : B, phase == 0 ? B : A, lo, hi));
       }
       BBMM_OK_OR_FAIL(bbmm_phase_boundary(rt));
     }
@@ -91,10 +109,7 @@ void run_global_stencil(bbmm_runtime* rt, int64_t n, int steps, bool every_rank)
   BBMM_OK_OR_FAIL(bbmm_array_unregister(rt, A));
   BBMM_OK_OR_FAIL(bbmm_array_unregister(rt, B));
   if (bbmm_rank(rt) != 0 && !every_rank) return;
-  for (int t = 0; t < steps; ++t) {
-    for (int64_t i = 1; i < n - 1; ++i) ref_b[i] = 0.33333 * (ref_a[i - 1] + ref_a[i] + ref_a[i + 1]);
-    for (int64_t i = 1; i < n - 1; ++i) ref_a[i] = 0.33333 * (ref_b[i - 1] + ref_b[i] + ref_b[i + 1]);
-  }
+  run_sequential(n, steps, &ref_a, &ref_b);
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(a[i], ref_a[i]) << "A[" << i << "] on rank " << bbmm_rank(rt);
     ASSERT_EQ(b[i], ref_b[i]) << "B[" << i << "] on rank " << bbmm_rank(rt);
@@ -143,9 +158,7 @@ uint64_t tight_device_memory(int64_t n, int ranks, int devices) {
 
 void run_rank_stencil(bbmm_runtime* rt, int64_t n, int steps) {
   const int me = bbmm_rank(rt), ranks = bbmm_rank_count(rt), devices = bbmm_device_count(rt);
-  std::vector<double> a(n), b(n);
-  for (int64_t i = 0; i < n; ++i) a[i] = b[i] = static_cast<double>((i * 37) % 101) / 7.0;
-  std::vector<double> ref_a = a, ref_b = b;
+  std::vector<double> a = initial_values(n), b = a, ref_a = a, ref_b = a;
   bbmm_array *A = nullptr, *B = nullptr;
   BBMM_OK_OR_FAIL(bbmm_array_register(rt, "A", a.data(), sizeof(double), 1, &n, nullptr, 0, &A));
   BBMM_OK_OR_FAIL(bbmm_array_register(rt, "B", b.data(), sizeof(double), 1, &n, nullptr, 0, &B));
@@ -161,23 +174,7 @@ void run_rank_stencil(bbmm_runtime* rt, int64_t n, int steps) {
         lo += own_lo - 1;
         hi += own_lo - 1;
         if (lo >= hi) continue;
-        bbmm_tile* tile = nullptr;
-        BBMM_OK_OR_FAIL(bbmm_tile_begin(rt, d, &tile));
-        const int64_t rlo = lo - 1, rhi = hi + 1;
-        BBMM_OK_OR_FAIL(bbmm_tile_require(tile, src, &rlo, &rhi, BBMM_READ));
-        BBMM_OK_OR_FAIL(bbmm_tile_require(tile, dst, &lo, &hi, BBMM_WRITE));
-        BBMM_OK_OR_FAIL(bbmm_tile_acquire(tile));
-        Args args{lo, hi, {}, {}};
-        bbmm_view vs, vd;
-        BBMM_OK_OR_FAIL(bbmm_tile_view(tile, src, &vs));
-        BBMM_OK_OR_FAIL(bbmm_tile_view(tile, dst, &vd));
-        ASSERT_TRUE(copy_pieces(vs, &args.src) && copy_pieces(vd, &args.dst));
-        BBMM_OK_OR_FAIL(bbmm_tile_launch(tile, jacobi_kernel, &args, sizeof args));
-        // The edge elements, for the neighbouring tiles of other devices.
-        const int64_t lo1 = lo + 1, hi1 = hi - 1;
-        BBMM_OK_OR_FAIL(bbmm_tile_flow_out(tile, dst, &lo, &lo1));
-        BBMM_OK_OR_FAIL(bbmm_tile_flow_out(tile, dst, &hi1, &hi));
-        BBMM_OK_OR_FAIL(bbmm_tile_release(tile));
+        ASSERT_NO_FATAL_FAILURE(run_tile(rt, d, src, dst, lo, hi));
       }
       // The rank's edge elements to the neighbouring ranks, theirs in.
       const int tag = (t * 2 + phase) * 2;
@@ -213,10 +210,7 @@ void run_rank_stencil(bbmm_runtime* rt, int64_t n, int steps) {
     EXPECT_GT(st.bytes_received_ranks, 0u);
   }
   if (me != 0) return;
-  for (int t = 0; t < steps; ++t) {
-    for (int64_t i = 1; i < n - 1; ++i) ref_b[i] = 0.33333 * (ref_a[i - 1] + ref_a[i] + ref_a[i + 1]);
-    for (int64_t i = 1; i < n - 1; ++i) ref_a[i] = 0.33333 * (ref_b[i - 1] + ref_b[i] + ref_b[i + 1]);
-  }
+  run_sequential(n, steps, &ref_a, &ref_b);
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(a[i], ref_a[i]) << "A[" << i << "] on rank 0";
 }
 

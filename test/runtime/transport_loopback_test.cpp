@@ -3,12 +3,14 @@
 // the stencil over ranks (rank_stencil.h) through the C API, and its errors.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "api/c_api_internal.h"
 #include "bbmm/bbmm.h"
 #include "core/loopback_transport.h"
+#include "loopback_ranks.h"
 #include "rank_stencil.h"
 #include "transport_checks.h"
 
@@ -52,6 +54,11 @@ TEST(LoopbackTransport, NoRanksNoTransports) { EXPECT_TRUE(make_loopback_transpo
 namespace bbmm {
 namespace {
 
+using testing::host_runtime;
+using testing::on_ranks;
+using testing::RankSetup;
+using testing::same;
+
 // The stencil over ranks (rank_stencil.h): one thread and one runtime per rank,
 // 2 host devices each; with room for everything, and with devices that hold
 // one tile's boxes and little more (tight_device_memory), so that tiles box out.
@@ -59,35 +66,27 @@ struct StencilCase {
   int ranks;
   bool tight;
 };
+std::vector<RankSetup> stencil_ranks(const StencilCase& c) {
+  return same(c.ranks, 2, c.tight ? testing::tight_device_memory(1000, c.ranks, 2) : 0);
+}
+std::string stencil_case_name(const ::testing::TestParamInfo<StencilCase>& i) {
+  return std::to_string(i.param.ranks) + "ranks" + (i.param.tight ? "_boxout" : "");
+}
 
 class RankStencilTest : public ::testing::TestWithParam<StencilCase> {};
 
 TEST_P(RankStencilTest, MatchesTheSequentialProgram) {
   const StencilCase c = GetParam();
-  std::vector<std::unique_ptr<Transport>> transports = make_loopback_transports(c.ranks);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < c.ranks; ++r) {
-    threads.emplace_back([&, r] {
-      bbmm_options o;
-      ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
-      o.backend = BBMM_BACKEND_HOST;
-      o.devices = 2;
-      o.device_memory = c.tight ? testing::tight_device_memory(1000, c.ranks, 2) : 0;
-      bbmm_runtime* rt = nullptr;
-      ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
-      ASSERT_TRUE(detail::core_of(rt)->set_transport(std::move(transports[r]), false).ok());
-      EXPECT_EQ(bbmm_rank(rt), r);
-      EXPECT_EQ(bbmm_rank_count(rt), c.ranks);
-      testing::run_rank_stencil(rt, 1000, 12);
-      bbmm_stats st;
-      ASSERT_EQ(bbmm_stats_get(rt, -1, &st), BBMM_OK);
-      if (c.tight) {
-        EXPECT_GT(st.evictions, 0u) << "rank " << r;
-      }
-      EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  on_ranks(stencil_ranks(c), /*global_tiles=*/false, false, [&](bbmm_runtime* rt, int r) {
+    EXPECT_EQ(bbmm_rank(rt), r);
+    EXPECT_EQ(bbmm_rank_count(rt), c.ranks);
+    testing::run_rank_stencil(rt, 1000, 12);
+    bbmm_stats st;
+    ASSERT_EQ(bbmm_stats_get(rt, -1, &st), BBMM_OK);
+    if (c.tight) {
+      EXPECT_GT(st.evictions, 0u) << "rank " << r;
+    }
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, RankStencilTest,
@@ -95,10 +94,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, RankStencilTest,
                                            StencilCase{3, false}, StencilCase{1, true},
                                            StencilCase{2, true}, StencilCase{3, true},
                                            StencilCase{4, true}),
-                         [](const ::testing::TestParamInfo<StencilCase>& i) {
-                           return std::to_string(i.param.ranks) + "ranks" +
-                                  (i.param.tight ? "_boxout" : "");
-                         });
+                         stencil_case_name);
 
 // The stencil written for one runtime (run_global_stencil), its tiles on the
 // devices of all ranks: the runtime moves the data; tight devices box out.
@@ -106,35 +102,21 @@ class GlobalStencilTest : public ::testing::TestWithParam<StencilCase> {};
 
 TEST_P(GlobalStencilTest, MatchesTheSequentialProgram) {
   const StencilCase c = GetParam();
-  std::vector<std::unique_ptr<Transport>> transports = make_loopback_transports(c.ranks);
   const std::vector<uint64_t> want = testing::global_stencil_bytes_received(1000, 12, c.ranks, 2);
   std::vector<uint64_t> sent(c.ranks, 0);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < c.ranks; ++r) {
-    threads.emplace_back([&, r] {
-      bbmm_options o;
-      ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
-      o.backend = BBMM_BACKEND_HOST;
-      o.devices = 2;
-      o.device_memory = c.tight ? testing::tight_device_memory(1000, c.ranks, 2) : 0;
-      bbmm_runtime* rt = nullptr;
-      ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
-      ASSERT_TRUE(detail::core_of(rt)->set_transport(std::move(transports[r]), true).ok());
-      EXPECT_EQ(bbmm_device_count(rt), 2 * c.ranks);
-      testing::run_global_stencil(rt, 1000, 12);
-      bbmm_stats st;
-      ASSERT_EQ(bbmm_stats_get(rt, -1, &st), BBMM_OK);
-      // Exactly what the dense model says each rank must receive: the edges
-      // between ranks and rank 0's gather, never more.
-      EXPECT_EQ(st.bytes_received_ranks, want[r]) << "rank " << r;
-      sent[r] = st.bytes_sent_ranks;
-      if (c.tight) {
-        EXPECT_GT(st.evictions, 0u) << "rank " << r;
-      }
-      EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  on_ranks(stencil_ranks(c), /*global_tiles=*/true, false, [&](bbmm_runtime* rt, int r) {
+    EXPECT_EQ(bbmm_device_count(rt), 2 * c.ranks);
+    testing::run_global_stencil(rt, 1000, 12);
+    bbmm_stats st;
+    ASSERT_EQ(bbmm_stats_get(rt, -1, &st), BBMM_OK);
+    // Exactly what the dense model says each rank must receive: the edges
+    // between ranks and rank 0's gather, never more.
+    EXPECT_EQ(st.bytes_received_ranks, want[r]) << "rank " << r;
+    sent[r] = st.bytes_sent_ranks;
+    if (c.tight) {
+      EXPECT_GT(st.evictions, 0u) << "rank " << r;
+    }
+  });
   uint64_t total_sent = 0, total_want = 0;
   for (int r = 0; r < c.ranks; ++r) {
     total_sent += sent[r];
@@ -150,77 +132,43 @@ INSTANTIATE_TEST_SUITE_P(Ranks, GlobalStencilTest,
                          ::testing::Values(StencilCase{1, false}, StencilCase{2, false},
                                            StencilCase{3, false}, StencilCase{2, true},
                                            StencilCase{4, true}),
-                         [](const ::testing::TestParamInfo<StencilCase>& i) {
-                           return std::to_string(i.param.ranks) + "ranks" +
-                                  (i.param.tight ? "_boxout" : "");
-                         });
+                         stencil_case_name);
 
 // With global tiles the runtime moves the data itself: explicit transfers are
-// refused, and the device count is all ranks'.
+// refused; the devices are all ranks', each with the least memory of any.
 TEST(RankExchange, GlobalTilesRefuseExplicitTransfers) {
-  std::vector<std::unique_ptr<Transport>> t = make_loopback_transports(2);
-  bbmm_options o;
-  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
-  o.backend = BBMM_BACKEND_HOST;
-  o.devices = 3;
-  bbmm_runtime *rt = nullptr, *other = nullptr;
-  ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK);
-  o.devices = 2;
-  ASSERT_EQ(bbmm_runtime_create(&o, &other), BBMM_OK);
-  std::thread rank1(
-      [&] { EXPECT_TRUE(detail::core_of(other)->set_transport(std::move(t[1]), true).ok()); });
-  ASSERT_TRUE(detail::core_of(rt)->set_transport(std::move(t[0]), true).ok());
-  rank1.join();
-  EXPECT_EQ(bbmm_device_count(rt), 5);
-  EXPECT_EQ(bbmm_device_count(other), 5);
-  EXPECT_EQ(bbmm_device_memory(rt, 4), bbmm_device_memory(other, 0));
-  EXPECT_EQ(bbmm_device_memory(rt, 5), 0u);
-  std::vector<double> a(8, 1.0);
-  const int64_t n = 8, lo = 0, hi = 2;
-  bbmm_array* A = nullptr;
-  ASSERT_EQ(bbmm_array_register(rt, "A", a.data(), sizeof(double), 1, &n, nullptr, 0, &A), BBMM_OK);
-  EXPECT_EQ(bbmm_array_send(rt, A, &lo, &hi, 1, 0), BBMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(bbmm_last_error_message()).find("itself"), std::string::npos)
-      << bbmm_last_error_message();
-  bbmm_tile* tile = nullptr;
-  EXPECT_EQ(bbmm_tile_begin(rt, 5, &tile), BBMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(bbmm_last_error_message()).find("all ranks"), std::string::npos)
-      << bbmm_last_error_message();
-  ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);  // no tile ran: nothing to gather
-  EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK);
-  EXPECT_EQ(bbmm_runtime_destroy(other), BBMM_OK);
+  on_ranks({{3, 2 << 20}, {2, 1 << 20}}, /*global_tiles=*/true, false,
+           [&](bbmm_runtime* rt, int r) {
+    EXPECT_EQ(bbmm_device_count(rt), 5);
+    for (int d = 0; d < 5; ++d) EXPECT_EQ(bbmm_device_memory(rt, d), uint64_t{1} << 20) << d;
+    EXPECT_EQ(bbmm_device_memory(rt, 5), 0u);
+    if (r != 0) return;
+    std::vector<double> a(8, 1.0);
+    const int64_t n = 8, lo = 0, hi = 2;
+    bbmm_array* A = nullptr;
+    ASSERT_EQ(bbmm_array_register(rt, "A", a.data(), sizeof(double), 1, &n, nullptr, 0, &A),
+              BBMM_OK);
+    EXPECT_EQ(bbmm_array_send(rt, A, &lo, &hi, 1, 0), BBMM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(bbmm_last_error_message()).find("itself"), std::string::npos)
+        << bbmm_last_error_message();
+    bbmm_tile* tile = nullptr;
+    EXPECT_EQ(bbmm_tile_begin(rt, 5, &tile), BBMM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(bbmm_last_error_message()).find("all ranks"), std::string::npos)
+        << bbmm_last_error_message();
+    ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);  // no tile ran: nothing to gather
+  });
 }
 
 // Gathering on every rank (BBMM_MPI_GATHER_ALL): every rank ends with the
 // sequential program's arrays.
 TEST(GlobalStencil, GatherAllGivesEveryRankTheResult) {
-  constexpr int kRanks = 3;
-  std::vector<std::unique_ptr<Transport>> transports = make_loopback_transports(kRanks);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < kRanks; ++r) {
-    threads.emplace_back([&, r] {
-      bbmm_options o;
-      ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
-      o.backend = BBMM_BACKEND_HOST;
-      o.devices = 2;
-      bbmm_runtime* rt = nullptr;
-      ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK);
-      ASSERT_TRUE(
-          detail::core_of(rt)->set_transport(std::move(transports[r]), true, true).ok());
-      testing::run_global_stencil(rt, 1000, 12, /*every_rank=*/true);
-      EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  on_ranks(same(3, 2, 0), /*global_tiles=*/true, /*gather_all=*/true,
+           [](bbmm_runtime* rt, int) { testing::run_global_stencil(rt, 1000, 12, true); });
 }
 
 TEST(RankExchange, WithoutATransportTheCallsSaySo) {
-  bbmm_options o;
-  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
-  o.backend = BBMM_BACKEND_HOST;
-  o.devices = 1;
-  bbmm_runtime* rt = nullptr;
-  ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK);
+  bbmm_runtime* rt = host_runtime({1, 0});
+  ASSERT_NE(rt, nullptr);
   EXPECT_EQ(bbmm_rank(rt), 0);
   EXPECT_EQ(bbmm_rank_count(rt), 1);
   std::vector<double> a(8, 1.0);
@@ -237,39 +185,29 @@ TEST(RankExchange, WithoutATransportTheCallsSaySo) {
 }
 
 TEST(RankExchange, BadBoxesAndReadOnlyArraysAreRefused) {
-  std::vector<std::unique_ptr<Transport>> t = make_loopback_transports(2);
-  bbmm_options o;
-  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
-  o.backend = BBMM_BACKEND_HOST;
-  o.devices = 1;
-  bbmm_runtime *rt = nullptr, *other = nullptr;
-  ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK);
-  ASSERT_EQ(bbmm_runtime_create(&o, &other), BBMM_OK);
-  // Giving the runtimes their transports is collective: rank 1 on a thread.
-  std::thread rank1(
-      [&] { EXPECT_TRUE(detail::core_of(other)->set_transport(std::move(t[1]), false).ok()); });
-  ASSERT_TRUE(detail::core_of(rt)->set_transport(std::move(t[0]), false).ok());
-  rank1.join();
-  EXPECT_EQ(bbmm_device_count(rt), 1) << "explicit: this rank's devices";
-  std::vector<double> a(8, 1.0);
-  const int64_t n = 8, lo = 6, hi = 9, lo2 = 0, hi2 = 2;
-  bbmm_array *A = nullptr, *R = nullptr;
-  ASSERT_EQ(bbmm_array_register(rt, "A", a.data(), sizeof(double), 1, &n, nullptr, 0, &A), BBMM_OK);
-  ASSERT_EQ(bbmm_array_register(rt, "R", a.data(), sizeof(double), 1, &n, nullptr,
-                                BBMM_ARRAY_READ_ONLY, &R), BBMM_OK);
-  EXPECT_EQ(bbmm_array_send(rt, A, &lo, &hi, 1, 0), BBMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(bbmm_last_error_message()).find("'A'"), std::string::npos);
-  EXPECT_EQ(bbmm_array_receive(rt, R, &lo2, &hi2, 1, 0), BBMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(bbmm_last_error_message()).find("read-only"), std::string::npos);
-  EXPECT_EQ(bbmm_array_send(rt, A, &lo2, &hi2, 0, 0), BBMM_ERROR_INVALID_ARGUMENT)
-      << "a send to this rank";
-  EXPECT_EQ(bbmm_array_send(rt, A, &lo2, &hi2, 1, 32767), BBMM_ERROR_INVALID_ARGUMENT)
-      << "the runtime's own tag";
-  EXPECT_EQ(bbmm_runtime_destroy(other), BBMM_OK);
-  // Unregistering gathers what rank 0 lacks: nothing here (no tile ran).
-  ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);
-  ASSERT_EQ(bbmm_array_unregister(rt, R), BBMM_OK);
-  EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK);
+  on_ranks(same(2, 1, 0), /*global_tiles=*/false, false, [](bbmm_runtime* rt, int r) {
+    EXPECT_EQ(bbmm_device_count(rt), 1) << "explicit: this rank's devices";
+    if (r != 0) return;
+    std::vector<double> a(8, 1.0);
+    const int64_t n = 8, lo = 6, hi = 9, lo2 = 0, hi2 = 2;
+    bbmm_array *A = nullptr, *R = nullptr;
+    ASSERT_EQ(bbmm_array_register(rt, "A", a.data(), sizeof(double), 1, &n, nullptr, 0, &A),
+              BBMM_OK);
+    ASSERT_EQ(bbmm_array_register(rt, "R", a.data(), sizeof(double), 1, &n, nullptr,
+                                  BBMM_ARRAY_READ_ONLY, &R),
+              BBMM_OK);
+    EXPECT_EQ(bbmm_array_send(rt, A, &lo, &hi, 1, 0), BBMM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(bbmm_last_error_message()).find("'A'"), std::string::npos);
+    EXPECT_EQ(bbmm_array_receive(rt, R, &lo2, &hi2, 1, 0), BBMM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(bbmm_last_error_message()).find("read-only"), std::string::npos);
+    EXPECT_EQ(bbmm_array_send(rt, A, &lo2, &hi2, 0, 0), BBMM_ERROR_INVALID_ARGUMENT)
+        << "a send to this rank";
+    EXPECT_EQ(bbmm_array_send(rt, A, &lo2, &hi2, 1, 32767), BBMM_ERROR_INVALID_ARGUMENT)
+        << "the runtime's own tag";
+    // Unregistering gathers nothing in explicit mode.
+    ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);
+    ASSERT_EQ(bbmm_array_unregister(rt, R), BBMM_OK);
+  });
 }
 
 }  // namespace

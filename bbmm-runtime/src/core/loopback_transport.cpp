@@ -1,5 +1,6 @@
 #include "core/loopback_transport.h"
 
+#include <climits>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -53,28 +54,19 @@ class Hub {
  public:
   explicit Hub(int ranks) : ranks_(ranks), values_(ranks) {}
 
-  void send(int me, Posted p, int to, int tag) {
+  // Posts a send (`send`) or a receive of rank `from` to rank `to`: delivered
+  // with the earliest unmatched opposite operation, else queued for one.
+  void post(bool send, Posted p, int from, int to, int tag) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto& waiting = recvs_[{me, to, tag}];
+    const std::tuple<int, int, int> key{from, to, tag};
+    auto& waiting = (send ? recvs_ : sends_)[key];
     if (waiting.empty()) {
-      sends_[{me, to, tag}].push_back(std::move(p));
-    } else {
-      Posted r = std::move(waiting.front());
-      waiting.pop_front();
-      deliver(p, r, me, tag);
+      (send ? sends_ : recvs_)[key].push_back(std::move(p));
+      return;
     }
-  }
-
-  void receive(int me, Posted p, int from, int tag) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto& waiting = sends_[{from, me, tag}];
-    if (waiting.empty()) {
-      recvs_[{from, me, tag}].push_back(std::move(p));
-    } else {
-      Posted s = std::move(waiting.front());
-      waiting.pop_front();
-      deliver(s, p, from, tag);
-    }
+    Posted other = std::move(waiting.front());
+    waiting.pop_front();
+    deliver(send ? p : other, send ? other : p, from, tag);
   }
 
   std::vector<int64_t> all_gather(int me, int64_t value) {
@@ -166,12 +158,10 @@ class LoopbackTransport final : public Transport {
 
   absl::StatusOr<Event> post(bool send, const HostArrayRef& array, const Box& box, int peer,
                              int tag, std::span<const Event> after) {
-    const char* op = send ? "send" : "receive";
-    if (absl::Status s = check_box_of(array, box, op); !s.ok()) return s;
-    if (peer < 0 || peer >= size_ || peer == rank_ || tag < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          op, " of array '", array.name, "' box ", box.to_string(), ": rank ", peer, ", tag ",
-          tag, " (this is rank ", rank_, " of ", size_, "; tags are >= 0)"));
+    if (absl::Status s = check_transfer(array, box, send ? "send" : "receive", peer, tag, rank_,
+                                        size_, INT_MAX);
+        !s.ok()) {
+      return s;
     }
     auto ev = std::make_shared<TransportEvent>();
     {
@@ -198,11 +188,8 @@ class LoopbackTransport final : public Transport {
         absl::Status s = e.wait();
         if (!s.ok() && q.op.failed_after.ok()) q.op.failed_after = absl::Status(s.code(), s.message());
       }
-      if (q.send) {
-        hub_->send(rank_, std::move(q.op), q.peer, q.tag);
-      } else {
-        hub_->receive(rank_, std::move(q.op), q.peer, q.tag);
-      }
+      hub_->post(q.send, std::move(q.op), q.send ? rank_ : q.peer, q.send ? q.peer : rank_,
+                 q.tag);
     }
   }
 

@@ -171,6 +171,7 @@ class RuntimeCore {
   TilePool tiles_;
   std::vector<Coherency::Target> targets_;  // scratch
   std::vector<Event> waits_;                // scratch
+  std::vector<std::pair<Box, int>> rank_moves_;  // scratch: regions and their sending rank
   int next_array_id_ = 0;
   double host_pin_seconds_ = 0;
   double host_unpin_seconds_ = 0;

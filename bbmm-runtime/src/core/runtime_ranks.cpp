@@ -115,26 +115,19 @@ absl::Status RuntimeCore::reserve_global(int device, Array* array, const Box& bo
 absl::Status RuntimeCore::exchange_for_tile(const TileState& tile, int owner) {
   const int me = rank();
   const HolderMask owner_bit = HolderMask{1} << owner;
-  struct Move {
-    Array* array;
-    Box box;
-    int from;
-  };
-  std::vector<Move> moves;
   for (const TileState::Requirement& req : tile.requirements) {
     if (req.access == Access::kWrite) continue;
     Directory& rd = req.array->rank_directory;
-    moves.clear();
+    rank_moves_.clear();
     rd.for_each(req.box, [&](const Directory::Region& g) {
-      if (g.valid & owner_bit) return;
-      moves.push_back({req.array, g.box, std::countr_zero(g.valid)});  // the lowest holder
+      if (!(g.valid & owner_bit)) rank_moves_.push_back({g.box, std::countr_zero(g.valid)});
     });
-    for (const Move& m : moves) {
+    for (const auto& [box, from] : rank_moves_) {  // from the lowest holder
       absl::Status s;
       if (me == owner) {
-        s = receive_locked(m.array, m.box, m.from, kRuntimeTag);
-      } else if (me == m.from) {
-        s = send_locked(m.array, m.box, owner, kRuntimeTag);
+        s = receive_locked(req.array, box, from, kRuntimeTag);
+      } else if (me == from) {
+        s = send_locked(req.array, box, owner, kRuntimeTag);
       }
       if (!s.ok()) return s;
     }
@@ -151,14 +144,13 @@ absl::Status RuntimeCore::exchange_for_tile(const TileState& tile, int owner) {
 absl::Status RuntimeCore::gather(Array& array) {
   const int me = rank();
   const int roots = gather_all_ ? rank_count() : 1;
-  std::vector<std::pair<Box, int>> moves;
   for (int root = 0; root < roots; ++root) {
     const HolderMask bit = HolderMask{1} << root;
-    moves.clear();
+    rank_moves_.clear();
     array.rank_directory.for_each(array.whole, [&](const Directory::Region& g) {
-      if (!(g.valid & bit)) moves.push_back({g.box, std::countr_zero(g.valid)});
+      if (!(g.valid & bit)) rank_moves_.push_back({g.box, std::countr_zero(g.valid)});
     });
-    for (const auto& [box, from] : moves) {
+    for (const auto& [box, from] : rank_moves_) {
       absl::Status s;
       if (me == root) {
         s = receive_locked(&array, box, from, kRuntimeTag);
@@ -201,18 +193,26 @@ absl::StatusOr<HostArrayRef> RuntimeCore::host_ref(const Array& array, const Box
   return ref;
 }
 
-absl::Status RuntimeCore::send_box(Array* array, const Box& box, int to, int tag) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (array == nullptr) return absl::InvalidArgumentError("send_box: null array");
+namespace {
+// What send_box and receive_box (`op`: "send", "receive") accept from a program.
+absl::Status check_explicit(const Array* array, int tag, bool global_tiles, const char* op) {
+  if (array == nullptr) return absl::InvalidArgumentError(absl::StrCat(op, ": null array"));
   if (tag == kRuntimeTag) {
-    return absl::InvalidArgumentError(absl::StrCat("send of array '", array->name, "': tag ",
+    return absl::InvalidArgumentError(absl::StrCat(op, " of array '", array->name, "': tag ",
                                                    tag, " is the runtime's own"));
   }
-  if (global_tiles_) {
+  if (global_tiles) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "send of array '", array->name, "': with global tiles the runtime moves the data "
+        op, " of array '", array->name, "': with global tiles the runtime moves the data "
         "between ranks itself"));
   }
+  return absl::OkStatus();
+}
+}  // namespace
+
+absl::Status RuntimeCore::send_box(Array* array, const Box& box, int to, int tag) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status s = check_explicit(array, tag, global_tiles_, "send"); !s.ok()) return s;
   return send_locked(array, box, to, tag);
 }
 
@@ -235,16 +235,7 @@ absl::Status RuntimeCore::send_locked(Array* array, const Box& box, int to, int 
 
 absl::Status RuntimeCore::receive_box(Array* array, const Box& box, int from, int tag) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (array == nullptr) return absl::InvalidArgumentError("receive_box: null array");
-  if (tag == kRuntimeTag) {
-    return absl::InvalidArgumentError(absl::StrCat("receive of array '", array->name, "': tag ",
-                                                   tag, " is the runtime's own"));
-  }
-  if (global_tiles_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "receive of array '", array->name, "': with global tiles the runtime moves the data "
-        "between ranks itself"));
-  }
+  if (absl::Status s = check_explicit(array, tag, global_tiles_, "receive"); !s.ok()) return s;
   return receive_locked(array, box, from, tag);
 }
 

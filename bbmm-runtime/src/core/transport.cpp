@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 
 namespace bbmm {
+namespace {
 
 absl::Status check_box_of(const HostArrayRef& array, const Box& box, const char* op) {
   if (array.base == nullptr || array.elem_size == 0) {
@@ -27,6 +28,19 @@ absl::Status check_box_of(const HostArrayRef& array, const Box& box, const char*
   if (box.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(op, " of array '", array.name, "': empty box ", box.to_string()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status check_transfer(const HostArrayRef& array, const Box& box, const char* op, int peer,
+                            int tag, int rank, int size, int max_tag) {
+  if (absl::Status s = check_box_of(array, box, op); !s.ok()) return s;
+  if (peer < 0 || peer >= size || peer == rank || tag < 0 || tag > max_tag) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, " of array '", array.name, "' box ", box.to_string(), ": rank ", peer, ", tag ", tag,
+        " (this is rank ", rank, " of ", size, "; tags are 0..", max_tag, ")"));
   }
   return absl::OkStatus();
 }

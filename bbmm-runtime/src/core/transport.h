@@ -41,10 +41,13 @@ struct HostArrayRef {
   std::vector<int64_t> extents;
 };
 
-// Checks that `box` has `array`'s rank and lies inside its extents, that the
-// array is usable (base, element size, extents >= 0) and that the box is not
-// empty; `op` ("send", "receive") starts the message.
-absl::Status check_box_of(const HostArrayRef& array, const Box& box, const char* op);
+// What every transport checks before posting: that `box` has `array`'s rank,
+// lies inside its extents and is not empty, that the array is usable (base,
+// element size, extents >= 0), that `peer` is another rank of 0..size-1 (this
+// is `rank`) and `tag` in 0..max_tag; `op` ("send", "receive") starts the
+// message.
+absl::Status check_transfer(const HostArrayRef& array, const Box& box, const char* op, int peer,
+                            int tag, int rank, int size, int max_tag);
 
 // The state of one send or receive: pending until complete(status).
 class TransportEvent final : public EventState {

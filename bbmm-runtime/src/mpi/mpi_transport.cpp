@@ -86,15 +86,14 @@ class MpiTransport final : public Transport {
   absl::StatusOr<Event> post(Op::Kind kind, const HostArrayRef& array, const Box& box, int peer,
                              int tag, std::span<const Event> after) {
     const char* name = kind == Op::kSend ? "send" : "receive";
-    if (absl::Status s = check_box_of(array, box, name); !s.ok()) return s;
+    if (absl::Status s = check_transfer(array, box, name, peer, tag, rank_, size_, max_tag_);
+        !s.ok()) {
+      return s;
+    }
     Op op;
     op.kind = kind;
     op.what = absl::StrCat(name, " of array '", array.name, "' box ", box.to_string(),
                            kind == Op::kSend ? " to rank " : " from rank ", peer, ", tag ", tag);
-    if (peer < 0 || peer >= size_ || peer == rank_ || tag < 0 || tag > max_tag_) {
-      return absl::InvalidArgumentError(absl::StrCat(op.what, ": this is rank ", rank_, " of ",
-                                                     size_, "; tags are 0..", max_tag_));
-    }
     for (size_t d = 0; d < array.extents.size(); ++d) {
       if (array.extents[d] > INT_MAX) {
         return absl::InvalidArgumentError(absl::StrCat(op.what, ": extent ", array.extents[d],

@@ -1,0 +1,65 @@
+// Tests of runs over several ranks on one machine: one thread per rank, each
+// with its own host-backend runtime given its loopback transport
+// (core/loopback_transport.h). Used by transport_loopback_test and
+// global_tiles_fuzz_test.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "api/c_api_internal.h"
+#include "bbmm/bbmm.h"
+#include "core/loopback_transport.h"
+
+namespace bbmm::testing {
+
+// One rank's runtime: host devices, each holding `memory` bytes (0: no limit).
+struct RankSetup {
+  int devices;
+  uint64_t memory;
+};
+inline std::vector<RankSetup> same(int ranks, int devices, uint64_t memory) {
+  return std::vector<RankSetup>(ranks, RankSetup{devices, memory});
+}
+
+// A host-backend runtime as `setup` says; null (with a failure) when it cannot be made.
+inline bbmm_runtime* host_runtime(const RankSetup& setup) {
+  bbmm_options o;
+  EXPECT_EQ(bbmm_options_init(&o), BBMM_OK);
+  o.backend = BBMM_BACKEND_HOST;
+  o.devices = setup.devices;
+  o.device_memory = setup.memory;
+  bbmm_runtime* rt = nullptr;
+  EXPECT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
+  return rt;
+}
+
+// Runs `body(rt, r)` for every rank r on a thread of its own, with a runtime of
+// setups[r] given its loopback transport (global tiles or explicit, and
+// gather_all), then destroys the runtime.
+inline void on_ranks(const std::vector<RankSetup>& setups, bool global_tiles, bool gather_all,
+              const std::function<void(bbmm_runtime*, int)>& body) {
+  const int ranks = static_cast<int>(setups.size());
+  std::vector<std::unique_ptr<Transport>> transports = make_loopback_transports(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      bbmm_runtime* rt = host_runtime(setups[r]);
+      if (rt == nullptr) return;
+      absl::Status s =
+          detail::core_of(rt)->set_transport(std::move(transports[r]), global_tiles, gather_all);
+      EXPECT_TRUE(s.ok()) << s;
+      if (s.ok()) body(rt, r);
+      EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << "rank " << r << ": "
+                                                   << bbmm_last_error_message();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+}  // namespace bbmm::testing
