@@ -50,8 +50,12 @@ TEST(IslBudget, EveryPassReportsTheScopWhenItRunsOut) {
   const std::regex message(
       R"(^.*jacobi_2d\.c:(\d+):1: error: scop in function 'kernel_jacobi_2d' \(lines (\d+)-(\d+)\) )"
       R"(is too complex: (.*) needs more than (\d+) isl operations$)");
+  const std::regex note(
+      R"(^.*jacobi_2d\.c:\d+:1: note: scop in function 'kernel_jacobi_2d' keeps its source )"
+      R"(schedule: finding a parallel one with isl's scheduler needs more than \d+ isl operations$)");
   std::set<std::string> passes;
   bool compiled = false;
+  bool rescheduling_ran_out = false;
   for (unsigned long budget = 1000; budget <= 64'000'000 && !compiled; budget *= 2) {
     for (const char* emit : {"--emit=boxes", "--emit=host"}) {
       std::ostringstream out, err;
@@ -62,6 +66,14 @@ TEST(IslBudget, EveryPassReportsTheScopWhenItRunsOut) {
       }
       ASSERT_EQ(rc, 1) << "budget " << budget << ": " << err.str();
       std::vector<std::string> lines = testing::split_lines(err.str());
+      // Rescheduling (poly/reschedule.h) past the budget keeps the source schedule with a
+      // note (the note, the pragma line, the caret), and bbmmc goes on.
+      if (!lines.empty() && std::regex_match(lines[0], note)) {
+        ASSERT_GE(lines.size(), 3u) << err.str();
+        EXPECT_EQ(lines[1], "#pragma scop");
+        rescheduling_ran_out = true;
+        lines.erase(lines.begin(), lines.begin() + 3);
+      }
       ASSERT_GE(lines.size(), 4u) << err.str();
       std::smatch m;
       ASSERT_TRUE(std::regex_match(lines[0], m, message)) << err.str();
@@ -82,6 +94,28 @@ TEST(IslBudget, EveryPassReportsTheScopWhenItRunsOut) {
   EXPECT_TRUE(passes.count("computing its dependences")) << seen;
   EXPECT_TRUE(passes.count("computing its tiles' boxes")) << seen;
   EXPECT_TRUE(passes.count("generating its code")) << seen;
+  (void)rescheduling_ran_out;  // jacobi_2d has no serial region: not rescheduled
+}
+
+// Rescheduling (poly/reschedule.h) past its budget keeps the source schedule with a note; with
+// enough operations lu is rescheduled (its new serial loop is named bbmm_it0).
+TEST(IslBudget, ReschedulingPastItsBudgetKeepsTheSourceSchedule) {
+  const std::string input = std::string(BBMM_GOLDEN_DIR) + "/lu.c";
+  bool noted = false, rescheduled = false;
+  for (unsigned long budget = 1000; budget <= 64'000'000 && !rescheduled; budget *= 2) {
+    std::ostringstream out, err;
+    const int rc = run_bbmmc({input, "--emit=deps", "--max-isl-operations=" + std::to_string(budget)}, out, err);
+    if (rc != 0) continue;  // an earlier pass ran out
+    if (err.str().find("note: scop in function 'kernel_lu' keeps its source schedule: finding a "
+                       "parallel one with isl's scheduler needs more than " +
+                       std::to_string(budget) + " isl operations") != std::string::npos) {
+      noted = true;
+      EXPECT_EQ(out.str().find("bbmm_it0"), std::string::npos) << out.str();
+    }
+    rescheduled = out.str().find("L0 bbmm_it0") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+  EXPECT_TRUE(rescheduled);
 }
 
 TEST(IslBudget, OptionIsChecked) {

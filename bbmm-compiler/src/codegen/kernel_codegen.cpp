@@ -167,7 +167,7 @@ std::string copy_out_guard(const Scop& scop, const CopyOut& c) {
   const int depth = static_cast<int>(st.iterators.size());
   auto as_params = [&](isl_set* s) {
     for (int d = 0; d < depth; ++d) {
-      s = isl_set_set_dim_name(s, isl_dim_set, d, scop.loops[st.loops[d]].c_name.c_str());
+      s = isl_set_set_dim_name(s, isl_dim_set, d, scop.c_iterator(st.index, d).c_str());
     }
     const int np = static_cast<int>(isl_set_dim(s, isl_dim_param));
     s = isl_set_move_dims(s, isl_dim_param, np, isl_dim_set, 0, depth);
@@ -491,8 +491,16 @@ std::string TileLoops::print(const PrintStatement& print_stmt, int indent) const
     int s = scop_.statement_index(name);
     const Statement& st = scop_.statements[s];
     std::vector<std::string> bind;
+    // A serial iterator is the kernel's parameter named after its loop; a rescheduled
+    // statement may call it by another (source) name (poly/reschedule.h).
+    for (size_t d = 0; d < static_cast<size_t>(serial_) && d < st.loops.size(); ++d) {
+      const std::string& name = scop_.c_iterator(s, static_cast<int>(d));
+      if (name != scop_.loops[st.loops[d]].c_name) {
+        bind.push_back(name + " = " + scop_.loops[st.loops[d]].c_name);
+      }
+    }
     for (size_t d = serial_; d < args.size() && d < st.loops.size(); ++d) {
-      bind.push_back(scop_.loops[st.loops[d]].c_name + " = " + args[d]);
+      bind.push_back(scop_.c_iterator(s, static_cast<int>(d)) + " = " + args[d]);
     }
     print_stmt(s, bind, lines);
   };

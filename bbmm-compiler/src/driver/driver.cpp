@@ -54,7 +54,7 @@ std::string target_list(const char* sep) {
 // The options that take "=VALUE", and the others (without "-D", "-I", "-U").
 constexpr const char* kValueOptions[] = {"--target", "--emit", "--block", "--march",
                                          "--partition", "--params", "--cpp",
-                                         "--max-isl-operations"};
+                                         "--max-isl-operations", "--schedule"};
 constexpr const char* kFlagOptions[] = {"--help", "--version"};
 
 // The error for option "opt" that bbmmc does not know: the value an option lacks ("--emit"),
@@ -91,7 +91,7 @@ std::string usage() {
     << emit_kind_list("|") << "]\n"
     << "             [--partition=1d|2d] [--params NAME=V,...] [--block=X,Y,Z] [--march=R]\n"
     << "             [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND]\n"
-    << "             [--max-isl-operations=N] [--help] [--version]\n"
+    << "             [--max-isl-operations=N] [--schedule=isl|source] [--help] [--version]\n"
        "\n"
        "Reads sequential C with affine loop nests between '#pragma scop' and\n"
        "'#pragma endscop', builds their polyhedral model with isl, analyses them and\n"
@@ -123,6 +123,9 @@ std::string usage() {
     << PipelineOptions().max_isl_operations
     << "; 0: no\n"
        "                    limit); a scop that needs more is reported as too complex\n"
+       "  --schedule=S      isl (default): reorder loop nests whose source order hides a\n"
+       "                    parallel loop (interchange, distribution; see docs/bbmmc.md);\n"
+       "                    source: keep the order of the source\n"
        "  --help, --version\n"
        "\n"
        "Exit status: 0 success, 1 error in the input or the options, 2 internal error.\n";
@@ -243,6 +246,13 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
           return 1;
         }
         opts.max_isl_operations = n;
+      } else if (a.rfind("--schedule=", 0) == 0) {
+        const std::string v = a.substr(11);
+        if (v != "isl" && v != "source") {
+          err << "bbmmc: error: unknown --schedule '" << v << "' (use one of: isl, source)\n";
+          return 1;
+        }
+        opts.reschedule = v == "isl";
       } else if (a.rfind("--cpp=", 0) == 0) {
         opts.cpp = a.substr(6);
       } else if (a == "-o") {

@@ -15,6 +15,7 @@
 #include "frontend/parser.h"
 #include "poly/budget.h"
 #include "poly/deps.h"
+#include "poly/reschedule.h"
 #include "poly/serial_regions.h"
 
 extern char** environ;
@@ -112,8 +113,10 @@ std::unique_ptr<Program> analyze(std::unique_ptr<Program> prog, const PipelineOp
       if (!run_within_isl_budget(*prog->isl, [&] { compute_dependences(s); }))
         report_scop_too_complex(diag, s.begin_loc, s.end_loc, s.function,
                                 "computing its dependences", prog->isl->budget());
-      else
+      else {
+        if (opts.reschedule) reschedule(s, *prog->isl, diag);
         note_serial_regions(s, diag);
+      }
     if (diag.has_errors()) prog->scops.clear();
   } catch (const isl::exception& e) {
     prog->scops.clear();

@@ -18,6 +18,9 @@ struct PipelineOptions {
   // heaviest PolyBench kernel needs about 1.1 million (heat-3d); isl does 0.5 to 5 million
   // a second, so an input past the limit is reported within seconds, not minutes.
   unsigned long max_isl_operations = 10'000'000;
+  // Run isl's scheduler on nests whose source order hides parallel loops
+  // (poly/reschedule.h); false keeps every source schedule.
+  bool reschedule = true;
 };
 
 // Runs the preprocessor on "path" and analyses the result. Never throws; problems are

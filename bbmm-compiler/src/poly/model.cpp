@@ -56,6 +56,12 @@ isl::union_map Scop::tagged_schedule() const {
   return u;
 }
 
+const std::string& Scop::c_iterator(int stmt, int d) const {
+  const Statement& st = statements[stmt];
+  if (st.to_source.empty()) return loops[st.loops[d]].c_name;
+  return st.source_c_names[st.to_source[d]];
+}
+
 int Scop::statement_index(const std::string& name) const {
   for (const Statement& s : statements)
     if (s.name == name) return s.index;

@@ -101,6 +101,12 @@ struct Statement {
   // assignment and "rhs_value" the inner one's left-hand side, whose value it assigns.
   const Expr* rhs_value = nullptr;
   int phase = -1;  // index into Scop::phases (set with the dependences)
+  // Set by the rescheduling pass (poly/reschedule.h) when it permuted the domain: domain
+  // dimension d is the source iterator to_source[d], and source_c_names[k] is the C name of
+  // source iterator k (the name the statement's text uses). Both empty when the statement
+  // keeps its source order (dimension d is then the iterator of loop loops[d]).
+  std::vector<int> to_source;
+  std::vector<std::string> source_c_names;
 };
 
 // The last value of a live-out scalar that a phase keeps private: after each instance in
@@ -162,6 +168,9 @@ struct Scop {
   // a statement reads its operands before it writes.
   isl::union_map tagged_schedule() const;
   int statement_index(const std::string& name) const;
+  // The C name that statement "stmt"'s text uses for its domain dimension "d": the C name of
+  // loop loops[d], or of the source iterator after rescheduling (Statement::to_source).
+  const std::string& c_iterator(int stmt, int d) const;
   // Whether access "access" goes through the runtime's memory: an array access, or an
   // access to a promoted scalar from a phase that does not keep it private.
   bool in_memory(int access) const;

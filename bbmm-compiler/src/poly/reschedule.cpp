@@ -1,0 +1,571 @@
+#include "poly/reschedule.h"
+
+#include <isl/aff.h>
+#include <isl/map.h>
+#include <isl/options.h>
+#include <isl/schedule.h>
+#include <isl/set.h>
+#include <isl/union_map.h>
+#include <isl/union_set.h>
+#include <isl/val.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <stdexcept>
+
+#include "poly/budget.h"
+#include "poly/deps.h"
+
+namespace bbmm::compiler {
+namespace {
+
+constexpr unsigned long kRescheduleOperations = 300'000;
+
+// One dimension of a statement's flat schedule from isl: +-iterator "src" or a constant.
+struct Entry {
+  bool iter = false;
+  int src = 0;
+  int sign = 1;
+  long c = 0;
+};
+
+// A node of the new loop tree of a scop: a statement, a loop kept from the model
+// ("old_loop"), or a new loop with, per statement inside, the source iterator it runs.
+struct TNode {
+  bool is_loop = false;
+  int stmt = -1;
+  int old_loop = -1;
+  int sign = 1;
+  std::vector<std::pair<int, int>> members;  // (statement, source dimension)
+  std::vector<TNode> kids;
+};
+
+// Loops outside statement "st"'s phase's parallel loop (all its loops without one).
+// Whether statement "st" runs in a serial region (a phase without a parallel loop).
+bool in_serial_region(const Scop& s, int st) {
+  const int p = s.statements[st].phase;
+  return p < 0 || s.phases[p].parallel_loop < 0;
+}
+
+int serial_depth(const Scop& s, int st) {
+  const Statement& x = s.statements[st];
+  if (x.phase < 0) return static_cast<int>(x.loops.size());
+  const Phase& p = s.phases[x.phase];
+  return p.parallel_loop >= 0 ? static_cast<int>(p.serial_loops.size())
+                              : static_cast<int>(x.loops.size());
+}
+
+TNode kept(const Scop& s, const Node& n) {
+  TNode t;
+  t.is_loop = n.is_loop;
+  if (!n.is_loop) {
+    t.stmt = n.index;
+    return t;
+  }
+  t.old_loop = n.index;
+  for (const Node& k : s.loops[n.index].body) t.kids.push_back(kept(s, k));
+  return t;
+}
+
+// The untagged S -> T union of "deps".
+isl::union_map untagged(const isl::union_map& deps) {
+  isl::union_map u = isl::union_map::empty(deps.ctx());
+  for (const isl::map& m : sorted_maps(deps)) u = u.unite(isl::union_map(untag(m)));
+  return u;
+}
+
+// Statement "st"'s flat schedule from isl's "flat" map (S -> [t0, ...]); false when a
+// dimension is not +-one iterator or a constant, or the iterators are not each used once.
+bool flat_entries(const Statement& st, const isl::map& flat, std::vector<Entry>& out) {
+  isl_pw_multi_aff* pma = isl_pw_multi_aff_from_map(flat.copy());
+  if (!pma) return false;
+  if (isl_pw_multi_aff_n_piece(pma) != 1) {
+    isl_pw_multi_aff_free(pma);
+    return false;
+  }
+  isl_multi_aff* ma = nullptr;
+  isl_pw_multi_aff_foreach_piece(
+      pma,
+      [](isl_set* set, isl_multi_aff* m, void* user) -> isl_stat {
+        isl_set_free(set);
+        *static_cast<isl_multi_aff**>(user) = m;
+        return isl_stat_ok;
+      },
+      &ma);
+  isl_pw_multi_aff_free(pma);
+  if (!ma) return false;
+  const int depth = static_cast<int>(st.iterators.size());
+  const int n = static_cast<int>(isl_multi_aff_dim(ma, isl_dim_out));
+  std::vector<int> used(depth, 0);
+  bool ok = true;
+  for (int k = 0; k < n && ok; ++k) {
+    isl_aff* a = isl_multi_aff_get_aff(ma, k);
+    Entry e;
+    isl_val* den = isl_aff_get_denominator_val(a);
+    ok = isl_val_is_one(den) == isl_bool_true;
+    isl_val_free(den);
+    const int np = static_cast<int>(isl_aff_dim(a, isl_dim_param));
+    const int nd = static_cast<int>(isl_aff_dim(a, isl_dim_div));
+    if (ok && np > 0 && isl_aff_involves_dims(a, isl_dim_param, 0, np) != isl_bool_false) ok = false;
+    if (ok && nd > 0 && isl_aff_involves_dims(a, isl_dim_div, 0, nd) != isl_bool_false) ok = false;
+    int nonzero = 0;
+    for (int d = 0; d < depth && ok; ++d) {
+      isl_val* v = isl_aff_get_coefficient_val(a, isl_dim_in, d);
+      if (!isl_val_is_zero(v)) {
+        ++nonzero;
+        long c = isl_val_get_num_si(v);
+        if (c == 1 || c == -1) {
+          e.iter = true;
+          e.src = d;
+          e.sign = static_cast<int>(c);
+        } else {
+          ok = false;
+        }
+      }
+      isl_val_free(v);
+    }
+    isl_val* c = isl_aff_get_constant_val(a);
+    e.c = isl_val_get_num_si(c);
+    isl_val_free(c);
+    isl_aff_free(a);
+    if (!ok) break;
+    if (nonzero > 1 || (e.iter && e.c != 0)) ok = false;
+    if (e.iter && ++used[e.src] > 1) ok = false;
+    out.push_back(e);
+  }
+  isl_multi_aff_free(ma);
+  for (int u : used) ok = ok && u == 1;
+  return ok;
+}
+
+// Whether every instance of "st" (domain "dom") has sign * x_src >= c ("ge") or <= c.
+bool member_bound(const isl::set& dom, int src, int sign, long c, bool ge) {
+  isl_set* b = isl_set_universe(isl_set_get_space(dom.get()));
+  // sign * x >= c  <=>  x >= c (sign 1) or x <= -c (sign -1).
+  const bool lower = (sign > 0) == ge;
+  const long bound = sign > 0 ? c : -c;
+  b = lower ? isl_set_lower_bound_si(b, isl_dim_set, src, bound)
+            : isl_set_upper_bound_si(b, isl_dim_set, src, bound);
+  return dom.is_subset(isl::manage(b));
+}
+
+class Rebuilder {
+ public:
+  explicit Rebuilder(const Scop& src) : src_(src) {}
+
+  // The loop tree of the statements "stmts" from their flat schedules at dimension "k" on.
+  bool build(const std::map<int, std::vector<Entry>>& flat, std::vector<int> stmts, size_t k,
+             std::vector<TNode>& out) const {
+    std::sort(stmts.begin(), stmts.end());
+    size_t len = 0;
+    for (int s : stmts) len = std::max(len, flat.at(s).size());
+    if (k >= len) {
+      // Statements at the same schedule prefix never share a time point (isl's schedule is
+      // injective), so each iteration runs at most one of them: any order is the same.
+      for (int s : stmts) {
+        TNode t;
+        t.stmt = s;
+        out.push_back(t);
+      }
+      return true;
+    }
+    auto entry = [&](int s) { return k < flat.at(s).size() ? flat.at(s)[k] : Entry(); };
+    std::vector<int> iters;
+    std::map<long, std::vector<int>> consts;
+    for (int s : stmts) {
+      Entry e = entry(s);
+      if (e.iter) {
+        iters.push_back(s);
+      } else {
+        consts[e.c].push_back(s);
+      }
+    }
+    if (iters.empty()) {
+      for (auto& [c, group] : consts)
+        if (!build(flat, group, k + 1, out)) return false;
+      return true;
+    }
+    TNode loop;
+    loop.is_loop = true;
+    loop.sign = entry(iters[0]).sign;
+    for (int s : iters) {
+      if (entry(s).sign != loop.sign) return false;
+      loop.members.push_back({s, entry(s).src});
+    }
+    if (!build(flat, iters, k + 1, loop.kids)) return false;
+    // Statements at a constant of this dimension go before the loop when every instance
+    // of the loop comes at or after that constant, after it when at or before (ties are
+    // left to the legality check).
+    std::vector<TNode> before, after;
+    for (auto& [c, group] : consts) {
+      bool all_ge = true, all_le = true;
+      for (int s : iters) {
+        const isl::set& dom = src_.statements[s].domain;
+        all_ge = all_ge && member_bound(dom, entry(s).src, loop.sign, c, true);
+        all_le = all_le && member_bound(dom, entry(s).src, loop.sign, c, false);
+      }
+      if (all_ge) {
+        if (!build(flat, group, k + 1, before)) return false;
+      } else if (all_le) {
+        if (!build(flat, group, k + 1, after)) return false;
+      } else {
+        return false;
+      }
+    }
+    out.insert(out.end(), before.begin(), before.end());
+    out.push_back(std::move(loop));
+    out.insert(out.end(), after.begin(), after.end());
+    return true;
+  }
+
+  // Rewrites "out" (a copy of the source model) after the top-level tree "top".
+  void rewrite(const std::vector<TNode>& top, Scop& out) {
+    out.loops.clear();
+    out.body.clear();
+    paths_.assign(src_.statements.size(), {});
+    srcdims_.assign(src_.statements.size(), {});
+    std::vector<int> path;
+    std::vector<int> src_path;
+    for (const TNode& n : top) add(n, -1, path, src_path, out, out.body);
+    for (Statement& st : out.statements) {
+      const Statement& old = src_.statements[st.index];
+      const std::vector<int>& dims = srcdims_[st.index];
+      bool identity = true;
+      for (size_t d = 0; d < dims.size(); ++d) identity = identity && dims[d] == static_cast<int>(d);
+      st.loops = paths_[st.index];
+      bool moved = false;  // under a new loop, which may have another name
+      for (int l : st.loops) moved = moved || owners_[l];
+      if (!moved) continue;
+      const int depth = static_cast<int>(dims.size());
+      if (st.source_c_names.empty())
+        for (int d = 0; d < depth; ++d) st.source_c_names.push_back(src_.loops[old.loops[d]].c_name);
+      std::vector<int> to_source;
+      for (int d = 0; d < depth; ++d)
+        to_source.push_back(old.to_source.empty() ? dims[d] : old.to_source[dims[d]]);
+      st.to_source = to_source;
+      if (identity) continue;
+      isl::map perm = permutation(old, dims);
+      st.domain = st.domain.apply(perm);
+      std::vector<std::string> its;
+      for (int d = 0; d < depth; ++d) its.push_back(old.iterators[dims[d]]);
+      st.iterators = its;
+      for (int a : st.accesses) {
+        Access& acc = out.accesses[a];
+        acc.relation = acc.relation.apply_domain(perm);
+        isl_space* tsp = isl_space_unwrap(isl_space_domain(isl_map_get_space(acc.tagged.get())));
+        isl_space* ref = isl_space_range(tsp);
+        isl_map* id = isl_map_identity(isl_space_map_from_set(ref));
+        isl::map both = isl::manage(isl_map_product(perm.copy(), id));
+        acc.tagged = acc.tagged.apply_domain(both);
+      }
+    }
+    rebuild_schedules(out);
+  }
+
+  // S[source dims] -> S[new dims] of statement "st" (dims[d]: source dim at new d).
+  static isl::map permutation(const Statement& st, const std::vector<int>& dims) {
+    isl_space* sp = isl_set_get_space(st.domain.get());
+    isl_local_space* ls = isl_local_space_from_space(isl_space_copy(sp));
+    isl_multi_aff* ma = isl_multi_aff_zero(isl_space_map_from_set(sp));
+    for (size_t d = 0; d < dims.size(); ++d) {
+      isl_aff* v = isl_aff_var_on_domain(isl_local_space_copy(ls), isl_dim_set, dims[d]);
+      ma = isl_multi_aff_set_aff(ma, static_cast<int>(d), v);
+    }
+    isl_local_space_free(ls);
+    isl_map* m = isl_map_from_multi_aff(ma);
+    for (size_t d = 0; d < dims.size(); ++d)
+      m = isl_map_set_dim_name(m, isl_dim_out, static_cast<int>(d), st.iterators[dims[d]].c_str());
+    return isl::manage(m);
+  }
+
+  // Positions and 2d+1 schedules of every statement of "s" from its loop tree.
+  static void rebuild_schedules(Scop& s) {
+    std::function<void(const std::vector<Node>&, std::vector<int>&)> walk =
+        [&](const std::vector<Node>& body, std::vector<int>& pos) {
+          for (size_t k = 0; k < body.size(); ++k) {
+            pos.push_back(static_cast<int>(k));
+            if (body[k].is_loop) {
+              walk(s.loops[body[k].index].body, pos);
+            } else {
+              s.statements[body[k].index].position = pos;
+            }
+            pos.pop_back();
+          }
+        };
+    std::vector<int> pos;
+    walk(s.body, pos);
+    for (Statement& st : s.statements) {
+      const int depth = static_cast<int>(st.loops.size());
+      isl_space* sp = isl_set_get_space(st.domain.get());
+      isl_space* rsp = isl_space_add_dims(isl_space_params(isl_space_copy(sp)), isl_dim_set,
+                                          s.schedule_dims);
+      isl_space* msp = isl_space_map_from_domain_and_range(isl_space_copy(sp), rsp);
+      isl_multi_aff* ma = isl_multi_aff_zero(msp);
+      isl_local_space* ls = isl_local_space_from_space(sp);
+      for (int k = 0; k <= depth; ++k) {
+        isl_aff* ck = isl_aff_val_on_domain(isl_local_space_copy(ls),
+                                            isl_val_int_from_si(s.context.ctx().get(), st.position[k]));
+        ma = isl_multi_aff_set_aff(ma, 2 * k, ck);
+        if (k < depth) {
+          isl_aff* v = isl_aff_var_on_domain(isl_local_space_copy(ls), isl_dim_set, k);
+          if (s.loops[st.loops[k]].step < 0) v = isl_aff_neg(v);
+          ma = isl_multi_aff_set_aff(ma, 2 * k + 1, v);
+        }
+      }
+      isl_local_space_free(ls);
+      st.schedule = isl::manage(isl_map_from_multi_aff(ma)).intersect_domain(st.domain);
+    }
+  }
+
+ private:
+  void add(const TNode& n, int parent, std::vector<int>& path, std::vector<int>& src_path, Scop& out,
+           std::vector<Node>& body) {
+    if (!n.is_loop) {
+      body.push_back({false, n.stmt});
+      paths_[n.stmt] = path;
+      std::vector<int>& dims = srcdims_[n.stmt];
+      dims.clear();
+      for (size_t d = 0; d < path.size(); ++d) dims.push_back(src_path[d] >= 0 ? src_path[d] : static_cast<int>(d));
+      // Kept loops run source dimension d at depth d; new ones say which.
+      for (size_t d = 0; d < path.size(); ++d) {
+        const TNode* owner = owners_[path[d]];
+        if (!owner) continue;
+        for (auto [st, sd] : owner->members)
+          if (st == n.stmt) dims[d] = sd;
+      }
+      return;
+    }
+    Loop L;
+    L.id = static_cast<int>(out.loops.size());
+    L.depth = static_cast<int>(path.size());
+    L.parent = parent;
+    if (n.old_loop >= 0) {
+      const Loop& o = src_.loops[n.old_loop];
+      L.iterator = o.iterator;
+      L.c_name = o.c_name;
+      L.step = o.step;
+      L.asserted_parallel = o.asserted_parallel;
+      L.loc = o.loc;
+      L.pragma_loc = o.pragma_loc;
+      L.ast = o.ast;
+    } else {
+      // The common source iterator of its statements, else a synthetic name.
+      const Statement& first = src_.statements[n.members[0].first];
+      const Loop& o = src_.loops[first.loops[n.members[0].second]];
+      bool same = true;
+      int64_t stride = o.step < 0 ? -o.step : o.step;
+      for (auto [st, sd] : n.members) {
+        const Loop& x = src_.loops[src_.statements[st].loops[sd]];
+        same = same && x.c_name == o.c_name && x.iterator == o.iterator;
+        int64_t xs = x.step < 0 ? -x.step : x.step;
+        stride = std::max(stride, xs);
+      }
+      for (int a : path) same = same && out.loops[a].c_name != o.c_name;
+      L.iterator = same ? o.iterator : "bbmm_it" + std::to_string(L.id);
+      L.c_name = same ? o.c_name : L.iterator;
+      L.step = n.sign * stride;
+      L.loc = o.loc;
+      L.ast = o.ast;
+    }
+    out.loops.push_back(L);
+    owners_.resize(out.loops.size(), nullptr);
+    owners_[L.id] = n.old_loop >= 0 ? nullptr : &n;
+    body.push_back({true, L.id});
+    path.push_back(L.id);
+    src_path.push_back(-1);
+    std::vector<Node> kids;
+    for (const TNode& k : n.kids) add(k, L.id, path, src_path, out, kids);
+    path.pop_back();
+    src_path.pop_back();
+    out.loops[L.id].body = kids;
+    std::vector<int> stmts;
+    std::function<void(const std::vector<Node>&)> collect = [&](const std::vector<Node>& b) {
+      for (const Node& x : b) {
+        if (x.is_loop) {
+          collect(out.loops[x.index].body);
+        } else {
+          stmts.push_back(x.index);
+        }
+      }
+    };
+    collect(kids);
+    out.loops[L.id].statements = stmts;
+  }
+
+  const Scop& src_;
+  std::vector<std::vector<int>> paths_;    // per statement: its new loops
+  std::vector<std::vector<int>> srcdims_;  // per statement: source dimension at each depth
+  std::vector<const TNode*> owners_;       // per new loop id: its node when new
+};
+
+// isl's schedule for the statements "stmts" of "s" as a loop tree; false when refused.
+bool schedule_nest(const Scop& s, const std::vector<int>& stmts, std::vector<TNode>& out) {
+  isl::ctx ctx = s.context.ctx();
+  isl::union_set dom = isl::union_set::empty(ctx);
+  for (int st : stmts) dom = dom.unite(isl::union_set(s.statements[st].domain));
+  isl::union_map raw = untagged(s.deps.raw).intersect_domain(dom).intersect_range(dom);
+  isl::union_map all = raw.unite(untagged(s.deps.war)).unite(untagged(s.deps.waw));
+  all = all.intersect_domain(dom).intersect_range(dom);
+  isl_schedule_constraints* sc = isl_schedule_constraints_on_domain(dom.copy());
+  sc = isl_schedule_constraints_set_validity(sc, all.copy());
+  sc = isl_schedule_constraints_set_coincidence(sc, all.copy());
+  sc = isl_schedule_constraints_set_proximity(sc, raw.copy());
+  const int outer = isl_options_get_schedule_outer_coincidence(ctx.get());
+  isl_options_set_schedule_outer_coincidence(ctx.get(), 1);
+  isl_schedule* sched = isl_schedule_constraints_compute_schedule(sc);
+  isl_options_set_schedule_outer_coincidence(ctx.get(), outer);
+  // A quota surfaces as a NULL here; run_within_isl_budget tells it from a real failure.
+  if (!sched) throw std::runtime_error("reschedule: isl's scheduler failed");
+  if (std::getenv("BBMM_RESCHEDULE_DEBUG")) {
+    char* t = isl_schedule_to_str(sched);
+    std::cerr << "isl schedule:\n" << t << "\n";
+    free(t);
+  }
+  isl::union_map flat = isl::manage(isl_schedule_get_map(sched));
+  isl_schedule_free(sched);
+  std::map<int, std::vector<Entry>> entries;
+  for (const isl::map& m : sorted_maps(flat)) {
+    const char* name = isl_map_get_tuple_name(m.get(), isl_dim_in);
+    const int st = s.statement_index(name ? name : "");
+    if (st < 0) return false;
+    if (!flat_entries(s.statements[st], m, entries[st])) {
+      if (std::getenv("BBMM_RESCHEDULE_DEBUG")) std::cerr << "refused: " << str(m) << "\n";
+      return false;
+    }
+  }
+  for (int st : stmts)
+    if (!entries.count(st)) return false;
+  const bool built = Rebuilder(s).build(entries, stmts, 0, out);
+  if (!built && std::getenv("BBMM_RESCHEDULE_DEBUG")) std::cerr << "refused: no loop tree\n";
+  return built;
+}
+
+// Whether every dependence of "src" goes forward in "out"'s schedule.
+bool respects_dependences(const Scop& src, const Scop& out) {
+  isl::ctx ctx = src.context.ctx();
+  isl::union_map time = isl::union_map::empty(ctx);
+  for (const Statement& st : out.statements) {
+    const Statement& old = src.statements[st.index];
+    std::vector<int> dims(st.loops.size());
+    for (size_t d = 0; d < dims.size(); ++d) dims[d] = static_cast<int>(d);
+    isl::map perm;
+    if (!st.to_source.empty()) {
+      // Source dimension at new d: to_source relative to the source model (identity there).
+      for (size_t d = 0; d < dims.size(); ++d) dims[d] = st.to_source[d];
+    }
+    perm = Rebuilder::permutation(old, dims);
+    time = time.unite(isl::union_map(perm.apply_range(st.schedule)));
+  }
+  isl::union_map deps = untagged(src.deps.raw).unite(untagged(src.deps.war)).unite(untagged(src.deps.waw));
+  isl::union_map d = deps.apply_domain(time).apply_range(time);
+  isl_space* sp = isl_space_set_alloc(ctx.get(), 0, src.schedule_dims);
+  isl::union_map lt = isl::union_map(isl::manage(isl_map_lex_lt(sp)));
+  return d.is_subset(lt);
+}
+
+}  // namespace
+
+bool reschedule_nests_unchecked(const Scop& scop, const std::vector<int>& nests, Scop& out) {
+  std::vector<TNode> top;
+  bool any = false;
+  for (size_t t = 0; t < scop.body.size(); ++t) {
+    const Node& n = scop.body[t];
+    if (n.is_loop && std::find(nests.begin(), nests.end(), static_cast<int>(t)) != nests.end()) {
+      std::vector<TNode> repl;
+      if (schedule_nest(scop, scop.loops[n.index].statements, repl)) {
+        top.insert(top.end(), repl.begin(), repl.end());
+        any = true;
+        continue;
+      }
+    }
+    top.push_back(kept(scop, n));
+  }
+  if (!any) return false;
+  out = scop;
+  Rebuilder(scop).rewrite(top, out);
+  if (!respects_dependences(scop, out)) {
+    if (std::getenv("BBMM_RESCHEDULE_DEBUG")) std::cerr << "refused: a dependence goes back\n";
+    return false;
+  }
+  compute_dependences(out);
+  return true;
+}
+
+bool reschedule(Scop& scop, IslContext& isl, Diagnostics& diag) {
+  // Candidate nests: top-level loops with a statement in a serial region and no asserted
+  // loop. (Nests whose statements all have a parallel loop already are left alone: making
+  // an outer loop parallel there, as in symm, widens each tile's boxes, and small devices
+  // that held a tile no longer do.)
+  std::vector<int> candidates;
+  for (size_t t = 0; t < scop.body.size(); ++t) {
+    const Node& n = scop.body[t];
+    if (!n.is_loop) continue;
+    bool serial = false, asserted = false;
+    for (int st : scop.loops[n.index].statements) {
+      serial = serial || (in_serial_region(scop, st) && serial_depth(scop, st) > 0);
+      for (int l : scop.statements[st].loops) asserted = asserted || scop.loops[l].asserted_parallel;
+    }
+    if (serial && !asserted) candidates.push_back(static_cast<int>(t));
+  }
+  if (candidates.empty()) return false;
+  // isl's scheduler is the costliest pass on some nests it cannot help (adi: 0.6 s for a
+  // schedule the acceptance rule refuses), so it gets a smaller budget than the others;
+  // the kernels it helps need less than 100,000 operations.
+  const unsigned long budget = isl.budget();
+  isl.set_budget(budget == 0 ? 0 : std::min(budget, kRescheduleOperations));
+  bool changed = false;
+  std::unique_ptr<Scop> next;  // isl's C++ objects cannot be copied while null
+  const bool within = run_within_isl_budget(isl, [&] {
+    // Drop the nests that do not gain until the rest all do.
+    while (!candidates.empty()) {
+      next = std::make_unique<Scop>(scop);
+      if (!reschedule_nests_unchecked(scop, candidates, *next)) {
+        // Some nest's schedule was refused: try the nests one at a time.
+        if (candidates.size() == 1) return;
+        std::vector<int> good;
+        for (int c : candidates) {
+          Scop one = scop;
+          if (reschedule_nests_unchecked(scop, {c}, one)) good.push_back(c);
+        }
+        if (good.size() == candidates.size()) return;  // each alone, not together: give up
+        candidates = good;
+        continue;
+      }
+      std::vector<int> worse;
+      for (int c : candidates) {
+        bool grows = false, shrinks = false;
+        for (int st : scop.loops[scop.body[c].index].statements) {
+          const int before = serial_depth(scop, st), after = serial_depth(*next, st);
+          grows = grows || after > before;
+          shrinks = shrinks || (after < before && in_serial_region(scop, st));
+        }
+        if (grows || !shrinks) worse.push_back(c);
+      }
+      if (worse.empty()) {
+        changed = true;
+        return;
+      }
+      for (int c : worse) candidates.erase(std::find(candidates.begin(), candidates.end(), c));
+    }
+  });
+  const unsigned long spent_limit = isl.budget();
+  isl.set_budget(budget);
+  if (!within) {
+    auto b = diag.note(scop.begin_loc);
+    b << "scop";
+    if (!scop.function.empty()) b << " in function '" << scop.function << "'";
+    b << " keeps its source schedule: finding a parallel one with isl's scheduler needs more "
+         "than "
+      << spent_limit << " isl operations";
+    return false;
+  }
+  if (changed) scop = *next;
+  return changed;
+}
+
+}  // namespace bbmm::compiler

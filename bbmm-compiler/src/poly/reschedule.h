@@ -1,0 +1,42 @@
+#pragma once
+// Rescheduling (issue 13, first slice: no skewing). isl's scheduler finds outer parallel
+// loops that the source order hides (interchange, distribution, fusion of loops: atax's
+// and bicg's column sums, trisolv's, cholesky's and lu's inner updates), and the model is
+// rewritten so that the rule the later passes rely on holds again: domain dimension d of a
+// statement is the iterator of Statement::loops[d], at schedule dimension 2d+1.
+//
+// Per top-level loop nest that has a statement in a serial region (a phase without a
+// parallel loop) and no loop asserted by `#pragma bbmm parallel`:
+// isl_schedule_constraints_compute_schedule with validity = coincidence = the nest's RAW,
+// WAR and WAW dependences (scalars included), proximity = RAW, outer coincidence on. The
+// result is accepted only when
+//  - every dimension of it is, per statement, plus or minus one of its iterators (each
+//    used once) or a constant, and the loop tree built from it respects every dependence
+//    of the scop (checked again with isl on the rewritten model);
+//  - no statement of the nest gets more serial loops (loops outside its phase's parallel
+//    loop; all its loops when it has none) and at least one statement of a serial region
+//    gets fewer.
+// So gemm and the stencils keep their source schedules. An accepted nest is rewritten:
+// each statement's domain, access relations, iterators, loops, position and schedule are
+// permuted; a loop shared by statements whose source iterators have different C names is
+// named bbmm_it<k>; Statement::to_source maps back to the source iterators (the kernels
+// bind the statement's C names to the new loops). The dependences, verdicts, phases and
+// scalars are then recomputed.
+
+#include "frontend/diagnostics.h"
+#include "poly/model.h"
+
+namespace bbmm::compiler {
+
+// Reschedules the nests of "scop" (dependences computed) as above, under "isl"'s operation
+// budget (poly/budget.h), capped at 300,000 operations. Returns true when the model changed. Past the budget the source
+// schedule is kept and a note on "diag" says so. Throws isl::exception (not a quota) on an
+// isl failure, as compute_dependences does.
+bool reschedule(Scop& scop, IslContext& isl, Diagnostics& diag);
+
+// The rewriting alone, for tests: the model of "scop" with the nests at top-level body
+// positions "nests" rescheduled by isl, without the acceptance rule on serial depths (the
+// legality check still applies). False when isl's result cannot be expressed or is refused.
+bool reschedule_nests_unchecked(const Scop& scop, const std::vector<int>& nests, Scop& out);
+
+}  // namespace bbmm::compiler

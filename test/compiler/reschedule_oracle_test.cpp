@@ -1,0 +1,230 @@
+// The rescheduling pass (poly/reschedule.h) checked against brute-force executions. For
+// small concrete parameter values, each input runs in its source order (bbmmc with
+// --schedule=source) and in the order of the rewritten model (brute_force.h: every instance
+// in schedule order with its reads, then its write); instances of the rewritten model are
+// mapped back to source iterators through Statement::to_source. The two runs must agree on
+// the set of instances, on the instance whose write each read sees (or none: a value from
+// before the scop), and on the last writer of every element. Nothing here looks at isl's
+// dependences or at the pass's own legality check.
+//
+// Inputs: the golden inputs (rescheduled where bbmmc accepts it), PolyBench kernels that
+// the pass reschedules (read from BBMM_POLYBENCH_DIR when present), and random nests,
+// where every nest is rewritten after isl's schedule without the acceptance rule on serial
+// depths, so that the rewriting itself is exercised far more often than bbmmc accepts it.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <random>
+#include <sstream>
+#include <tuple>
+
+#include "brute_force.h"
+#include "driver/pipeline.h"
+#include "poly/reschedule.h"
+#include "test_util.h"
+
+namespace bbmm::compiler {
+namespace {
+
+using testing::Event;
+using testing::Execution;
+using testing::execute;
+using testing::fix_params;
+using testing::random_program;
+
+using InstanceKey = std::pair<int, std::vector<long>>;  // statement, source iterators
+using ElementKey = std::pair<int, std::vector<long>>;   // array, element
+
+struct Dataflow {
+  std::set<InstanceKey> instances;
+  // (reader, array, element) -> writer instance ({-1, {}}: a value from before the scop).
+  std::map<std::tuple<InstanceKey, int, std::vector<long>>, InstanceKey> reads;
+  std::map<ElementKey, InstanceKey> last_writer;
+};
+
+// The dataflow of "scop" run in its schedule order, in source iterators.
+Dataflow dataflow(const Scop& scop, const isl::set& fixed) {
+  Execution run = execute(scop, fixed);
+  Dataflow df;
+  std::vector<InstanceKey> keys;
+  for (const testing::Instance& in : run.inst) {
+    const Statement& st = scop.statements[in.stmt];
+    std::vector<long> src(in.it.size());
+    for (size_t d = 0; d < in.it.size(); ++d) src[st.to_source.empty() ? d : st.to_source[d]] = in.it[d];
+    keys.push_back({in.stmt, src});
+    df.instances.insert(keys.back());
+  }
+  std::map<ElementKey, InstanceKey> current;
+  for (const Event& e : run.ev) {
+    ElementKey el{e.array, e.elem};
+    if (e.write) {
+      current[el] = keys[e.inst];
+      continue;
+    }
+    auto it = current.find(el);
+    df.reads[{keys[e.inst], e.array, e.elem}] = it == current.end() ? InstanceKey{-1, {}} : it->second;
+  }
+  df.last_writer = current;
+  return df;
+}
+
+std::string show(const InstanceKey& k) {
+  if (k.first < 0) return "(before the scop)";
+  std::ostringstream os;
+  os << "S" << k.first + 1 << "[";
+  for (size_t d = 0; d < k.second.size(); ++d) os << (d ? ", " : "") << k.second[d];
+  return os.str() + "]";
+}
+
+// Whether "after" (rewritten) computes what "before" (source order) does; failures name the
+// first differences.
+void expect_same_dataflow(const Scop& before, const Scop& after, const std::vector<long>& values,
+                          const std::string& what) {
+  isl::set fixed_b = fix_params(before, values);
+  isl::set fixed_a = fix_params(after, values);
+  Dataflow b = dataflow(before, fixed_b);
+  Dataflow a = dataflow(after, fixed_a);
+  EXPECT_EQ(b.instances, a.instances) << what << ": not the same statement instances";
+  EXPECT_EQ(b.reads.size(), a.reads.size()) << what;
+  int shown = 0;
+  for (const auto& [read, writer] : b.reads) {
+    auto it = a.reads.find(read);
+    const std::string got = it == a.reads.end() ? "(no such read)" : show(it->second);
+    if (got != show(writer) && shown++ < 5) {
+      ADD_FAILURE() << what << ": the read of array " << std::get<1>(read) << " by "
+                    << show(std::get<0>(read)) << " sees " << got << ", in source order "
+                    << show(writer);
+    }
+  }
+  for (const auto& [el, writer] : b.last_writer) {
+    auto it = a.last_writer.find(el);
+    const std::string got = it == a.last_writer.end() ? "(none)" : show(it->second);
+    if (got != show(writer) && shown++ < 10) {
+      ADD_FAILURE() << what << ": the last write of an element of array " << el.first << " is "
+                    << got << ", in source order " << show(writer);
+    }
+  }
+  EXPECT_EQ(b.last_writer.size(), a.last_writer.size()) << what;
+}
+
+// Whether "after" orders the statements of "before" differently.
+bool rescheduled(const Scop& before, const Scop& after) {
+  if (before.loops.size() != after.loops.size()) return true;
+  for (size_t k = 0; k < before.statements.size(); ++k) {
+    const Statement& b = before.statements[k];
+    const Statement& a = after.statements[k];
+    if (!a.to_source.empty() || b.position != a.position || b.loops != a.loops) return true;
+  }
+  return false;
+}
+
+std::unique_ptr<Program> analyze(const std::string& path, const std::vector<std::string>& cpp_args,
+                                 bool reschedule) {
+  Diagnostics diag;
+  PipelineOptions opts;
+  opts.cpp_args = cpp_args;
+  opts.reschedule = reschedule;
+  auto prog = analyze_file(path, opts, diag);
+  EXPECT_FALSE(diag.has_errors()) << path;
+  return prog;
+}
+
+// Every scop of "path", source order against bbmmc's schedule; returns how many scops the
+// pass rewrote.
+int check_file(const std::string& path, const std::vector<std::string>& cpp_args,
+               const std::vector<std::vector<long>>& settings) {
+  auto src = analyze(path, cpp_args, false);
+  auto got = analyze(path, cpp_args, true);
+  if (!src || !got) return 0;
+  EXPECT_EQ(src->scops.size(), got->scops.size());
+  int changed = 0;
+  for (size_t k = 0; k < src->scops.size() && k < got->scops.size(); ++k) {
+    for (const Statement& st : src->scops[k].statements)
+      EXPECT_TRUE(st.to_source.empty()) << "--schedule=source rescheduled " << path;
+    if (!rescheduled(src->scops[k], got->scops[k])) continue;
+    ++changed;
+    for (const std::vector<long>& v : settings) expect_same_dataflow(src->scops[k], got->scops[k], v, path);
+  }
+  return changed;
+}
+
+class RescheduleOracleTest : public ::testing::TestWithParam<std::filesystem::path> {};
+
+TEST_P(RescheduleOracleTest, SameDataflowAsSourceOrder) {
+  check_file(GetParam().string(), {},
+             {{5}, {4, 6, 3, 7}, {3, 2}, {1}, {0}});
+}
+
+INSTANTIATE_TEST_SUITE_P(Golden, RescheduleOracleTest,
+                         ::testing::ValuesIn(testing::files_in(BBMM_GOLDEN_DIR, ".c")),
+                         [](const auto& info) { return testing::test_name(info.param); });
+
+// The golden inputs that the pass must reschedule (so that the test above is not vacuous).
+TEST(RescheduleOracle, GoldenInputsAreRescheduled) {
+  for (const char* name : {"atax", "bicg", "trisolv", "cholesky", "lu", "decreasing"}) {
+    const std::string path = std::string(BBMM_GOLDEN_DIR) + "/" + name + ".c";
+    EXPECT_EQ(check_file(path, {}, {{4}}), 1) << name;
+  }
+}
+
+// PolyBench kernels from the shared copy (never part of the repository), at parameter values
+// small enough to enumerate; the MINI dataset's macros are only needed to preprocess them.
+TEST(RescheduleOracle, PolyBenchKernels) {
+  const std::string dir = BBMM_POLYBENCH_DIR;
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no PolyBench at " << dir;
+  int changed = 0;
+  for (const char* k : {"linear-algebra/kernels/atax", "linear-algebra/kernels/bicg",
+                        "linear-algebra/solvers/trisolv", "linear-algebra/solvers/cholesky",
+                        "linear-algebra/solvers/lu", "linear-algebra/solvers/ludcmp",
+                        "linear-algebra/blas/symm", "linear-algebra/blas/trmm",
+                        "linear-algebra/solvers/durbin", "linear-algebra/kernels/mvt"}) {
+    const std::filesystem::path p = std::filesystem::path(dir) / k;
+    const std::string file = (p / (p.filename().string() + ".c")).string();
+    changed += check_file(file, {"-DMINI_DATASET", "-I" + dir + "/utilities", "-I" + p.string()},
+                          {{4, 5, 3}, {5, 3, 4}});
+  }
+  EXPECT_GE(changed, 5);
+}
+
+// Random nests, each rewritten after isl's schedule whatever the serial depths.
+TEST(RescheduleOracle, RandomNestsRewritten) {
+  std::mt19937 rng(20261127);
+  int rewritten = 0, programs = 0;
+  for (int n = 0; n < 200; ++n) {
+    const std::string text = random_program(rng, n % 3 == 0, n % 4 == 1);
+    Diagnostics diag;
+    PipelineOptions opts;
+    opts.reschedule = false;
+    auto prog = analyze_text(text, "random.c", opts, diag);
+    if (diag.has_errors()) {
+      std::ostringstream os;
+      diag.render(os, prog->sm.get());
+      ADD_FAILURE() << text << os.str();
+      continue;
+    }
+    for (const Scop& s : prog->scops) {
+      ++programs;
+      std::vector<int> nests;
+      for (size_t t = 0; t < s.body.size(); ++t)
+        if (s.body[t].is_loop) nests.push_back(static_cast<int>(t));
+      Scop out = s;
+      if (!reschedule_nests_unchecked(s, nests, out)) continue;
+      if (!rescheduled(s, out)) continue;
+      ++rewritten;
+      const bool before = ::testing::Test::HasFailure();
+      for (const std::vector<long>& v : {std::vector<long>{4, 5}, std::vector<long>{5, 3}})
+        expect_same_dataflow(s, out, v, "random program");
+      if (!before && ::testing::Test::HasFailure()) {
+        ADD_FAILURE() << "program:\n" << text;
+        return;
+      }
+    }
+  }
+  EXPECT_GT(programs, 150);
+  EXPECT_GT(rewritten, 30);
+}
+
+}  // namespace
+}  // namespace bbmm::compiler
