@@ -16,12 +16,24 @@
 // - overhead: time inside libbbmm (manager_seconds, summed over devices: one host thread
 //   drives them all) / wall time of the bbmmc-generated function.
 //
+// - across ranks (--ranks R: the <name>_mpi build under mpirun -np R, --devices D host
+//   devices per rank, R x D devices numbered rank by rank as the MPI runtime does): the
+//   minimum a run over ranks must move between them, every rank starting from the same
+//   host arrays: rank_reads_min = per reading rank, the values (write instances) its
+//   tiles read that a tile of another rank produced; gather_min = the final values
+//   (write instances no later write overwrites) produced on ranks other than 0 that rank
+//   0 did not already receive. Measured: bytes_received_ranks summed over the ranks (each
+//   rank prints its statistics: BBMM_SAMPLE_RANK_OUTPUT=all, mpirun --tag-output), with
+//   bytes_sent_ranks summed as a check; --max-rank-error E fails when they differ from
+//   the minimum by more than E (a fraction).
+//
 // Which device runs which iterations mirrors the generated phase functions
 // (codegen/host_codegen.cpp): a 1-D partition's whole range [from, to) is cut into
 // n = min(D x BBMM_TILES_PER_DEVICE, to - from) equal tiles, tile k on device k*D/n; a phase
 // without a parallel loop runs on device 0. 2-D partitions are not reported.
 //
 //   build/bench/e2e/bbmm_sample_report [--devices 4] [--markdown FILE] [SAMPLE...]
+//   build/bench/e2e/bbmm_sample_report --ranks 3 --devices 1 [--max-rank-error 0.01]
 // BBMM_SAMPLES_DIR (the kernels' sources) and BBMM_SAMPLES_BIN_DIR (the host-backend
 // sample binaries) override the build's paths.
 
@@ -33,6 +45,7 @@
 #include <isl/val.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -174,9 +187,53 @@ struct Needs {
   std::vector<int64_t> exact;   // bytes, per device
   std::vector<int64_t> convex;  // bytes, per device
   int64_t h2d_min = 0, peer_min = 0, d2h_min = 0;
+  std::vector<int64_t> rank_reads_min;  // bytes, per receiving rank
+  int64_t gather_min = 0;               // bytes received by rank 0 at the end
 };
 
-Needs needs(const Scop& s, const ScopBoxes& bx, const std::map<std::string, int64_t>& params, int devices) {
+// What a run over "ranks" ranks of "per_rank" devices each (devices = ranks x per_rank,
+// numbered rank by rank) must move between ranks: see the header.
+void rank_needs(const Scop& s, const Placement& place, const isl::set& fixed, int ranks, int per_rank,
+                Needs& out) {
+  auto on_rank = [&](int st, int rank) {
+    isl::set dom = s.statements[st].domain.intersect_params(fixed);
+    isl::set all = isl::manage(isl_set_empty(dom.space().release()));
+    for (int d = rank * per_rank; d < (rank + 1) * per_rank; ++d) all = all.unite(place.on(st, d));
+    return all;
+  };
+  out.rank_reads_min.assign(ranks, 0);
+  std::map<int, isl::set> received_by_0;  // per writing access: write instances rank 0 reads
+  for (int rank = 0; rank < ranks; ++rank) {
+    std::map<int, isl::set> values;
+    for (const isl::map& m : sorted_maps(s.deps.raw_asserted)) {
+      int src = s.access_index_of_tag(tagged_ref(m.domain().space()));
+      int snk = s.access_index_of_tag(tagged_ref(m.range().space()));
+      if (src < 0 || snk < 0 || s.arrays[s.accesses[src].array].is_scalar) continue;
+      isl::map inst = untag(m).intersect_params(fixed).intersect_range(on_rank(s.accesses[snk].statement, rank));
+      unite_into(values, src, inst.domain().subtract(on_rank(s.accesses[src].statement, rank)));
+    }
+    for (auto& [src, set] : values) out.rank_reads_min[rank] += count(set) * s.arrays[s.accesses[src].array].elem_size;
+    if (rank == 0) received_by_0 = values;
+  }
+  // Write instances some later write overwrites (the sources of the output dependences).
+  std::map<int, isl::set> overwritten;
+  for (const isl::map& m : sorted_maps(s.deps.waw)) {
+    int src = s.access_index_of_tag(tagged_ref(m.domain().space()));
+    if (src >= 0) unite_into(overwritten, src, untag(m).intersect_params(fixed).domain());
+  }
+  for (size_t a = 0; a < s.accesses.size(); ++a) {
+    const Access& w = s.accesses[a];
+    if (w.kind != AccessKind::kWrite || s.arrays[w.array].is_scalar) continue;
+    const int src = static_cast<int>(a);
+    isl::set final_values = s.statements[w.statement].domain.intersect_params(fixed).subtract(on_rank(w.statement, 0));
+    if (auto it = overwritten.find(src); it != overwritten.end()) final_values = final_values.subtract(it->second);
+    if (auto it = received_by_0.find(src); it != received_by_0.end()) final_values = final_values.subtract(it->second);
+    out.gather_min += count(final_values) * s.arrays[w.array].elem_size;
+  }
+}
+
+Needs needs(const Scop& s, const ScopBoxes& bx, const std::map<std::string, int64_t>& params, int devices,
+            int ranks = 1) {
   isl_set* f = s.context.copy();
   for (size_t k = 0; k < s.params.size(); ++k) {
     auto it = params.find(s.params[k]);
@@ -245,6 +302,7 @@ Needs needs(const Scop& s, const ScopBoxes& bx, const std::map<std::string, int6
     unite_into(written, a.array, s.statements[a.statement].domain.intersect_params(fixed).apply(a.relation));
   }
   for (auto& [arr, set] : written) out.d2h_min += count(set) * s.arrays[arr].elem_size;
+  if (ranks > 1) rank_needs(s, place, fixed, ranks, devices / ranks, out);
   return out;
 }
 
@@ -291,6 +349,60 @@ Measured run_sample(const std::string& bin, const std::string& args, int devices
   return m;
 }
 
+// A run of the <name>_mpi build over "ranks" ranks of "per_rank" host devices: every
+// rank's bytes sent to and received from other ranks (BBMM_STATS=json, one line per rank,
+// "[job,rank]<stdout>:" from mpirun --tag-output).
+struct RankMeasured {
+  std::vector<double> sent, received;
+  bool passed = false;
+  std::string text;
+};
+
+RankMeasured run_ranks(const std::string& bin, const std::string& args, int ranks, int per_rank) {
+  std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 BBMM_BACKEND=host BBMM_DEVICES=" +
+                    std::to_string(per_rank) +
+                    " BBMM_STATS=json BBMM_SAMPLE_RANK_OUTPUT=all BBMM_DEVICE_MEMORY= BBMM_CHECK= BBMM_HOST_POISON=0 " +
+                    std::string(BBMM_MPIEXEC) + " --oversubscribe --tag-output -np " + std::to_string(ranks) + " " +
+                    bin + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) throw std::runtime_error("cannot run " + cmd);
+  RankMeasured m;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) m.text.append(buf, n);
+  int rc = pclose(pipe);
+  // Each rank's output: mpirun tags each chunk it forwards with "[job,rank]<stdout>:",
+  // and may cut a long line (the statistics) into chunks, tagging the next one in the
+  // middle of the line.
+  std::vector<std::string> out(ranks);
+  int current = -1;
+  for (size_t p = 0; p < m.text.size();) {
+    int job = 0, rank = -1, used = 0;
+    if (m.text[p] == '[' &&
+        std::sscanf(m.text.c_str() + p, "[%d,%d]<stdout>:%n", &job, &rank, &used) == 2 && used > 0) {
+      current = rank >= 0 && rank < ranks ? rank : -1;
+      p += used;
+      continue;
+    }
+    if (current >= 0) out[current] += m.text[p];
+    if (m.text[p] == '\n') current = -1;
+    ++p;
+  }
+  m.passed = rc == 0 && out[0].find("verification against the sequential program: PASSED") != std::string::npos;
+  m.sent.assign(ranks, -1);
+  m.received.assign(ranks, -1);
+  for (int rank = 0; rank < ranks; ++rank) {
+    size_t j = out[rank].find("{\"backend\"");
+    if (j == std::string::npos) continue;
+    std::string stats = out[rank].substr(j);  // the last thing a rank prints, one line
+    stats.erase(std::remove(stats.begin(), stats.end(), '\n'), stats.end());
+    size_t t = stats.find("\"total\"");
+    if (t == std::string::npos) continue;
+    m.sent[rank] = number_after(stats.substr(t), "bytes_sent_ranks");
+    m.received[rank] = number_after(stats.substr(t), "bytes_received_ranks");
+  }
+  return m;
+}
+
 double sum(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
@@ -305,8 +417,52 @@ std::string fixed(double x, int digits) {
 
 std::string mib(double bytes) { return fixed(bytes / (1 << 20), 2); }
 
+// The cross-rank report of sample "r" over "ranks" x "per_rank" devices: prints it, adds a
+// row to "md"; returns whether it verified and stayed within "max_error" of the minimum.
+bool report_ranks(const SampleRun& r, const Scop& s, const ScopBoxes& bx, int ranks, int per_rank,
+                  double max_error, const std::string& bin_dir, std::ostringstream& md) {
+  Needs n = needs(s, bx, r.params, ranks * per_rank, ranks);
+  RankMeasured m = run_ranks(bin_dir + "/" + r.name + "_mpi", r.args, ranks, per_rank);
+  bool ok = m.passed;
+  for (int k = 0; k < ranks; ++k) {
+    if (m.received[k] < 0) {
+      std::cerr << r.name << ": no statistics from rank " << k << ":\n" << m.text;
+      return false;
+    }
+  }
+  double received = sum(m.received), sent = sum(m.sent);
+  double min = static_cast<double>(n.gather_min);
+  for (int64_t b : n.rank_reads_min) min += static_cast<double>(b);
+  double error = min > 0 ? std::abs(received - min) / min : (received > 0 ? 1 : 0);
+  std::cout << r.name << " (" << r.args << ", " << ranks << " ranks x " << per_rank << " host devices)\n";
+  std::cout << "  rank  received MiB  sent MiB  reads min MiB\n";
+  for (int k = 0; k < ranks; ++k)
+    std::printf("  %4d  %12s  %8s  %13s\n", k, mib(m.received[k]).c_str(), mib(m.sent[k]).c_str(),
+                mib(static_cast<double>(n.rank_reads_min[k])).c_str());
+  std::printf("  between ranks: received %s MiB, sent %s MiB; minimum %s MiB (reads %s + gather on rank 0 %s); "
+              "received / minimum %.4f; verification %s\n",
+              mib(received).c_str(), mib(sent).c_str(), mib(min).c_str(),
+              mib(min - static_cast<double>(n.gather_min)).c_str(), mib(static_cast<double>(n.gather_min)).c_str(),
+              min > 0 ? received / min : 0, m.passed ? "PASSED" : "FAILED");
+  if (sent != received) {
+    std::cerr << r.name << ": " << sent << " bytes sent between ranks but " << received << " received\n";
+    ok = false;
+  }
+  if (max_error >= 0 && error > max_error) {
+    std::cerr << r.name << ": " << received << " bytes received between ranks, the minimum is " << min
+              << " (off by " << fixed(100 * error, 2) << "%, more than --max-rank-error " << max_error << ")\n";
+    ok = false;
+  }
+  md << "| " << r.name << " | " << r.args << " | " << ranks << " x " << per_rank << " | " << mib(received) << " | "
+     << mib(min - static_cast<double>(n.gather_min)) << " + " << mib(static_cast<double>(n.gather_min)) << " | "
+     << fixed(min > 0 ? received / min : 0, 4) << " | " << (m.passed ? "yes" : "NO") << " |\n";
+  return ok;
+}
+
 int main_report(int argc, char** argv) {
   int devices = 4;
+  int ranks = 1;
+  double max_rank_error = -1;  // --max-rank-error: fail beyond it (negative: no check)
   double max_alloc = 0;  // --max-alloc-ratio: fail above it (0: no check)
   std::string markdown;
   std::vector<std::string> only;
@@ -315,21 +471,31 @@ int main_report(int argc, char** argv) {
     if (a == "--devices" && i + 1 < argc) devices = std::atoi(argv[++i]);
     else if (a == "--markdown" && i + 1 < argc) markdown = argv[++i];
     else if (a == "--max-alloc-ratio" && i + 1 < argc) max_alloc = std::atof(argv[++i]);
+    else if (a == "--ranks" && i + 1 < argc) ranks = std::atoi(argv[++i]);
+    else if (a == "--max-rank-error" && i + 1 < argc) max_rank_error = std::atof(argv[++i]);
     else if (a == "--help") {
-      std::cout << "usage: bbmm_sample_report [--devices D] [--markdown FILE] [--max-alloc-ratio R] "
-                   "[SAMPLE...]\n  --max-alloc-ratio R: exit 1 when a device's peak allocation exceeds "
-                   "R x its exact footprint (isl count)\n";
+      std::cout << "usage: bbmm_sample_report [--devices D] [--ranks R] [--markdown FILE] [--max-alloc-ratio R] "
+                   "[--max-rank-error E] [SAMPLE...]\n  --max-alloc-ratio R: exit 1 when a device's peak allocation "
+                   "exceeds R x its exact footprint (isl count)\n  --ranks R: run <name>_mpi under mpirun -np R, "
+                   "D devices per rank, and report the bytes moved between ranks against the minimum (isl)\n"
+                   "  --max-rank-error E: exit 1 when those bytes differ from the minimum by more than the "
+                   "fraction E\n";
       return 0;
     } else only.push_back(a);
   }
-  if (devices < 1) {
-    std::cerr << "bbmm_sample_report: --devices must be >= 1\n";
+  if (devices < 1 || ranks < 1) {
+    std::cerr << "bbmm_sample_report: --devices and --ranks must be >= 1\n";
     return 1;
   }
   std::ostringstream md;
+  if (ranks > 1) {
+    md << "| sample | size | ranks x devices | received between ranks MiB | minimum MiB (reads + gather) | "
+          "received / minimum | verified |\n|---|---|---|---|---|---|---|\n";
+  } else {
   md << "| sample | size | alloc / exact (worst device) | convex / exact | h2d MiB (min) | peer MiB (min) | "
         "d2h MiB (min) | total / min | libbbmm s / bbmmc s | verified |\n";
   md << "|---|---|---|---|---|---|---|---|---|---|\n";
+  }
   // The build's paths, unless the environment moves them (a copy on another machine).
   const char* env_src = std::getenv("BBMM_SAMPLES_DIR");
   const char* env_bin = std::getenv("BBMM_SAMPLES_BIN_DIR");
@@ -348,6 +514,10 @@ int main_report(int argc, char** argv) {
     }
     const Scop& s = prog->scops[0];
     ScopBoxes bx = compute_boxes(s, BoxOptions{});
+    if (ranks > 1) {
+      if (!report_ranks(r, s, bx, ranks, devices, max_rank_error, bin_dir, md)) ++failures;
+      continue;
+    }
     Needs n = needs(s, bx, r.params, devices);
     Measured m = run_sample(bin_dir + "/" + r.name, r.args, devices);
     if (m.peak.size() != static_cast<size_t>(devices)) {

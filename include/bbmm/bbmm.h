@@ -96,6 +96,19 @@ typedef struct bbmm_tile bbmm_tile;
 /* The message of the calling thread's last failed call ("" if none). */
 const char* bbmm_last_error_message(void);
 
+/* Ends the program after an error it cannot go on from: prints "bbmm: <message>" on
+ * standard error and exits with `code`. When the process is one rank of several (a
+ * runtime given MPI by bbmm_runtime_use_mpi, or bbmm_mpi_use_by_default called), it says
+ * "bbmm: rank R of N: <message>" and stops every rank of the job (MPI_Abort with `code`)
+ * instead of exiting alone, which would leave the others waiting for its boxes. The
+ * generated code ends this way on every runtime error. */
+#if defined(__cplusplus)
+[[noreturn]]
+#elif defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+void bbmm_fatal(const char* message, int code);
+
 /* Creates a runtime. Fails (BBMM_ERROR_INVALID_ARGUMENT) when `trace_file`
  * cannot be written. */
 bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out);

@@ -41,11 +41,13 @@ static inline int64_t bbmm_floord(int64_t n, int64_t d) {
 /* --- Errors ---------------------------------------------------------------------------- */
 
 /* Ends the program when "s" is not BBMM_OK, printing "what" and the runtime's message: the
- * generated functions keep their original signatures and have no way to return an error. */
+ * generated functions keep their original signatures and have no way to return an error.
+ * bbmm_fatal: on a rank of several (MPI), every rank stops. */
 static inline void bbmm_gen_check(bbmm_status s, const char* what) {
   if (s != BBMM_OK) {
-    fprintf(stderr, "bbmm: %s failed: %s\n", what, bbmm_last_error_message());
-    exit(1);
+    char message[2048];
+    snprintf(message, sizeof message, "%s failed: %s", what, bbmm_last_error_message());
+    bbmm_fatal(message, 1);
   }
 }
 
@@ -53,8 +55,9 @@ static inline void bbmm_gen_check(bbmm_status s, const char* what) {
 static inline void* bbmm_gen_calloc(size_t n) {
   void* p = calloc(1, n);
   if (!p) {
-    fprintf(stderr, "bbmm: out of host memory (%zu bytes)\n", n);
-    exit(1);
+    char message[128];
+    snprintf(message, sizeof message, "out of host memory (%zu bytes)", n);
+    bbmm_fatal(message, 1);
   }
   return p;
 }
@@ -182,36 +185,37 @@ static inline bbmm_runtime* bbmm_gen_runtime(void) {
   if (!bbmm_gen_rt) {
     const bbmm_backend_kind target = BBMM_GEN_TARGET;
     const char* t;
+    char message[256];
     bbmm_options o;
     bbmm_gen_check(bbmm_options_init(&o), "reading the BBMM_* environment");
     if (o.backend == BBMM_BACKEND_AUTO) o.backend = target;
     if (o.backend != target) {
-      fprintf(stderr,
-              "bbmm: this program was generated with --target=%s: its kernels run on the %s "
-              "backend only (unset BBMM_BACKEND or set it to '%s')\n",
-              bbmm_gen_target_option(target), bbmm_gen_target_label(target),
-              bbmm_gen_target_option(target));
-      exit(1);
+      snprintf(message, sizeof message,
+               "this program was generated with --target=%s: its kernels run on the %s "
+               "backend only (unset BBMM_BACKEND or set it to '%s')",
+               bbmm_gen_target_option(target), bbmm_gen_target_label(target),
+               bbmm_gen_target_option(target));
+      bbmm_fatal(message, 1);
     }
     t = getenv("BBMM_TILES_PER_DEVICE");
     if (t && *t && !bbmm_gen_parse_tiles_per_device(t, &bbmm_gen_tiles_per_device)) {
-      fprintf(stderr, "bbmm: BBMM_TILES_PER_DEVICE='%s' is not an integer in [1, 4096]\n", t);
-      exit(1);
+      snprintf(message, sizeof message, "BBMM_TILES_PER_DEVICE='%s' is not an integer in [1, 4096]", t);
+      bbmm_fatal(message, 1);
     }
     t = getenv("BBMM_PIECE_LOOKUP");
     if (t && *t && !bbmm_gen_parse_piece_lookup(t, &bbmm_gen_per_element)) {
-      fprintf(stderr, "bbmm: BBMM_PIECE_LOOKUP='%s' is not 'reference' or 'element'\n", t);
-      exit(1);
+      snprintf(message, sizeof message, "BBMM_PIECE_LOOKUP='%s' is not 'reference' or 'element'", t);
+      bbmm_fatal(message, 1);
     }
     t = getenv("BBMM_EDGE_TILES");
     if (t && *t && !bbmm_gen_parse_edge_tiles(t, &bbmm_gen_edge_tiles)) {
-      fprintf(stderr, "bbmm: BBMM_EDGE_TILES='%s' is not an integer in [0, 1048576]\n", t);
-      exit(1);
+      snprintf(message, sizeof message, "BBMM_EDGE_TILES='%s' is not an integer in [0, 1048576]", t);
+      bbmm_fatal(message, 1);
     }
     t = getenv("BBMM_TILE_ORDER");
     if (t && *t && !bbmm_gen_parse_tile_order(t, &bbmm_gen_tile_order_alternate)) {
-      fprintf(stderr, "bbmm: BBMM_TILE_ORDER='%s' is not 'alternate' or 'forward'\n", t);
-      exit(1);
+      snprintf(message, sizeof message, "BBMM_TILE_ORDER='%s' is not 'alternate' or 'forward'", t);
+      bbmm_fatal(message, 1);
     }
     bbmm_gen_check(bbmm_runtime_create(&o, &bbmm_gen_rt), "bbmm_runtime_create");
     atexit(bbmm_gen_exit);

@@ -80,9 +80,10 @@ static __host__ __device__ inline BBMM_GEN_UNUSED int64_t bbmm_floord(int64_t n,
 /* A failed CUDA call ends the program (a launch function cannot return an error). */
 static inline BBMM_GEN_UNUSED void bbmm_cu_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
-    fprintf(stderr, "bbmm: %s failed: %s (%s)\n", what, cudaGetErrorString(e),
-            cudaGetErrorName(e));
-    exit(1);
+    char message[512];
+    snprintf(message, sizeof message, "%s failed: %s (%s)", what, cudaGetErrorString(e),
+             cudaGetErrorName(e));
+    bbmm_fatal(message, 1);
   }
 }
 
@@ -120,8 +121,9 @@ static inline BBMM_GEN_UNUSED void bbmm_cu_env_int(const char* var, long long lo
                                                    const char* what, long long* value) {
   const char* v = getenv(var);
   if (v && *v && !bbmm_cu_parse_int(v, lo, hi, value)) {
-    fprintf(stderr, "bbmm: %s='%s' is not %s\n", var, v, what);
-    exit(1);
+    char message[512];
+    snprintf(message, sizeof message, "%s='%s' is not %s", var, v, what);
+    bbmm_fatal(message, 1);
   }
 }
 
@@ -134,8 +136,10 @@ static inline BBMM_GEN_UNUSED void bbmm_cu_block_shape(int shape[3]) {
   std::call_once(once, [] {
     const char* v = getenv("BBMM_CUDA_BLOCK");
     if (v && *v && !bbmm_cu_parse_block(v, s)) {
-      fprintf(stderr, "bbmm: BBMM_CUDA_BLOCK='%s' is not X,Y[,Z] with X*Y*Z in [1, 1024]\n", v);
-      exit(1);
+      char message[256];
+      snprintf(message, sizeof message,
+               "BBMM_CUDA_BLOCK='%s' is not X,Y[,Z] with X*Y*Z in [1, 1024]", v);
+      bbmm_fatal(message, 1);
     }
   });
   shape[0] = s[0];
@@ -165,8 +169,10 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_per_element(void) {
       v = 1;
       return;
     }
-    fprintf(stderr, "bbmm: BBMM_PIECE_LOOKUP='%s' is not 'reference' or 'element'\n", e);
-    exit(1);
+    char message[256];
+    snprintf(message, sizeof message, "BBMM_PIECE_LOOKUP='%s' is not 'reference' or 'element'",
+             e);
+    bbmm_fatal(message, 1);
   });
   return v;
 }

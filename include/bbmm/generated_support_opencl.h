@@ -31,8 +31,9 @@ typedef struct bbmm_cl_program {
 /* Ends the program when "e" is not CL_SUCCESS, printing "what" and the error code. */
 static inline void bbmm_cl_check(cl_int e, const char* what) {
   if (e != CL_SUCCESS) {
-    fprintf(stderr, "bbmm: %s failed with OpenCL error %d\n", what, (int)e);
-    exit(1);
+    char message[512];
+    snprintf(message, sizeof message, "%s failed with OpenCL error %d", what, (int)e);
+    bbmm_fatal(message, 1);
   }
 }
 
@@ -64,8 +65,8 @@ static inline cl_kernel bbmm_cl_kernel(bbmm_cl_program* p, cl_command_queue q, i
       clGetProgramBuildInfo(p->program, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &size);
       char* log = (char*)bbmm_gen_calloc(size + 1);
       clGetProgramBuildInfo(p->program, dev, CL_PROGRAM_BUILD_LOG, size, log, NULL);
-      fprintf(stderr, "bbmm: building the generated OpenCL kernels failed:\n%s\n", log);
-      exit(1);
+      fprintf(stderr, "%s\n", log);
+      bbmm_fatal("building the generated OpenCL kernels failed (the build log is above)", 1);
     }
     p->context = ctx;
   }
@@ -124,9 +125,11 @@ static inline int bbmm_cl_slots(void) {
       char* end;
       long v = strtol(t, &end, 10);
       if (*end != '\0' || v < 1 || v > BBMM_CL_BUFFERS) {
-        fprintf(stderr, "bbmm: BBMM_OPENCL_PIECE_BUFFERS='%s' is not a number from 1 to %d\n",
-                t, BBMM_CL_BUFFERS);
-        exit(1);
+        char message[256];
+        snprintf(message, sizeof message,
+                 "BBMM_OPENCL_PIECE_BUFFERS='%s' is not a number from 1 to %d", t,
+                 BBMM_CL_BUFFERS);
+        bbmm_fatal(message, 1);
       }
       slots = (int)v;
     }

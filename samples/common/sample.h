@@ -191,8 +191,10 @@ static inline void* sample_alloc(size_t bytes) {
 /* Built with -DBBMM_SAMPLE_MPI (<name>_mpi, linked with bbmm::mpi): the sample runs under
  * mpirun, every rank running the generated program over the devices of all ranks
  * (bbmm_mpi_use_by_default, before main); rank 0 gets the results and verifies them, the
- * other ranks print nothing and exit 0. MPI_Finalize runs at exit, after the generated
- * code's runtime is destroyed (atexit handlers run in reverse order). */
+ * other ranks print nothing and exit 0 (with BBMM_SAMPLE_RANK_OUTPUT=all they keep their
+ * standard output, e.g. their statistics, told apart by mpirun --tag-output). MPI_Finalize
+ * runs at exit, after the generated code's runtime is destroyed (atexit handlers run in
+ * reverse order). */
 #ifdef BBMM_SAMPLE_MPI
 #include "bbmm/mpi.h"
 static int sample_mpi_rank;
@@ -206,7 +208,11 @@ __attribute__((constructor)) static void sample_mpi_init(void) {
     fprintf(stderr, "sample: %s\n", bbmm_last_error_message());
     exit(1);
   }
-  if (sample_mpi_rank != 0 && !freopen("/dev/null", "w", stdout)) exit(1);
+  const char* keep = getenv("BBMM_SAMPLE_RANK_OUTPUT");
+  if (sample_mpi_rank != 0 && !(keep && strcmp(keep, "all") == 0) &&
+      !freopen("/dev/null", "w", stdout)) {
+    exit(1);
+  }
   int ranks = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   printf("mpi: %d ranks; CUDA-aware MPI: %s; transfers between ranks staged through the host "
@@ -268,6 +274,11 @@ static inline int sample_finish(const char* sample, int failures, double t_seq, 
   if (!sample_reference()) {
     printf("%s: sequential not run, bbmmc %.6f s\n", sample, t_bbmm);
     printf("%s: verification skipped (BBMM_SAMPLE_REFERENCE=0)\n", sample);
+    fflush(stdout);
+    return 0;
+  }
+  if (sample_rank() != 0) {
+    printf("%s: bbmmc %.6f s on rank %d (rank 0 verifies)\n", sample, t_bbmm, sample_rank());
     fflush(stdout);
     return 0;
   }

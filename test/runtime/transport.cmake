@@ -24,6 +24,16 @@ if(BBMM_HAVE_MPI)
   set_tests_properties(mpi_transport.abort PROPERTIES LABELS mpi TIMEOUT 60
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;BBMM_MPI_SHUTDOWN_TIMEOUT_S=1"
     PASS_REGULAR_EXPRESSION "still pending when the runtime is destroyed.*receive of array 'A'")
+  # A rank failing mid-run (bbmm_fatal) stops the job with its message, never a hang.
+  add_executable(mpi_rank_failure_test mpi_rank_failure_test.cpp)
+  target_link_libraries(mpi_rank_failure_test PRIVATE bbmm_mpi)
+  add_test(NAME mpi_transport.rank_fails
+    COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 --oversubscribe
+            $<TARGET_FILE:mpi_rank_failure_test>)
+  set_tests_properties(mpi_transport.rank_fails PROPERTIES LABELS mpi TIMEOUT 60
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+    PASS_REGULAR_EXPRESSION "bbmm: rank 1 of 2: injected failure on rank 1, before its tile\nbbmm: rank 1 stops every rank of the job \\(MPI_Abort, code 7\\)"
+    FAIL_REGULAR_EXPRESSION "did not stop it")
   foreach(np 2 3)
     add_test(NAME mpi_transport.np${np}
       COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} --oversubscribe

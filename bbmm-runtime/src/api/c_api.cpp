@@ -1,4 +1,7 @@
 // The C API (bbmm/bbmm.h) over the C++ API. No exception crosses it.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -15,6 +18,8 @@
 namespace bbmm::detail {
 absl::StatusOr<std::unique_ptr<Transport>> default_transport(bool* global_tiles,
                                                              bool* gather_all);
+// set_fatal_hook's hook (bbmm_fatal).
+std::atomic<FatalHook> g_fatal_hook{nullptr};
 }  // namespace bbmm::detail
 
 struct bbmm_runtime {
@@ -197,6 +202,14 @@ int enum_bits(const E& e) {
 extern "C" {
 
 const char* bbmm_last_error_message(void) { return g_last_error; }
+
+void bbmm_fatal(const char* message, int code) {
+  if (message == nullptr) message = "(no message)";
+  if (bbmm::detail::FatalHook hook = bbmm::detail::g_fatal_hook.load()) hook(message, code);
+  std::fflush(stdout);
+  std::fprintf(stderr, "bbmm: %s\n", message);
+  std::exit(code);
+}
 
 bbmm_status bbmm_options_init(bbmm_options* opts) {
   return guarded([&] {
@@ -554,6 +567,8 @@ absl::StatusOr<std::unique_ptr<Transport>> default_transport(bool* global_tiles,
   if (!d.make) return std::unique_ptr<Transport>();
   return d.make();
 }
+
+void set_fatal_hook(FatalHook hook) { g_fatal_hook.store(hook); }
 
 RuntimeCore* core_of(bbmm_runtime* rt) { return rt == nullptr ? nullptr : rt->rt->core(); }
 

@@ -22,4 +22,9 @@ bbmm_status c_status(const absl::Status& s);
 using TransportMaker = std::function<absl::StatusOr<std::unique_ptr<Transport>>()>;
 void set_default_transport(TransportMaker make, bool global_tiles, bool gather_all);
 
+// What bbmm_fatal does instead of exiting alone, once a transport to other ranks exists
+// (the MPI library sets it: print with the rank, then stop every rank). Null: exit.
+using FatalHook = void (*)(const char* message, int code);
+void set_fatal_hook(FatalHook hook);
+
 }  // namespace bbmm::detail
