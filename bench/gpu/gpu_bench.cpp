@@ -12,10 +12,14 @@
 //             fraction of the PCIe-bound ideal;
 //   latency   acquire+release hit and miss latency;
 //   halo      a chain of dense copies between GPUs 0 and 1 (8 B .. 1 MiB): µs per hop by
-//             the copy engine or the copy kernel, pulled or pushed (peer_push).
+//             the copy engine or the copy kernel, pulled or pushed (peer_push);
+//   pinflags  (only when named, and alone: it needs no CUDA context yet) cudaHostRegister
+//             of 1 GiB of touched memory with each flag set, with a context on GPU 0 only,
+//             then on every GPU: what registration costs per GPU context.
 // Prints markdown tables. Exits 77 when no GPU is present.
 //
 //   gpu_bench [copies] [pinning] [enqueue] [flowout] [boxout] [latency] [halo]   (default: all)
+//   gpu_bench pinflags
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -364,6 +368,56 @@ void bench_pinning() {
               "more), else 64 GiB chunks from pin_threads threads.\n");
 }
 
+// ------------------------------------------------------------------ pinflags
+// cudaHostRegister / cudaHostUnregister of 1 GiB of malloc'ed, touched memory with each
+// flag set, first with a CUDA context on GPU 0 only, then with one on each of the
+// `visible` GPUs (the runtime's pinner uses Portable | Mapped). Best of 2.
+void bench_pin_flags(int visible) {
+  struct Flags {
+    const char* name;
+    unsigned flags;
+  };
+  const Flags sets[] = {
+      {"Portable | Mapped", cudaHostRegisterPortable | cudaHostRegisterMapped},
+      {"Portable", cudaHostRegisterPortable},
+      {"Mapped", cudaHostRegisterMapped},
+      {"Default", cudaHostRegisterDefault},
+  };
+  const size_t bytes = size_t{1} << 30;
+  char* host = static_cast<char*>(std::malloc(bytes));
+  if (host == nullptr) return;
+  std::memset(host, 1, bytes);
+  std::printf("\n### cudaHostRegister of 1 GiB by flags and GPU contexts (best of 2)\n\n");
+  std::printf("| contexts | flags | pin s | pin GB/s | unpin s |\n|---|---|---|---|---|\n");
+  for (int contexts : {1, visible}) {
+    for (int d = 0; d < contexts; ++d) {
+      cudaSetDevice(d);
+      cudaFree(nullptr);  // creates the device's primary context
+    }
+    cudaSetDevice(0);
+    for (const Flags& f : sets) {
+      double pin = 1e30, unpin = 1e30;
+      for (int r = 0; r < 2; ++r) {
+        auto t0 = Clock::now();
+        cudaError_t e = cudaHostRegister(host, bytes, f.flags);
+        pin = std::min(pin, seconds_since(t0));
+        if (e != cudaSuccess) {
+          std::printf("| %d | %s | failed: %s | | |\n", contexts, f.name, cudaGetErrorString(e));
+          pin = -1;
+          break;
+        }
+        t0 = Clock::now();
+        cudaHostUnregister(host);
+        unpin = std::min(unpin, seconds_since(t0));
+      }
+      if (pin >= 0)
+        std::printf("| %d | %s | %.3f | %.1f | %.3f |\n", contexts, f.name, pin, bytes / pin / 1e9, unpin);
+    }
+    if (contexts == visible) break;
+  }
+  std::free(host);
+}
+
 // ------------------------------------------------------------------ enqueue
 // The cost of each enqueueing call on the calling thread: the time from call
 // to return, median and 90th percentile over many calls.
@@ -644,6 +698,10 @@ int main(int argc, char** argv) {
       if (!std::strcmp(argv[i], what)) return true;
     return false;
   };
+  if (argc == 2 && !std::strcmp(argv[1], "pinflags")) {
+    bbmm::bench_pin_flags(visible);
+    return 0;
+  }
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, 0);
   std::printf("## gpu_bench: %d x %s\n", visible, prop.name);

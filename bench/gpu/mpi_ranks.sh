@@ -4,6 +4,7 @@
 # verifies) under mpirun with one rank per GPU (CUDA_VISIBLE_DEVICES from Open MPI's local
 # rank), against the same sample on those GPUs in one process. Builds nothing:
 #   bash .gpu/mpi_ranks.sh .gpu            (MPI_RANKS_SAMPLES="heat2d|4096 50;floyd|2048")
+# MPI_RANKS_NP=N (default 2): N ranks x 1 GPU against 1 process x N GPUs.
 # Prints, per sample: verdicts, seconds, bytes sent/received between ranks (rank 0), and a
 # table last; exits 1 when a run failed or was not verified. Needs mpirun (Open MPI) on the
 # GPU machine (run_all.sh mpi runs it).
@@ -14,7 +15,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABL
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 IFS=';' read -r -a rows <<<"${MPI_RANKS_SAMPLES:-heat2d|4096 50;floyd|2048}"
 command -v mpirun >/dev/null || { echo "mpi_ranks.sh: no mpirun on this machine"; exit 1; }
-(( ngpu >= 2 )) || { echo "mpi_ranks.sh: needs 2 GPUs ($ngpu visible)"; exit 1; }
+np="${MPI_RANKS_NP:-2}"
+(( ngpu >= np && np >= 2 )) || { echo "mpi_ranks.sh: needs $np >= 2 GPUs ($ngpu visible)"; exit 1; }
 table=()
 fail=0
 for row in "${rows[@]}"; do
@@ -22,8 +24,8 @@ for row in "${rows[@]}"; do
   bin="$G/bin/${name}_bbmmc_cuda_mpi"
   one="$G/bin/${name}_bbmmc_cuda"
   [[ -x "$bin" ]] || { echo "mpi_ranks.sh: no $bin"; continue; }
-  echo "== $name $args: 2 ranks x 1 GPU"
-  out=$(BBMM_DEVICES=1 BBMM_STATS=json timeout 300 mpirun -np 2 --oversubscribe \
+  echo "== $name $args: $np ranks x 1 GPU"
+  out=$(BBMM_DEVICES=1 BBMM_STATS=json timeout 300 mpirun -np "$np" --oversubscribe \
     bash -c 'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK exec "$0" "$@"' "$bin" $args 2>&1)
   rc=$?
   echo "$out" | tail -5
@@ -32,8 +34,8 @@ for row in "${rows[@]}"; do
   secs=$(grep -o 'bbmmc [0-9.]* s' <<<"$out" | head -1)
   sent=$(grep -o '"bytes_sent_ranks":[0-9]*' <<<"$out" | tail -1 | cut -d: -f2)
   recv=$(grep -o '"bytes_received_ranks":[0-9]*' <<<"$out" | tail -1 | cut -d: -f2)
-  echo "== $name $args: 1 process x 2 GPUs (reference)"
-  out1=$(BBMM_DEVICES=2 timeout 300 "$one" $args 2>&1)
+  echo "== $name $args: 1 process x $np GPUs (reference)"
+  out1=$(BBMM_DEVICES=$np timeout 300 "$one" $args 2>&1)
   echo "$out1" | tail -3
   secs1=$(grep -o 'bbmmc [0-9.]* s' <<<"$out1" | head -1)
   verdict1=$(grep -o 'sequential program: [A-Z]*' <<<"$out1" | head -1)
@@ -41,7 +43,7 @@ for row in "${rows[@]}"; do
   table+=("| $name $args | $rc | ${verdict#sequential program: } | ${secs#bbmmc } | ${sent:-?} | ${recv:-?} | ${verdict1#sequential program: } | ${secs1#bbmmc } |")
 done
 echo
-echo "| sample | mpirun rc | verified (2 ranks x 1 GPU) | seconds | bytes sent (rank 0) | bytes received (rank 0) | verified (1 process, 2 GPUs) | seconds |"
+echo "| sample | mpirun rc | verified ($np ranks x 1 GPU) | seconds | bytes sent (rank 0) | bytes received (rank 0) | verified (1 process, $np GPUs) | seconds |"
 echo "|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${table[@]}"
 exit $fail

@@ -12,7 +12,9 @@
 # 40 MiB), lib/, run_all.sh, summarize.py, plot_trace.py, study.sh, study_report.py,
 # issue_report.py,
 # kernel_speed.sh, march_tune.sh, variants.sh, out_of_core.sh, mpi_ranks.sh (with
-# heat2d_bbmmc_cuda_mpi and floyd_bbmmc_cuda_mpi, linked to the machine's libmpi.so.40)
+# heat2d_bbmmc_cuda_mpi and floyd_bbmmc_cuda_mpi, linked to the machine's libmpi.so.40),
+# weak_scaling.sh (bench/mpi: with the host builds heat2d[_mpi] and jacobi1d[_mpi], MPI ranks
+# on the GPU machine's CPUs)
 # with kernel_time.py (bash .gpu/kernel_speed.sh .gpu). Fails if .gpu/ ends up over 54 MiB
 # (the device tool carries 64 MiB with the working tree, ~9 MiB). The register-capped
 # variants <name>_bbmmc_cuda_fast_r<N> are staged only with BBMM_STAGE_REG_VARIANTS=1.
@@ -29,7 +31,7 @@ targets=(cuda_backend_test jacobi2d_cuda heat3d_cuda ceilings gpu_bench)
 # (The target list is captured first: `ninja ... | grep -q` under pipefail
 # fails at random when grep closes the pipe early.)
 all_targets=$(ninja -C "$build" -t targets all 2>/dev/null)
-for t in cuda_conformance_test cuda_fuzz_test handwritten_kernels handwritten_kernels_nofma stencil_variants baseline_stencils heat2d_bbmmc_cuda_mpi floyd_bbmmc_cuda_mpi; do
+for t in cuda_conformance_test cuda_fuzz_test handwritten_kernels handwritten_kernels_nofma stencil_variants baseline_stencils heat2d_bbmmc_cuda_mpi floyd_bbmmc_cuda_mpi heat2d heat2d_mpi jacobi1d jacobi1d_mpi; do
   if grep -q "^$t:" <<<"$all_targets"; then targets+=("$t"); fi
 done
 # The bbmmc samples built for CUDA (samples/CMakeLists.txt).
@@ -53,6 +55,7 @@ for t in "${targets[@]}"; do
   ldd "$f" | awk '/libabsl|libgtest|libgmock|libbenchmark/ {print $3}' |
     xargs -r -I{} cp -L {} "$stage/lib/"
 done
+cp "$root/bench/mpi/weak_scaling.sh" "$stage/"
 for s in run_all.sh summarize.py plot_trace.py study.sh study_report.py issue_report.py first_starts.py start_order.sh host_cost.sh kernels/kernel_speed.sh kernels/kernel_time.py kernels/march_tune.sh kernels/variants.sh out_of_core.sh mpi_ranks.sh; do
   if [[ -f "$root/bench/gpu/$s" ]]; then cp "$root/bench/gpu/$s" "$stage/"; fi
 done

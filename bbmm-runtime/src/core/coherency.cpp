@@ -114,7 +114,7 @@ absl::Status Coherency::save_sole_copies(Instance& inst) {
   return flush_and_apply();
 }
 
-absl::Status Coherency::flow_out(Array& a, int device, const Box& box) {
+absl::Status Coherency::flow_out(Array& a, int device, const Box& box, bool to_host) {
   const int d = device;
   const HolderMask mine = device_bit(d);
   absl::Status s;
@@ -144,9 +144,10 @@ absl::Status Coherency::flow_out(Array& a, int device, const Box& box) {
       });
     });
   }
-  if (s.ok() && unreachable) {
-    // Readers on devices that cannot reach this one go through the host:
-    // push there what no other device holds, now, under the compute.
+  if (s.ok() && (unreachable || to_host)) {
+    // Readers on devices that cannot reach this one, or on other ranks, go
+    // through the host: push there what no other device holds, now, under the
+    // compute.
     BoxSet to_host(box.rank());
     to_host.append_unchecked(box);
     for (int e = 0; e < device_count(); ++e) {

@@ -7,7 +7,8 @@
 //   them (peer access) or else from the host (written back there first when
 //   only devices that cannot reach this one hold them).
 // - flow_out: a box a tile wrote is pushed to every other device holding an
-//   instance of it, so its readers there find it in place.
+//   instance of it, so its readers there find it in place (and to the host for
+//   readers that go through it).
 // - write_back: the host copy of a box becomes valid.
 // - save_sole_copies: before an instance is boxed out, what only it holds goes
 //   to the host (nothing is ever lost).
@@ -49,9 +50,11 @@ class Coherency {
   absl::Status read_in(std::span<const Target> targets);
   // Pushes `box` of `a`, valid on `device` (the tile there wrote it), to every
   // other device holding an instance overlapping it; when some device cannot
-  // reach `device` by peer access, also to the host where no other device
-  // holds it (its readers would have to go through the host anyway).
-  absl::Status flow_out(Array& a, int device, const Box& box);
+  // reach `device` by peer access, or with `to_host` (readers on other ranks,
+  // whose transfers are staged through the host copy), also to the host where
+  // no other device holds it: issued now, right behind the tile's kernel, not
+  // behind whatever the device runs when a reader asks for it.
+  absl::Status flow_out(Array& a, int device, const Box& box, bool to_host = false);
   // Makes the host copy of `box` of `a` valid.
   absl::Status write_back(Array& a, const Box& box);
   // Writes to the host what only `inst` holds (before it is boxed out).

@@ -603,7 +603,11 @@ absl::Status RuntimeCore::flow_out(TileState& tile, Array* array, const Box& box
   }
   if (box.empty()) return absl::OkStatus();
   commit_writes(tile);
-  return coherency_->flow_out(*array, tile.device, box);
+  // With global tiles over several ranks, readers on other ranks get the box
+  // through this rank's host copy (runtime_ranks.cpp): it goes there now,
+  // behind this tile's kernel, so that the send a reader's tile posts later
+  // waits for nothing this device runs meanwhile.
+  return coherency_->flow_out(*array, tile.device, box, global_tiles() && rank_count() > 1);
 }
 
 void RuntimeCore::retire(TileState& tile) {

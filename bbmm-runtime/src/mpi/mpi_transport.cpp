@@ -275,6 +275,8 @@ class MpiTransport final : public Transport {
   }
 
   void run() {
+    constexpr std::chrono::microseconds kSpin{2000};
+    std::chrono::steady_clock::time_point last_activity{};
     std::vector<Op> fresh;
     std::chrono::steady_clock::time_point stop_since{};
     bool stopping = false;
@@ -300,11 +302,21 @@ class MpiTransport final : public Transport {
       for (Op& op : fresh) waiting_.push_back(std::move(op));
       fresh.clear();
       const int started = start_ready();
-      if ((!active_.empty() || !waiting_.empty()) &&
-          (active_.empty() ? 0 : poll()) + started == 0) {
-        // Nothing finished: let MPI progress again soon, or a new operation in.
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait_for(lock, std::chrono::microseconds(20), [&] { return !queue_.empty(); });
+      const int finished = active_.empty() ? 0 : poll();
+      const auto now = std::chrono::steady_clock::now();
+      if (started + finished > 0) last_activity = now;
+      if ((!active_.empty() || !waiting_.empty()) && started + finished == 0) {
+        // MPI moves a large message only while someone calls it (shared memory
+        // goes in fragments of tens of KiB, one batch per call): right after an
+        // operation started or finished, call it again at once (kSpin); past
+        // that, a transfer is probably waiting for its peer: poll every 20 µs
+        // without holding a core.
+        if (now - last_activity < kSpin) {
+          std::this_thread::yield();
+        } else {
+          std::unique_lock<std::mutex> lock(mu_);
+          cv_.wait_for(lock, std::chrono::microseconds(20), [&] { return !queue_.empty(); });
+        }
       }
     }
   }
