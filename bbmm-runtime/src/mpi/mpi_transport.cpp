@@ -252,6 +252,18 @@ class MpiTransport final : public Transport {
     return started;
   }
 
+  // Whether an active send or receive moves at least kLarge bytes (MPI needs many
+  // calls to move it).
+  bool large_in_flight() const {
+    constexpr int64_t kLarge = int64_t{256} << 10;
+    for (const Op& op : active_) {
+      if (op.kind != Op::kGather && op.box.volume() * static_cast<int64_t>(op.array.elem_size) >= kLarge) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   // Destroying the transport with operations that never complete (another rank
   // failed, or a send nobody receives) must not hang the program: past
   // BBMM_MPI_SHUTDOWN_TIMEOUT_S seconds (default 30) it says what is pending and
@@ -275,8 +287,9 @@ class MpiTransport final : public Transport {
   }
 
   void run() {
-    constexpr std::chrono::microseconds kSpin{2000};
-    std::chrono::steady_clock::time_point last_activity{};
+    constexpr std::chrono::microseconds kSpin{2000}, kPoll{20};
+    std::chrono::steady_clock::time_point last_activity{}, last_check{};
+    bool new_ops = false;
     std::vector<Op> fresh;
     std::chrono::steady_clock::time_point stop_since{};
     bool stopping = false;
@@ -299,23 +312,34 @@ class MpiTransport final : public Transport {
               shutdown_timeout_s()) {
         abort_pending();
       }
+      new_ops = new_ops || !fresh.empty();
       for (Op& op : fresh) waiting_.push_back(std::move(op));
       fresh.clear();
-      const int started = start_ready();
+      // Whether the operations waiting for events may start: checked when new ones
+      // came and every kPoll (a query of a CUDA event takes the driver's lock that
+      // the device's issue thread needs: not in a tight loop).
+      auto now = std::chrono::steady_clock::now();
+      int started = 0;
+      if (!waiting_.empty() && (new_ops || now - last_check >= kPoll)) {
+        started = start_ready();
+        last_check = now;
+      }
+      new_ops = false;
       const int finished = active_.empty() ? 0 : poll();
-      const auto now = std::chrono::steady_clock::now();
       if (started + finished > 0) last_activity = now;
       if ((!active_.empty() || !waiting_.empty()) && started + finished == 0) {
         // MPI moves a large message only while someone calls it (shared memory
-        // goes in fragments of tens of KiB, one batch per call): right after an
-        // operation started or finished, call it again at once (kSpin); past
-        // that, a transfer is probably waiting for its peer: poll every 20 µs
-        // without holding a core.
-        if (now - last_activity < kSpin) {
+        // goes in fragments of tens of KiB, one batch per call): while one is in
+        // flight, right after an operation started or finished, call it again at
+        // once (kSpin); otherwise (small messages, which one call moves, or a
+        // transfer probably waiting for its peer) poll every kPoll without
+        // holding a core. (Calling at once for small messages too made floyd
+        // over 4 ranks of one GPU each slower: 4 threads spinning in MPI.)
+        if (large_in_flight() && now - last_activity < kSpin) {
           std::this_thread::yield();
         } else {
           std::unique_lock<std::mutex> lock(mu_);
-          cv_.wait_for(lock, std::chrono::microseconds(20), [&] { return !queue_.empty(); });
+          cv_.wait_for(lock, kPoll, [&] { return !queue_.empty(); });
         }
       }
     }
