@@ -26,9 +26,11 @@
 #   bench     gpu_bench (box copies, flow-out, box-out, acquire/release, halo hops)
 #                                                                       ~10 s (<= 20 s)
 #   tune      heat3d_cuda n=768 on 1 GPU with 5 kernel shapes (BBMM_HEAT3D_KERNEL)  ~1 min
-#   mpi       heat2d and floyd over 2 MPI ranks x 1 GPU (mpi_ranks.sh: <name>_bbmmc_cuda_mpi,
-#             the generated code unchanged, rank 0 verifies) against 1 process on 2 GPUs;
-#             needs 2 GPUs and mpirun (not in all)                     ~1 min (<= 90 s)
+#   mpi       heat2d and floyd over 2 MPI ranks x 1 GPU, and over 4 where there are 4 GPUs
+#             (mpi_ranks.sh: <name>_bbmmc_cuda_mpi, the generated code unchanged, rank 0
+#             verifies) against 1 process on those GPUs (BBMM_SAMPLE_WARMUP=1); weak
+#             scaling over 1-4 ranks on the host's CPUs (weak_scaling.sh, host backend);
+#             needs 2 GPUs and mpirun (not in all)                   ~1.5 min (<= 150 s)
 #   trace     jacobi2d_cuda n=16386, 5 steps, 2 GPUs with BBMM_TRACE, plotted by
 #             plot_trace.py (whole run and a window around one kernel)     ~15 s (<= 32 s)
 #   all       tests samples sanitize perf bench trace                    ~7 min (<= 800 s)
@@ -87,7 +89,7 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 est_total=0
 for s in $want; do
   case "$s" in tests) e=160 ;; samples) e=160 ;; sanitize) e=300 ;; perf) e=128 ;; bench) e=20 ;;
-    trace) e=32 ;; tune) e=60 ;; mpi) e=90 ;; esac
+    trace) e=32 ;; tune) e=60 ;; mpi) e=150 ;; esac
   est_total=$((est_total + e))
 done
 echo "run_all.sh: $ngpu GPU(s); subsets:$want; estimated <= $est_total s (budget ${BUDGET_S} s); output in $OUT"
@@ -365,7 +367,13 @@ fi
 
 if wants mpi; then
   if (( ngpu >= 2 )) && command -v mpirun >/dev/null && have heat2d_bbmmc_cuda_mpi; then
-    step mpi mpi_ranks 90 bash "$G/mpi_ranks.sh" "$G"
+    step mpi mpi_ranks 60 env BBMM_SAMPLE_WARMUP=1 MPI_RANKS_NP=2 bash "$G/mpi_ranks.sh" "$G"
+    if (( ngpu >= 4 )); then
+      step mpi mpi_ranks_4 60 env BBMM_SAMPLE_WARMUP=1 MPI_RANKS_NP=4 bash "$G/mpi_ranks.sh" "$G"
+    fi
+    if have heat2d_mpi && have jacobi1d_mpi; then
+      step mpi mpi_weak_cpu 40 env BBMM_DEVICES=1 bash "$G/weak_scaling.sh" "$G/bin" 4
+    fi
   else
     echo "(mpi: needs 2 GPUs, mpirun and the staged <name>_bbmmc_cuda_mpi)"
   fi

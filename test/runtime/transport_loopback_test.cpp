@@ -166,6 +166,68 @@ TEST(GlobalStencil, GatherAllGivesEveryRankTheResult) {
            [](bbmm_runtime* rt, int) { testing::run_global_stencil(rt, 1000, 12, true); });
 }
 
+// A flow-out whose readers may be on other ranks goes to the host copy at once, behind
+// the writing tile's kernel (the send the reader's tile posts later then waits for
+// nothing the writer's device runs meanwhile); without other ranks it does not. Rank 1's
+// tile (global device 2) writes A[8, 16) and flows out A[8, 9); rank 0's tile (device
+// 1) reads A[8, 9). Counted by each runtime's device-to-host bytes.
+void noop_kernel(const bbmm_launch_info*, void*) {}
+
+uint64_t bytes_d2h(bbmm_runtime* rt) {
+  uint64_t total = 0;
+  for (int d = 0; d < 2; ++d) {
+    bbmm_stats st;
+    EXPECT_EQ(bbmm_stats_get(rt, d, &st), BBMM_OK);
+    total += st.bytes_d2h;
+  }
+  return total;
+}
+
+void write_and_flow_out(bbmm_runtime* rt, bbmm_array* A, int device) {
+  const int64_t lo = 8, hi = 16, flo = 8, fhi = 9;
+  bbmm_tile* t = nullptr;
+  ASSERT_EQ(bbmm_tile_begin(rt, device, &t), BBMM_OK);
+  ASSERT_EQ(bbmm_tile_require(t, A, &lo, &hi, BBMM_WRITE), BBMM_OK);
+  ASSERT_EQ(bbmm_tile_acquire(t), BBMM_OK);
+  ASSERT_EQ(bbmm_tile_launch(t, noop_kernel, nullptr, 0), BBMM_OK);
+  ASSERT_EQ(bbmm_tile_flow_out(t, A, &flo, &fhi), BBMM_OK);
+  ASSERT_EQ(bbmm_tile_release(t), BBMM_OK);
+}
+
+TEST(RankExchange, FlowOutForOtherRanksGoesToTheHostAtOnce) {
+  on_ranks(same(2, 2, 0), /*global_tiles=*/true, false, [](bbmm_runtime* rt, int r) {
+    std::vector<double> a(16, 1.0);
+    const int64_t n = 16;
+    bbmm_array* A = nullptr;
+    ASSERT_EQ(bbmm_array_register(rt, "A", a.data(), sizeof(double), 1, &n, nullptr, 0, &A),
+              BBMM_OK);
+    write_and_flow_out(rt, A, 2);
+    EXPECT_EQ(bytes_d2h(rt), r == 1 ? sizeof(double) : 0u) << "rank " << r;
+    const int64_t lo = 8, hi = 9;
+    bbmm_tile* t = nullptr;
+    ASSERT_EQ(bbmm_tile_begin(rt, 1, &t), BBMM_OK);
+    ASSERT_EQ(bbmm_tile_require(t, A, &lo, &hi, BBMM_READ), BBMM_OK);
+    ASSERT_EQ(bbmm_tile_acquire(t), BBMM_OK);
+    ASSERT_EQ(bbmm_tile_launch(t, noop_kernel, nullptr, 0), BBMM_OK);
+    ASSERT_EQ(bbmm_tile_release(t), BBMM_OK);
+    // The send found the box on the host: no second copy.
+    EXPECT_EQ(bytes_d2h(rt), r == 1 ? sizeof(double) : 0u) << "rank " << r;
+    ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);
+  });
+  // One runtime, no ranks: nothing reads the box elsewhere yet, so it stays on the device.
+  bbmm_runtime* rt = host_runtime({2, 0});
+  ASSERT_NE(rt, nullptr);
+  std::vector<double> a(16, 1.0);
+  const int64_t n = 16;
+  bbmm_array* A = nullptr;
+  ASSERT_EQ(bbmm_array_register(rt, "A", a.data(), sizeof(double), 1, &n, nullptr, 0, &A),
+            BBMM_OK);
+  write_and_flow_out(rt, A, 1);
+  EXPECT_EQ(bytes_d2h(rt), 0u);
+  ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);
+  EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK);
+}
+
 TEST(RankExchange, WithoutATransportTheCallsSaySo) {
   bbmm_runtime* rt = host_runtime({1, 0});
   ASSERT_NE(rt, nullptr);
