@@ -80,12 +80,15 @@ typedef struct bbmm_options {
   int cuda_peer_push;         /* CUDA: copies between devices issued by the source device's
                                  worker on its streams (1, the default) or by the
                                  destination's (0) */
+  int cuda_pageable_host;     /* CUDA: 0 (the default): registered host arrays are pinned
+                                 (cudaHostRegister); 1: they stay pageable (no pinning cost,
+                                 slower copies that hold the issue thread) */
 } bbmm_options;
 
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,
  * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,
  * BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL, BBMM_CUDA_PEER_COPY_KERNEL,
- * BBMM_CUDA_PEER_PUSH and BBMM_CUDA_COPY_STREAMS from the environment. Fails on a
+ * BBMM_CUDA_PEER_PUSH, BBMM_CUDA_PIN_HOST and BBMM_CUDA_COPY_STREAMS from the environment. Fails on a
  * malformed variable (the message names it). */
 bbmm_status bbmm_options_init(bbmm_options* opts);
 

@@ -27,7 +27,8 @@ namespace {
 const char* const kEnv[] = {"BBMM_BACKEND", "BBMM_DEVICES", "BBMM_DEVICE_MEMORY", "BBMM_TRACE",
                             "BBMM_CHECK", "BBMM_HOST_POISON", "BBMM_PEER_ACCESS",
                             "BBMM_CUDA_COPY_KERNEL", "BBMM_CUDA_COPY_STREAMS",
-                            "BBMM_CUDA_PEER_COPY_KERNEL", "BBMM_CUDA_PEER_PUSH"};
+                            "BBMM_CUDA_PEER_COPY_KERNEL", "BBMM_CUDA_PEER_PUSH",
+                            "BBMM_CUDA_PIN_HOST"};
 
 std::string last() { return bbmm_last_error_message(); }
 bool mentions(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
@@ -186,6 +187,14 @@ TEST_F(CApi, OptionsFromEnvironment) {
   EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(mentions(last(), "BBMM_CUDA_PEER_PUSH='source'")) << last();
   unsetenv("BBMM_CUDA_PEER_PUSH");
+  EXPECT_EQ(o.cuda_pageable_host, 0);  // registered host arrays are pinned
+  setenv("BBMM_CUDA_PIN_HOST", "0", 1);
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << last();
+  EXPECT_EQ(o.cuda_pageable_host, 1);
+  setenv("BBMM_CUDA_PIN_HOST", "maybe", 1);
+  EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(last(), "BBMM_CUDA_PIN_HOST='maybe'")) << last();
+  unsetenv("BBMM_CUDA_PIN_HOST");
   for (const char* v : {"0", "9", "two"}) {
     setenv("BBMM_CUDA_COPY_STREAMS", v, 1);
     EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT) << v;

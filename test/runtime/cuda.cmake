@@ -57,6 +57,10 @@ if(BBMM_HAVE_CUDA)
     add_test(NAME ${t}.peer_pull COMMAND ${t})
     set_tests_properties(${t}.peer_pull PROPERTIES LABELS cuda_fake TIMEOUT 600
       ENVIRONMENT "BBMM_CUDA_PEER_PUSH=0;TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp/")
+    # And with the host arrays left pageable (BBMM_CUDA_PIN_HOST=0: no zero-copy boxes).
+    add_test(NAME ${t}.pageable COMMAND ${t})
+    set_tests_properties(${t}.pageable PROPERTIES LABELS cuda_fake TIMEOUT 600
+      ENVIRONMENT "BBMM_CUDA_PIN_HOST=0;BBMM_FUZZ_TRACES=300;TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp/")
   endforeach()
   bbmm_add_test(cuda_conformance_test LABELS gpu
     SOURCES cuda_conformance_test.cpp runtime_conformance_suite.cpp

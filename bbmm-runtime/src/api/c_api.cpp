@@ -138,6 +138,7 @@ void to_c_options(const bbmm::RuntimeOptions& o, bbmm_options* opts) {
   opts->cuda_copy_kernel = o.cuda_copy_kernel ? 1 : 0;
   opts->cuda_peer_copy_kernel = o.cuda_peer_copy_kernel ? 1 : 0;
   opts->cuda_peer_push = o.cuda_peer_push ? 1 : 0;
+  opts->cuda_pageable_host = o.cuda_pin_host ? 0 : 1;
   opts->cuda_copy_streams = o.cuda_copy_streams;
 }
 
@@ -258,6 +259,7 @@ bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out) {
     o.cuda_copy_kernel = opts->cuda_copy_kernel != 0;
     o.cuda_peer_copy_kernel = opts->cuda_peer_copy_kernel != 0;
     o.cuda_peer_push = opts->cuda_peer_push != 0;
+    o.cuda_pin_host = opts->cuda_pageable_host == 0;
     // 0 (a zeroed struct): the default.
     if (opts->cuda_copy_streams > 0) o.cuda_copy_streams = opts->cuda_copy_streams;
     absl::StatusOr<std::unique_ptr<bbmm::Runtime>> rt = bbmm::Runtime::create(o);
