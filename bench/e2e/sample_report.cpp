@@ -49,6 +49,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -191,6 +192,29 @@ struct Needs {
   int64_t gather_min = 0;               // bytes received by rank 0 at the end
 };
 
+// Per writing access, the values (write instances) that instances of a group (a device,
+// or a rank's devices: `group(st)`, the instances of statement st there) read and that
+// another group produced (value-based RAW, asserted-parallel loops unordered).
+using Group = std::function<isl::set(int)>;
+std::map<int, isl::set> values_from_others(const Scop& s, const isl::set& fixed, const Group& group) {
+  std::map<int, isl::set> values;
+  for (const isl::map& m : sorted_maps(s.deps.raw_asserted)) {
+    int src = s.access_index_of_tag(tagged_ref(m.domain().space()));
+    int snk = s.access_index_of_tag(tagged_ref(m.range().space()));
+    if (src < 0 || snk < 0 || s.arrays[s.accesses[src].array].is_scalar) continue;
+    isl::map inst = untag(m).intersect_params(fixed).intersect_range(group(s.accesses[snk].statement));
+    unite_into(values, src, inst.domain().subtract(group(s.accesses[src].statement)));
+  }
+  return values;
+}
+
+// Bytes of `values` (per writing access).
+int64_t bytes_of(const Scop& s, const std::map<int, isl::set>& values) {
+  int64_t b = 0;
+  for (const auto& [src, set] : values) b += count(set) * s.arrays[s.accesses[src].array].elem_size;
+  return b;
+}
+
 // What a run over "ranks" ranks of "per_rank" devices each (devices = ranks x per_rank,
 // numbered rank by rank) must move between ranks: see the header.
 void rank_needs(const Scop& s, const Placement& place, const isl::set& fixed, int ranks, int per_rank,
@@ -204,16 +228,9 @@ void rank_needs(const Scop& s, const Placement& place, const isl::set& fixed, in
   out.rank_reads_min.assign(ranks, 0);
   std::map<int, isl::set> received_by_0;  // per writing access: write instances rank 0 reads
   for (int rank = 0; rank < ranks; ++rank) {
-    std::map<int, isl::set> values;
-    for (const isl::map& m : sorted_maps(s.deps.raw_asserted)) {
-      int src = s.access_index_of_tag(tagged_ref(m.domain().space()));
-      int snk = s.access_index_of_tag(tagged_ref(m.range().space()));
-      if (src < 0 || snk < 0 || s.arrays[s.accesses[src].array].is_scalar) continue;
-      isl::map inst = untag(m).intersect_params(fixed).intersect_range(on_rank(s.accesses[snk].statement, rank));
-      unite_into(values, src, inst.domain().subtract(on_rank(s.accesses[src].statement, rank)));
-    }
-    for (auto& [src, set] : values) out.rank_reads_min[rank] += count(set) * s.arrays[s.accesses[src].array].elem_size;
-    if (rank == 0) received_by_0 = values;
+    std::map<int, isl::set> values = values_from_others(s, fixed, [&](int st) { return on_rank(st, rank); });
+    out.rank_reads_min[rank] = bytes_of(s, values);
+    if (rank == 0) received_by_0 = std::move(values);
   }
   // Write instances some later write overwrites (the sources of the output dependences).
   std::map<int, isl::set> overwritten;
@@ -279,22 +296,8 @@ Needs needs(const Scop& s, const ScopBoxes& bx, const std::map<std::string, int6
     for (auto& [arr, set] : in) out.h2d_min += count(set) * s.arrays[arr].elem_size;
   }
   // Values read on another device than their writer's.
-  for (int dev = 0; dev < devices; ++dev) {
-    std::map<int, isl::set> values;  // per writing access: the write instances
-    for (const isl::map& m : sorted_maps(s.deps.raw_asserted)) {
-      int src = s.access_index_of_tag(tagged_ref(m.domain().space()));
-      int snk = s.access_index_of_tag(tagged_ref(m.range().space()));
-      if (src < 0 || snk < 0) continue;
-      const Access& w = s.accesses[src];
-      const Access& r = s.accesses[snk];
-      if (s.arrays[w.array].is_scalar) continue;
-      isl::map inst = untag(m);
-      inst = inst.intersect_params(fixed).intersect_range(place.on(r.statement, dev));
-      isl::set mine = place.on(w.statement, dev);
-      unite_into(values, src, inst.domain().subtract(mine));
-    }
-    for (auto& [src, set] : values) out.peer_min += count(set) * s.arrays[s.accesses[src].array].elem_size;
-  }
+  for (int dev = 0; dev < devices; ++dev)
+    out.peer_min += bytes_of(s, values_from_others(s, fixed, [&](int st) { return place.on(st, dev); }));
   // Final values: every element written, once.
   std::map<int, isl::set> written;
   for (const Access& a : s.accesses) {
@@ -319,15 +322,23 @@ double number_after(const std::string& obj, const std::string& key) {
   return std::strtod(obj.c_str() + p + key.size() + 3, nullptr);
 }
 
-Measured run_sample(const std::string& bin, const std::string& args, int devices) {
-  std::string cmd = "BBMM_BACKEND=host BBMM_DEVICES=" + std::to_string(devices) +
-                    " BBMM_STATS=json BBMM_DEVICE_MEMORY= BBMM_CHECK= BBMM_HOST_POISON=0 " + bin + " " + args + " 2>&1";
+// Runs shell command `cmd` (a sample with the host backend's settings in front: `env`,
+// then `prefix`, e.g. mpirun, then the binary), its output (with stderr) in `*text`;
+// returns its exit status.
+int run_command(const std::string& env, const std::string& prefix, const std::string& bin,
+                const std::string& args, std::string* text) {
+  const std::string cmd = env + " BBMM_BACKEND=host BBMM_STATS=json BBMM_DEVICE_MEMORY= BBMM_CHECK= "
+                          "BBMM_HOST_POISON=0 " + prefix + bin + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) throw std::runtime_error("cannot run " + bin);
-  std::string text;
+  if (!pipe) throw std::runtime_error("cannot run " + cmd);
   char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) text.append(buf, n);
-  int rc = pclose(pipe);
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) text->append(buf, n);
+  return pclose(pipe);
+}
+
+Measured run_sample(const std::string& bin, const std::string& args, int devices) {
+  std::string text;
+  const int rc = run_command("BBMM_DEVICES=" + std::to_string(devices), "", bin, args, &text);
   Measured m;
   m.passed = rc == 0 && text.find("verification against the sequential program: PASSED") != std::string::npos;
   size_t t = text.find(": sequential ");
@@ -359,17 +370,12 @@ struct RankMeasured {
 };
 
 RankMeasured run_ranks(const std::string& bin, const std::string& args, int ranks, int per_rank) {
-  std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 BBMM_BACKEND=host BBMM_DEVICES=" +
-                    std::to_string(per_rank) +
-                    " BBMM_STATS=json BBMM_SAMPLE_RANK_OUTPUT=all BBMM_DEVICE_MEMORY= BBMM_CHECK= BBMM_HOST_POISON=0 " +
-                    std::string(BBMM_MPIEXEC) + " --oversubscribe --tag-output -np " + std::to_string(ranks) + " " +
-                    bin + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) throw std::runtime_error("cannot run " + cmd);
   RankMeasured m;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) m.text.append(buf, n);
-  int rc = pclose(pipe);
+  const int rc = run_command("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 BBMM_SAMPLE_RANK_OUTPUT=all "
+                             "BBMM_DEVICES=" + std::to_string(per_rank),
+                             std::string(BBMM_MPIEXEC) + " --oversubscribe --tag-output -np " + std::to_string(ranks) +
+                                 " ",
+                             bin, args, &m.text);
   // Each rank's output: mpirun tags each chunk it forwards with "[job,rank]<stdout>:",
   // and may cut a long line (the statistics) into chunks, tagging the next one in the
   // middle of the line.
@@ -431,8 +437,9 @@ bool report_ranks(const SampleRun& r, const Scop& s, const ScopBoxes& bx, int ra
     }
   }
   double received = sum(m.received), sent = sum(m.sent);
-  double min = static_cast<double>(n.gather_min);
-  for (int64_t b : n.rank_reads_min) min += static_cast<double>(b);
+  double reads_min = 0;
+  for (int64_t b : n.rank_reads_min) reads_min += static_cast<double>(b);
+  const double gather_min = static_cast<double>(n.gather_min), min = reads_min + gather_min;
   double error = min > 0 ? std::abs(received - min) / min : (received > 0 ? 1 : 0);
   std::cout << r.name << " (" << r.args << ", " << ranks << " ranks x " << per_rank << " host devices)\n";
   std::cout << "  rank  received MiB  sent MiB  reads min MiB\n";
@@ -441,8 +448,8 @@ bool report_ranks(const SampleRun& r, const Scop& s, const ScopBoxes& bx, int ra
                 mib(static_cast<double>(n.rank_reads_min[k])).c_str());
   std::printf("  between ranks: received %s MiB, sent %s MiB; minimum %s MiB (reads %s + gather on rank 0 %s); "
               "received / minimum %.4f; verification %s\n",
-              mib(received).c_str(), mib(sent).c_str(), mib(min).c_str(),
-              mib(min - static_cast<double>(n.gather_min)).c_str(), mib(static_cast<double>(n.gather_min)).c_str(),
+              mib(received).c_str(), mib(sent).c_str(), mib(min).c_str(), mib(reads_min).c_str(),
+              mib(gather_min).c_str(),
               min > 0 ? received / min : 0, m.passed ? "PASSED" : "FAILED");
   if (sent != received) {
     std::cerr << r.name << ": " << sent << " bytes sent between ranks but " << received << " received\n";
@@ -454,7 +461,7 @@ bool report_ranks(const SampleRun& r, const Scop& s, const ScopBoxes& bx, int ra
     ok = false;
   }
   md << "| " << r.name << " | " << r.args << " | " << ranks << " x " << per_rank << " | " << mib(received) << " | "
-     << mib(min - static_cast<double>(n.gather_min)) << " + " << mib(static_cast<double>(n.gather_min)) << " | "
+     << mib(reads_min) << " + " << mib(gather_min) << " | "
      << fixed(min > 0 ? received / min : 0, 4) << " | " << (m.passed ? "yes" : "NO") << " |\n";
   return ok;
 }

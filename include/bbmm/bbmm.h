@@ -99,8 +99,8 @@ typedef struct bbmm_tile bbmm_tile;
 /* The message of the calling thread's last failed call ("" if none). */
 const char* bbmm_last_error_message(void);
 
-/* Ends the program after an error it cannot go on from: prints "bbmm: <message>" on
- * standard error and exits with `code`. When the process is one rank of several (a
+/* Ends the program after an error it cannot go on from: prints "bbmm: <message>" (the
+ * message formatted from `format` as by printf) on standard error and exits with `code`. When the process is one rank of several (a
  * runtime given MPI by bbmm_runtime_use_mpi, or bbmm_mpi_use_by_default called), it says
  * "bbmm: rank R of N: <message>" and stops every rank of the job (MPI_Abort with `code`)
  * instead of exiting alone, which would leave the others waiting for its boxes. The
@@ -110,7 +110,11 @@ const char* bbmm_last_error_message(void);
 #elif defined(__GNUC__)
 __attribute__((noreturn))
 #endif
-void bbmm_fatal(const char* message, int code);
+void bbmm_fatal(int code, const char* format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* Creates a runtime. Fails (BBMM_ERROR_INVALID_ARGUMENT) when `trace_file`
  * cannot be written. */

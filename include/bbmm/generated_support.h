@@ -45,9 +45,7 @@ static inline int64_t bbmm_floord(int64_t n, int64_t d) {
  * bbmm_fatal: on a rank of several (MPI), every rank stops. */
 static inline void bbmm_gen_check(bbmm_status s, const char* what) {
   if (s != BBMM_OK) {
-    char message[2048];
-    snprintf(message, sizeof message, "%s failed: %s", what, bbmm_last_error_message());
-    bbmm_fatal(message, 1);
+    bbmm_fatal(1, "%s failed: %s", what, bbmm_last_error_message());
   }
 }
 
@@ -55,9 +53,7 @@ static inline void bbmm_gen_check(bbmm_status s, const char* what) {
 static inline void* bbmm_gen_calloc(size_t n) {
   void* p = calloc(1, n);
   if (!p) {
-    char message[128];
-    snprintf(message, sizeof message, "out of host memory (%zu bytes)", n);
-    bbmm_fatal(message, 1);
+    bbmm_fatal(1, "out of host memory (%zu bytes)", n);
   }
   return p;
 }
@@ -185,37 +181,31 @@ static inline bbmm_runtime* bbmm_gen_runtime(void) {
   if (!bbmm_gen_rt) {
     const bbmm_backend_kind target = BBMM_GEN_TARGET;
     const char* t;
-    char message[256];
     bbmm_options o;
     bbmm_gen_check(bbmm_options_init(&o), "reading the BBMM_* environment");
     if (o.backend == BBMM_BACKEND_AUTO) o.backend = target;
     if (o.backend != target) {
-      snprintf(message, sizeof message,
-               "this program was generated with --target=%s: its kernels run on the %s "
-               "backend only (unset BBMM_BACKEND or set it to '%s')",
-               bbmm_gen_target_option(target), bbmm_gen_target_label(target),
-               bbmm_gen_target_option(target));
-      bbmm_fatal(message, 1);
+      bbmm_fatal(1,
+                 "this program was generated with --target=%s: its kernels run on the %s "
+                 "backend only (unset BBMM_BACKEND or set it to '%s')",
+                 bbmm_gen_target_option(target), bbmm_gen_target_label(target),
+                 bbmm_gen_target_option(target));
     }
     t = getenv("BBMM_TILES_PER_DEVICE");
     if (t && *t && !bbmm_gen_parse_tiles_per_device(t, &bbmm_gen_tiles_per_device)) {
-      snprintf(message, sizeof message, "BBMM_TILES_PER_DEVICE='%s' is not an integer in [1, 4096]", t);
-      bbmm_fatal(message, 1);
+      bbmm_fatal(1, "BBMM_TILES_PER_DEVICE='%s' is not an integer in [1, 4096]", t);
     }
     t = getenv("BBMM_PIECE_LOOKUP");
     if (t && *t && !bbmm_gen_parse_piece_lookup(t, &bbmm_gen_per_element)) {
-      snprintf(message, sizeof message, "BBMM_PIECE_LOOKUP='%s' is not 'reference' or 'element'", t);
-      bbmm_fatal(message, 1);
+      bbmm_fatal(1, "BBMM_PIECE_LOOKUP='%s' is not 'reference' or 'element'", t);
     }
     t = getenv("BBMM_EDGE_TILES");
     if (t && *t && !bbmm_gen_parse_edge_tiles(t, &bbmm_gen_edge_tiles)) {
-      snprintf(message, sizeof message, "BBMM_EDGE_TILES='%s' is not an integer in [0, 1048576]", t);
-      bbmm_fatal(message, 1);
+      bbmm_fatal(1, "BBMM_EDGE_TILES='%s' is not an integer in [0, 1048576]", t);
     }
     t = getenv("BBMM_TILE_ORDER");
     if (t && *t && !bbmm_gen_parse_tile_order(t, &bbmm_gen_tile_order_alternate)) {
-      snprintf(message, sizeof message, "BBMM_TILE_ORDER='%s' is not 'alternate' or 'forward'", t);
-      bbmm_fatal(message, 1);
+      bbmm_fatal(1, "BBMM_TILE_ORDER='%s' is not 'alternate' or 'forward'", t);
     }
     bbmm_gen_check(bbmm_runtime_create(&o, &bbmm_gen_rt), "bbmm_runtime_create");
     atexit(bbmm_gen_exit);

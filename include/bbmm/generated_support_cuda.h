@@ -80,10 +80,7 @@ static __host__ __device__ inline BBMM_GEN_UNUSED int64_t bbmm_floord(int64_t n,
 /* A failed CUDA call ends the program (a launch function cannot return an error). */
 static inline BBMM_GEN_UNUSED void bbmm_cu_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
-    char message[512];
-    snprintf(message, sizeof message, "%s failed: %s (%s)", what, cudaGetErrorString(e),
-             cudaGetErrorName(e));
-    bbmm_fatal(message, 1);
+    bbmm_fatal(1, "%s failed: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
   }
 }
 
@@ -121,9 +118,7 @@ static inline BBMM_GEN_UNUSED void bbmm_cu_env_int(const char* var, long long lo
                                                    const char* what, long long* value) {
   const char* v = getenv(var);
   if (v && *v && !bbmm_cu_parse_int(v, lo, hi, value)) {
-    char message[512];
-    snprintf(message, sizeof message, "%s='%s' is not %s", var, v, what);
-    bbmm_fatal(message, 1);
+    bbmm_fatal(1, "%s='%s' is not %s", var, v, what);
   }
 }
 
@@ -136,10 +131,7 @@ static inline BBMM_GEN_UNUSED void bbmm_cu_block_shape(int shape[3]) {
   std::call_once(once, [] {
     const char* v = getenv("BBMM_CUDA_BLOCK");
     if (v && *v && !bbmm_cu_parse_block(v, s)) {
-      char message[256];
-      snprintf(message, sizeof message,
-               "BBMM_CUDA_BLOCK='%s' is not X,Y[,Z] with X*Y*Z in [1, 1024]", v);
-      bbmm_fatal(message, 1);
+      bbmm_fatal(1, "BBMM_CUDA_BLOCK='%s' is not X,Y[,Z] with X*Y*Z in [1, 1024]", v);
     }
   });
   shape[0] = s[0];
@@ -169,10 +161,7 @@ static inline BBMM_GEN_UNUSED int64_t bbmm_cu_per_element(void) {
       v = 1;
       return;
     }
-    char message[256];
-    snprintf(message, sizeof message, "BBMM_PIECE_LOOKUP='%s' is not 'reference' or 'element'",
-             e);
-    bbmm_fatal(message, 1);
+    bbmm_fatal(1, "BBMM_PIECE_LOOKUP='%s' is not 'reference' or 'element'", e);
   });
   return v;
 }

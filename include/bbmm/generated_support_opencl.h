@@ -31,9 +31,7 @@ typedef struct bbmm_cl_program {
 /* Ends the program when "e" is not CL_SUCCESS, printing "what" and the error code. */
 static inline void bbmm_cl_check(cl_int e, const char* what) {
   if (e != CL_SUCCESS) {
-    char message[512];
-    snprintf(message, sizeof message, "%s failed with OpenCL error %d", what, (int)e);
-    bbmm_fatal(message, 1);
+    bbmm_fatal(1, "%s failed with OpenCL error %d", what, (int)e);
   }
 }
 
@@ -66,7 +64,7 @@ static inline cl_kernel bbmm_cl_kernel(bbmm_cl_program* p, cl_command_queue q, i
       char* log = (char*)bbmm_gen_calloc(size + 1);
       clGetProgramBuildInfo(p->program, dev, CL_PROGRAM_BUILD_LOG, size, log, NULL);
       fprintf(stderr, "%s\n", log);
-      bbmm_fatal("building the generated OpenCL kernels failed (the build log is above)", 1);
+      bbmm_fatal(1, "building the generated OpenCL kernels failed (the build log is above)");
     }
     p->context = ctx;
   }
@@ -125,11 +123,8 @@ static inline int bbmm_cl_slots(void) {
       char* end;
       long v = strtol(t, &end, 10);
       if (*end != '\0' || v < 1 || v > BBMM_CL_BUFFERS) {
-        char message[256];
-        snprintf(message, sizeof message,
-                 "BBMM_OPENCL_PIECE_BUFFERS='%s' is not a number from 1 to %d", t,
-                 BBMM_CL_BUFFERS);
-        bbmm_fatal(message, 1);
+        bbmm_fatal(1, "BBMM_OPENCL_PIECE_BUFFERS='%s' is not a number from 1 to %d", t,
+                   BBMM_CL_BUFFERS);
       }
       slots = (int)v;
     }

@@ -33,6 +33,22 @@ const char* const kEnv[] = {"BBMM_BACKEND", "BBMM_DEVICES", "BBMM_DEVICE_MEMORY"
 std::string last() { return bbmm_last_error_message(); }
 bool mentions(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
 
+// An on/off variable: `*field` is `by_default` without it and `expected` with `var`=`value`;
+// `bad` is refused with a message naming it. Unsets `var`.
+void check_flag(const char* var, int bbmm_options::*field, int by_default, const char* value,
+                int expected, const char* bad) {
+  bbmm_options o;
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << last();
+  EXPECT_EQ(o.*field, by_default) << var;
+  setenv(var, value, 1);
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << last();
+  EXPECT_EQ(o.*field, expected) << var << "=" << value;
+  setenv(var, bad, 1);
+  EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(last(), (std::string(var) + "='" + bad + "'").c_str())) << last();
+  unsetenv(var);
+}
+
 // Every test starts from an environment without BBMM_ variables.
 class CApi : public ::testing::Test {
  protected:
@@ -179,22 +195,9 @@ TEST_F(CApi, OptionsFromEnvironment) {
   EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(mentions(last(), "BBMM_CUDA_PEER_COPY_KERNEL='perhaps'")) << last();
   unsetenv("BBMM_CUDA_PEER_COPY_KERNEL");
-  EXPECT_EQ(o.cuda_peer_push, 1);  // the source's worker issues copies between devices
-  setenv("BBMM_CUDA_PEER_PUSH", "0", 1);
-  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << last();
-  EXPECT_EQ(o.cuda_peer_push, 0);
-  setenv("BBMM_CUDA_PEER_PUSH", "source", 1);
-  EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_TRUE(mentions(last(), "BBMM_CUDA_PEER_PUSH='source'")) << last();
-  unsetenv("BBMM_CUDA_PEER_PUSH");
-  EXPECT_EQ(o.cuda_pageable_host, 0);  // registered host arrays are pinned
-  setenv("BBMM_CUDA_PIN_HOST", "0", 1);
-  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << last();
-  EXPECT_EQ(o.cuda_pageable_host, 1);
-  setenv("BBMM_CUDA_PIN_HOST", "maybe", 1);
-  EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_TRUE(mentions(last(), "BBMM_CUDA_PIN_HOST='maybe'")) << last();
-  unsetenv("BBMM_CUDA_PIN_HOST");
+  // The source's worker issues copies between devices by default; arrays are pinned.
+  check_flag("BBMM_CUDA_PEER_PUSH", &bbmm_options::cuda_peer_push, 1, "0", 0, "source");
+  check_flag("BBMM_CUDA_PIN_HOST", &bbmm_options::cuda_pageable_host, 0, "0", 1, "maybe");
   for (const char* v : {"0", "9", "two"}) {
     setenv("BBMM_CUDA_COPY_STREAMS", v, 1);
     EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT) << v;

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   bbmm_array* A = nullptr;
   check(bbmm_array_register(rt, "A", a.data(), sizeof(double), 1, extents, nullptr, 0, &A),
         "register");
-  if (bbmm_rank(rt) == 1) bbmm_fatal("injected failure on rank 1, before its tile", 7);
+  if (bbmm_rank(rt) == 1) bbmm_fatal(7, "injected failure on rank %d, before its tile", 1);
   for (int device : {1, 0}) {
     bbmm_tile* t = nullptr;
     check(bbmm_tile_begin(rt, device, &t), "tile_begin");

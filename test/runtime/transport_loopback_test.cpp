@@ -183,33 +183,38 @@ uint64_t bytes_d2h(bbmm_runtime* rt) {
   return total;
 }
 
-void write_and_flow_out(bbmm_runtime* rt, bbmm_array* A, int device) {
-  const int64_t lo = 8, hi = 16, flo = 8, fhi = 9;
+// A tile on `device` requiring A[lo, hi) with `access`, flowing out A[8, 9) if `flow`.
+void run_tile(bbmm_runtime* rt, bbmm_array* A, int device, int64_t lo, int64_t hi,
+              bbmm_access access, bool flow) {
+  const int64_t flo = 8, fhi = 9;
   bbmm_tile* t = nullptr;
   ASSERT_EQ(bbmm_tile_begin(rt, device, &t), BBMM_OK);
-  ASSERT_EQ(bbmm_tile_require(t, A, &lo, &hi, BBMM_WRITE), BBMM_OK);
+  ASSERT_EQ(bbmm_tile_require(t, A, &lo, &hi, access), BBMM_OK);
   ASSERT_EQ(bbmm_tile_acquire(t), BBMM_OK);
   ASSERT_EQ(bbmm_tile_launch(t, noop_kernel, nullptr, 0), BBMM_OK);
-  ASSERT_EQ(bbmm_tile_flow_out(t, A, &flo, &fhi), BBMM_OK);
+  if (flow) {
+    ASSERT_EQ(bbmm_tile_flow_out(t, A, &flo, &fhi), BBMM_OK);
+  }
   ASSERT_EQ(bbmm_tile_release(t), BBMM_OK);
+}
+
+// Registers the 16 doubles of `a` as A.
+bbmm_array* register_a(bbmm_runtime* rt, std::vector<double>& a) {
+  const int64_t n = static_cast<int64_t>(a.size());
+  bbmm_array* A = nullptr;
+  EXPECT_EQ(bbmm_array_register(rt, "A", a.data(), sizeof(double), 1, &n, nullptr, 0, &A),
+            BBMM_OK);
+  return A;
 }
 
 TEST(RankExchange, FlowOutForOtherRanksGoesToTheHostAtOnce) {
   on_ranks(same(2, 2, 0), /*global_tiles=*/true, false, [](bbmm_runtime* rt, int r) {
     std::vector<double> a(16, 1.0);
-    const int64_t n = 16;
-    bbmm_array* A = nullptr;
-    ASSERT_EQ(bbmm_array_register(rt, "A", a.data(), sizeof(double), 1, &n, nullptr, 0, &A),
-              BBMM_OK);
-    write_and_flow_out(rt, A, 2);
+    bbmm_array* A = register_a(rt, a);
+    ASSERT_NE(A, nullptr);
+    run_tile(rt, A, 2, 8, 16, BBMM_WRITE, /*flow=*/true);
     EXPECT_EQ(bytes_d2h(rt), r == 1 ? sizeof(double) : 0u) << "rank " << r;
-    const int64_t lo = 8, hi = 9;
-    bbmm_tile* t = nullptr;
-    ASSERT_EQ(bbmm_tile_begin(rt, 1, &t), BBMM_OK);
-    ASSERT_EQ(bbmm_tile_require(t, A, &lo, &hi, BBMM_READ), BBMM_OK);
-    ASSERT_EQ(bbmm_tile_acquire(t), BBMM_OK);
-    ASSERT_EQ(bbmm_tile_launch(t, noop_kernel, nullptr, 0), BBMM_OK);
-    ASSERT_EQ(bbmm_tile_release(t), BBMM_OK);
+    run_tile(rt, A, 1, 8, 9, BBMM_READ, /*flow=*/false);
     // The send found the box on the host: no second copy.
     EXPECT_EQ(bytes_d2h(rt), r == 1 ? sizeof(double) : 0u) << "rank " << r;
     ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);
@@ -218,11 +223,9 @@ TEST(RankExchange, FlowOutForOtherRanksGoesToTheHostAtOnce) {
   bbmm_runtime* rt = host_runtime({2, 0});
   ASSERT_NE(rt, nullptr);
   std::vector<double> a(16, 1.0);
-  const int64_t n = 16;
-  bbmm_array* A = nullptr;
-  ASSERT_EQ(bbmm_array_register(rt, "A", a.data(), sizeof(double), 1, &n, nullptr, 0, &A),
-            BBMM_OK);
-  write_and_flow_out(rt, A, 1);
+  bbmm_array* A = register_a(rt, a);
+  ASSERT_NE(A, nullptr);
+  run_tile(rt, A, 1, 8, 16, BBMM_WRITE, /*flow=*/true);
   EXPECT_EQ(bytes_d2h(rt), 0u);
   ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);
   EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK);

@@ -1,5 +1,6 @@
 // The C API (bbmm/bbmm.h) over the C++ API. No exception crosses it.
 #include <atomic>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -204,11 +205,24 @@ extern "C" {
 
 const char* bbmm_last_error_message(void) { return g_last_error; }
 
-void bbmm_fatal(const char* message, int code) {
-  if (message == nullptr) message = "(no message)";
-  if (bbmm::detail::FatalHook hook = bbmm::detail::g_fatal_hook.load()) hook(message, code);
+void bbmm_fatal(int code, const char* format, ...) {
+  std::string message = "(no message)";
+  if (format != nullptr) {
+    va_list args, again;
+    va_start(args, format);
+    va_copy(again, args);
+    const int n = std::vsnprintf(nullptr, 0, format, args);
+    va_end(args);
+    if (n >= 0) {
+      message.assign(static_cast<size_t>(n) + 1, '\0');
+      std::vsnprintf(message.data(), message.size(), format, again);
+      message.resize(static_cast<size_t>(n));
+    }
+    va_end(again);
+  }
+  if (bbmm::detail::FatalHook hook = bbmm::detail::g_fatal_hook.load()) hook(message.c_str(), code);
   std::fflush(stdout);
-  std::fprintf(stderr, "bbmm: %s\n", message);
+  std::fprintf(stderr, "bbmm: %s\n", message.c_str());
   std::exit(code);
 }
 

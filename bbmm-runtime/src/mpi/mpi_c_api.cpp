@@ -9,7 +9,8 @@
 #include "mpi/mpi_transport.h"
 
 namespace {
-// The communicator of the job, for bbmm_fatal (set with the first transport).
+// The communicator of the job, for bbmm_fatal (set with the first transport, before the
+// hook that uses it).
 MPI_Comm g_job = MPI_COMM_NULL;
 
 // bbmm_fatal on a rank of several: says which rank failed and why, then stops every rank
@@ -17,7 +18,7 @@ MPI_Comm g_job = MPI_COMM_NULL;
 void stop_every_rank(const char* message, int code) {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (finalized || g_job == MPI_COMM_NULL) return;  // bbmm_fatal exits
+  if (finalized) return;  // bbmm_fatal exits
   int rank = 0, size = 1;
   MPI_Comm_rank(g_job, &rank);
   MPI_Comm_size(g_job, &size);

@@ -289,7 +289,6 @@ class MpiTransport final : public Transport {
   void run() {
     constexpr std::chrono::microseconds kSpin{2000}, kPoll{20};
     std::chrono::steady_clock::time_point last_activity{}, last_check{};
-    bool new_ops = false;
     std::vector<Op> fresh;
     std::chrono::steady_clock::time_point stop_since{};
     bool stopping = false;
@@ -312,7 +311,7 @@ class MpiTransport final : public Transport {
               shutdown_timeout_s()) {
         abort_pending();
       }
-      new_ops = new_ops || !fresh.empty();
+      const bool new_ops = !fresh.empty();
       for (Op& op : fresh) waiting_.push_back(std::move(op));
       fresh.clear();
       // Whether the operations waiting for events may start: checked when new ones
@@ -324,7 +323,6 @@ class MpiTransport final : public Transport {
         started = start_ready();
         last_check = now;
       }
-      new_ops = false;
       const int finished = active_.empty() ? 0 : poll();
       if (started + finished > 0) last_activity = now;
       if ((!active_.empty() || !waiting_.empty()) && started + finished == 0) {
