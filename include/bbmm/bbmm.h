@@ -158,7 +158,20 @@ bbmm_status bbmm_reserve(bbmm_runtime* rt, int device, bbmm_array* array, const 
 /* Starts a tile on `device`. A tile handle is valid until bbmm_tile_release;
  * using it afterwards (a second release, a require) is reported as
  * BBMM_ERROR_INVALID_ARGUMENT ("stale tile handle"), never a crash, as long as
- * the runtime lives. */
+ * the runtime lives.
+ *
+ * device == BBMM_DEVICE_HOST: a host tile, run by the calling thread on the
+ * program's own host arrays (for serial code, which one GPU thread would run
+ * tens of times slower than a CPU core). Its acquire makes the required boxes
+ * current in the host arrays and waits until the host may use them: what
+ * devices wrote there is written back, and for written boxes the copies still
+ * reading them finish; devices' copies of the written boxes become stale (the
+ * next device tile reading them reads them in again). Its views are one piece
+ * each, the whole host array; its launch runs the kernel function on the
+ * calling thread and returns when it has finished (bbmm_launch_info: device
+ * BBMM_DEVICE_HOST, queue NULL); flow_out does nothing (the host is where
+ * device tiles read from). Not over several ranks (BBMM_ERROR_INVALID_ARGUMENT). */
+#define BBMM_DEVICE_HOST (-2)
 bbmm_status bbmm_tile_begin(bbmm_runtime* rt, int device, bbmm_tile** out);
 /* Declares that the tile accesses box [lo, hi) of `array`. */
 bbmm_status bbmm_tile_require(bbmm_tile* tile, bbmm_array* array, const int64_t* lo,
@@ -249,6 +262,11 @@ typedef struct bbmm_stats {
   /* Bytes of array boxes sent to and received from other ranks (a run over several
    * hosts; total only). */
   uint64_t bytes_sent_ranks, bytes_received_ranks;
+  /* Host tiles (BBMM_DEVICE_HOST; total only): how many, and the seconds their
+   * kernels ran on the calling threads (their acquire's waits and write-backs are
+   * in manager_seconds). */
+  uint64_t host_tiles;
+  double host_tile_seconds;
 } bbmm_stats;
 bbmm_status bbmm_stats_get(const bbmm_runtime* rt, int device, bbmm_stats* out);
 /* Writes the statistics as a table, or as JSON. */

@@ -17,6 +17,9 @@
 
 namespace bbmm {
 
+// begin_tile's device for a host tile (BBMM_DEVICE_HOST in bbmm.h).
+inline constexpr int kHostDevice = BBMM_DEVICE_HOST;
+
 enum class Access {
   kRead = BBMM_READ,
   kWrite = BBMM_WRITE,
@@ -134,7 +137,8 @@ class Runtime {
   // device, kResourceExhausted when it does not fit (nothing changed).
   absl::Status reserve(int device, Array* array, const Box& box);
 
-  // Starts a tile on `device`.
+  // Starts a tile on `device`, or with kHostDevice a host tile (run by the
+  // calling thread on the host arrays; see BBMM_DEVICE_HOST in bbmm.h).
   absl::StatusOr<Tile> begin_tile(int device);
   // Starts copying to the host copy of `array` the elements only devices hold, and
   // returns without waiting (sync_to_host or unregister_array wait). Starting the

@@ -25,7 +25,8 @@ BackendFactory current_factory;
 // factory's host_access when it has one.
 void run_host_kernel(const bbmm_launch_info& info, const std::vector<PieceCopy>& views,
                      const HostKernel& body) {
-  if (current_factory.host_access) {
+  // A host tile's views are the host arrays themselves.
+  if (current_factory.host_access && info.device != kHostDevice) {
     current_factory.host_access(info, views, body);
   } else {
     body(views);
@@ -1040,6 +1041,121 @@ TEST_P(RuntimeConformance, CheckingModeReportsOverlappingWritesOfOpenTiles) {
     ASSERT_TRUE(t3->require(a, B({0, 0}, {4, 4}), second).ok());
     EXPECT_TRUE(t3->acquire().ok());
     ASSERT_TRUE(t3->release().ok());
+  }
+}
+
+// ------------------------------------------------------------------ host tiles
+
+// A host tile (kHostDevice) sees what a device wrote, its writes reach the
+// devices' next tiles (their copies went stale) and the host copy, and it moves
+// only what devices held newer than the host.
+TEST_P(RuntimeConformance, HostTilesSeeDeviceWritesAndDevicesSeeTheirs) {
+  std::vector<double> x = iota_doubles(64);
+  auto rt = make_runtime(2, 0);
+  Array* a = reg(*rt, "x", x.data(), 8, {64});
+  // Device 0 writes [0,32), device 1 reads all of it (holds a copy).
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {32}), Access::kReadWrite}},
+                       [](const std::vector<PieceCopy>& v) {
+                         for (int64_t i = 0; i < 32; ++i) *static_cast<double*>(v[0].at(&i)) += 100;
+                       })
+                  .ok());
+  ASSERT_TRUE(touch(*rt, 1, a, B({0}, {64})).ok());
+  const uint64_t d2h_before = rt->stats(-1).bytes_d2h;
+  // The host tile reads [16,48) (half of it device 0's) and writes [24,40).
+  auto seen = std::make_shared<std::vector<double>>(64, 0.0);
+  absl::StatusOr<Tile> t = rt->begin_tile(kHostDevice);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->device(), kHostDevice);
+  ASSERT_TRUE(t->require(a, B({16}, {48}), Access::kRead).ok());
+  ASSERT_TRUE(t->require(a, B({24}, {40}), Access::kReadWrite).ok());
+  ASSERT_TRUE(t->acquire().ok());
+  absl::StatusOr<bbmm_view> v = t->view(a);
+  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_EQ(v->npieces, 1);
+  EXPECT_EQ(v->pieces[0].data, static_cast<void*>(x.data())) << "the view is the host array";
+  // Acquire waited: the host array holds device 0's values already.
+  for (int i = 16; i < 32; ++i) EXPECT_EQ(x[i], value(i) + 100) << i;
+  const PieceCopy pc(*v);
+  bool on_host_thread = false;
+  ASSERT_TRUE(t->launch([pc, seen, &on_host_thread](const bbmm_launch_info& info) {
+                 on_host_thread = info.device == kHostDevice && info.queue == nullptr;
+                 for (int64_t i = 16; i < 48; ++i) (*seen)[i] = *static_cast<const double*>(pc.at(&i));
+                 for (int64_t i = 24; i < 40; ++i) *static_cast<double*>(pc.at(&i)) = -1.0 * i;
+               })
+                  .ok());
+  EXPECT_TRUE(on_host_thread) << "launch returns after the kernel ran, on this thread";
+  ASSERT_TRUE(t->flow_out(a, B({24}, {40})).ok()) << "a host tile's flow_out does nothing";
+  ASSERT_TRUE(t->release().ok());
+  for (int i = 16; i < 48; ++i) EXPECT_EQ((*seen)[i], i < 32 ? value(i) + 100 : value(i)) << i;
+  // Only device 0's part of the host tile's boxes came back ([16,32)), unless
+  // device 1's read-in staged it through the host already (no peer access).
+  const bool peer = rt->core()->backend().can_access_peer(1, 0);
+  EXPECT_EQ(rt->stats(-1).bytes_d2h - d2h_before, peer ? 16u * 8 : 0u);
+  // Device 1's copy of [24,40) is stale now: its next tile reads the host's values.
+  auto seen1 = std::make_shared<std::vector<double>>(64, 0.0);
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({0}, {64}), Access::kRead}},
+                       [seen1](const std::vector<PieceCopy>& w) {
+                         for (int64_t i = 0; i < 64; ++i) (*seen1)[i] = *static_cast<double*>(w[0].at(&i));
+                       })
+                  .ok());
+  ASSERT_TRUE(rt->synchronize().ok());
+  auto want = [](int64_t i) { return i >= 24 && i < 40 ? -1.0 * i : i < 32 ? value(i) + 100 : value(i); };
+  for (int i = 0; i < 64; ++i) EXPECT_EQ((*seen1)[i], want(i)) << i;
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(x[i], want(i)) << i;
+  const bbmm_stats all = rt->stats(-1);
+  EXPECT_EQ(all.host_tiles, 1u);
+  EXPECT_GE(all.host_tile_seconds, 0.0);
+  EXPECT_EQ(rt->stats(0).tiles + rt->stats(1).tiles, 3u) << "host tiles count apart";
+}
+
+// A host tile writing a box waits for the read-ins still reading it, so that a
+// device tile issued before it reads the values from before.
+TEST_P(RuntimeConformance, HostTileWaitsForReadInsOfTheBoxesItWrites) {
+  std::vector<double> x = iota_doubles(4096);
+  auto rt = make_runtime(1, 0);
+  Array* a = reg(*rt, "x", x.data(), 8, {4096});
+  auto bad = std::make_shared<std::atomic<int>>(0);
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {4096}), Access::kRead}}, check_1d(bad, B({0}, {4096})))
+                  .ok());
+  ASSERT_TRUE(run_tile(*rt, kHostDevice, {{a, B({0}, {4096}), Access::kWrite}},
+                       write_1d(B({0}, {4096}), [](int64_t) { return 0.0; }))
+                  .ok());
+  ASSERT_TRUE(rt->synchronize().ok());
+  EXPECT_EQ(bad->load(), 0) << "the device read values the host tile had overwritten";
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  EXPECT_EQ(x[7], 0.0);
+}
+
+// Checking mode: a host tile writing what an open device tile writes conflicts,
+// and the message names the host.
+TEST_P(RuntimeConformance, CheckingModeReportsHostTilesWritingWhatADeviceWrites) {
+  RuntimeOptions opts;
+  opts.check = true;
+  std::vector<double> x(64, 0.0);
+  auto rt = make_runtime(1, 0, opts);
+  Array* a = reg(*rt, "x", x.data(), 8, {64});
+  absl::StatusOr<Tile> t0 = rt->begin_tile(0);
+  ASSERT_TRUE(t0.ok());
+  ASSERT_TRUE(t0->require(a, B({0}, {16}), Access::kWrite).ok());
+  ASSERT_TRUE(t0->acquire().ok());
+  absl::StatusOr<Tile> th = rt->begin_tile(kHostDevice);
+  ASSERT_TRUE(th.ok());
+  ASSERT_TRUE(th->require(a, B({8}, {24}), Access::kReadWrite).ok());
+  absl::Status s = th->acquire();
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_NE(std::string(s.message()).find("the host"), std::string::npos) << s;
+  ASSERT_TRUE(th->release().ok());
+  ASSERT_TRUE(t0->release().ok());
+}
+
+TEST_P(RuntimeConformance, TilesOnDevicesThatDoNotExistAreErrors) {
+  auto rt = make_runtime(1, 0);
+  for (int d : {-1, -3, 1}) {
+    absl::StatusOr<Tile> t = rt->begin_tile(d);
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << d;
+    EXPECT_NE(std::string(t.status().message()).find("BBMM_DEVICE_HOST"), std::string::npos)
+        << t.status();
   }
 }
 

@@ -7,7 +7,8 @@
 // sequence of operations: tiles (require random READ / WRITE / READ_WRITE
 // boxes, acquire, launch a kernel, flow_out, release), pairs of tiles open at
 // the same time (on one device or two; neither reads or writes what the other
-// writes), sync_to_host and synchronize.
+// writes), sync_to_host and synchronize. One tile in ten is a host tile
+// (BBMM_DEVICE_HOST: run on the calling thread over the host arrays).
 //
 // Kernels work through the views: they check every element the tile reads
 // against the shadow (so stale read-ins are caught at once), update a random
@@ -227,6 +228,9 @@ TileSpec random_tile(Rng& rng, const Trace& t) {
   TileSpec tile;
   tile.device = static_cast<int>(rng.range(0, t.devices - 1));
   tile.seed = rng.next();
+  // One tile in ten runs on the host (BBMM_DEVICE_HOST), drawn from the seed
+  // so that the rest of the trace is what it was without host tiles.
+  if (mix(tile.seed ^ 0x4057) % 10 == 0) tile.device = kHostDevice;
   const int nreq = static_cast<int>(rng.range(1, 4));
   for (int k = 0; k < nreq; ++k) {
     Req r;
@@ -387,7 +391,7 @@ Trace generate(uint64_t seed) {
 // interesting paths ran).
 struct Coverage {
   uint64_t tiles = 0, hits = 0, grown = 0, misses = 0, pieces = 0, evictions = 0,
-           writebacks = 0, peer_bytes = 0, conflicts = 0, ooms = 0;
+           writebacks = 0, peer_bytes = 0, conflicts = 0, ooms = 0, host_tiles = 0;
 };
 thread_local Coverage g_coverage;
 
@@ -501,6 +505,7 @@ class Runner {
     }
     const bbmm_stats all = rt_->stats(-1);
     g_coverage.tiles += all.tiles;
+    g_coverage.host_tiles += all.host_tiles;
     g_coverage.hits += all.hits_exact + all.hits_contained;
     g_coverage.grown += all.hits_grown;
     g_coverage.misses += all.misses;
@@ -778,7 +783,8 @@ class Runner {
     absl::Status s = o.tile->launch([parts, kernel](const bbmm_launch_info& info) {
       std::vector<PieceCopy> views;
       for (const KernelPart& p : *parts) views.push_back(p.view);
-      if (fuzz_backend() && fuzz_backend()->host_access) {
+      // A host tile's views are the host arrays: no staging.
+      if (info.device != kHostDevice && fuzz_backend() && fuzz_backend()->host_access) {
         fuzz_backend()->host_access(info, views, kernel);
       } else {
         kernel(views);
@@ -942,12 +948,13 @@ TEST_P(RuntimeFuzz, HostArraysMatchShadow) {
   const Coverage& c = g_coverage;
   std::printf("  exercised: %llu tiles, %llu hits, %llu grown, %llu misses, %llu pieces, "
               "%llu evictions, %llu write-backs, %llu peer bytes, %llu conflicts detected, "
-              "%llu legitimate out-of-memory\n",
+              "%llu legitimate out-of-memory, %llu host tiles\n",
               (unsigned long long)c.tiles, (unsigned long long)c.hits,
               (unsigned long long)c.grown, (unsigned long long)c.misses,
               (unsigned long long)c.pieces, (unsigned long long)c.evictions,
               (unsigned long long)c.writebacks, (unsigned long long)c.peer_bytes,
-              (unsigned long long)c.conflicts, (unsigned long long)c.ooms);
+              (unsigned long long)c.conflicts, (unsigned long long)c.ooms,
+              (unsigned long long)c.host_tiles);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, RuntimeFuzz, ::testing::Range(0, kShards));

@@ -155,6 +155,10 @@ TEST(RankExchange, GlobalTilesRefuseExplicitTransfers) {
     EXPECT_EQ(bbmm_tile_begin(rt, 5, &tile), BBMM_ERROR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(bbmm_last_error_message()).find("all ranks"), std::string::npos)
         << bbmm_last_error_message();
+    // Host tiles would need every rank's host copy made current: refused.
+    EXPECT_EQ(bbmm_tile_begin(rt, BBMM_DEVICE_HOST, &tile), BBMM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(bbmm_last_error_message()).find("several ranks"), std::string::npos)
+        << bbmm_last_error_message();
     ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);  // no tile ran: nothing to gather
   });
 }

@@ -273,9 +273,10 @@ absl::Status RuntimeCore::reserve(int device, Array* array, const Box& box) {
 // ---------------------------------------------------------------- tiles
 
 absl::StatusOr<TileState*> RuntimeCore::begin_tile(int device) {
-  if (device < 0 || device >= device_count()) {
-    return absl::InvalidArgumentError(absl::StrCat("begin tile: device ", device,
-                                                   " is outside 0..", device_count() - 1));
+  if ((device < 0 || device >= device_count()) && device != kHostDevice) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("begin tile: device ", device, " is outside 0..", device_count() - 1,
+                     " (and is not BBMM_DEVICE_HOST, ", kHostDevice, ")"));
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (shut_down_) return absl::FailedPreconditionError("begin tile: the runtime was shut down");
@@ -325,6 +326,13 @@ absl::Status RuntimeCore::require(TileState& tile, Array* array, const Box& box,
   return absl::OkStatus();
 }
 
+namespace {
+// "device 2", or "the host" for host tiles.
+std::string device_name(int device) {
+  return device == kHostDevice ? std::string("the host") : absl::StrCat("device ", device);
+}
+}  // namespace
+
 absl::Status RuntimeCore::check_conflicts(const TileState& tile) const {
   for (const TileState::ArrayPart& part : tile.live_parts()) {
     for (size_t i = 0; i < part.write.size(); ++i) {
@@ -332,16 +340,16 @@ absl::Status RuntimeCore::check_conflicts(const TileState& tile) const {
       for (const Array::Write& e : part.array->epoch_writes) {
         if (e.device != tile.device && overlaps(e.box, w)) {
           return absl::AbortedError(absl::StrCat(
-              "write conflict on array '", part.array->name, "': device ", tile.device,
-              " writes ", w.to_string(), " but device ", e.device, " wrote ",
+              "write conflict on array '", part.array->name, "': ", device_name(tile.device),
+              " writes ", w.to_string(), " but ", device_name(e.device), " wrote ",
               e.box.to_string(), " since the last synchronisation point"));
         }
       }
       for (const Array::Write& e : part.array->open_writes) {
         if (e.device != tile.device && overlaps(e.box, w)) {
           return absl::AbortedError(absl::StrCat(
-              "write conflict on array '", part.array->name, "': device ", tile.device,
-              " writes ", w.to_string(), " but an open tile of device ", e.device,
+              "write conflict on array '", part.array->name, "': ", device_name(tile.device),
+              " writes ", w.to_string(), " but an open tile of ", device_name(e.device),
               " writes ", e.box.to_string()));
         }
       }
@@ -381,23 +389,7 @@ absl::Status RuntimeCore::acquire_parts(TileState& tile, bool pressure) {
   return coherency_->read_in(targets_);
 }
 
-absl::Status RuntimeCore::acquire(TileState& tile) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ManagerTimer timer(&stats_[tile.device].manager_seconds, tracer_.get(), "acquire");
-  if (tile.phase != TileState::Phase::kOpen) {
-    return absl::FailedPreconditionError("acquire: the tile was already acquired or released");
-  }
-  // Over several ranks: what the tile reads moves to its rank first (runtime_ranks.cpp);
-  // a shadow tile stops there.
-  if (global_tiles()) {
-    const int owner = tile.shadow_rank >= 0 ? tile.shadow_rank : rank();
-    if (absl::Status s = exchange_for_tile(tile, owner); !s.ok()) return s;
-    if (tile.shadow_rank >= 0) {
-      tile.nparts = 0;
-      tile.phase = TileState::Phase::kAcquired;
-      return absl::OkStatus();
-    }
-  }
+void RuntimeCore::group_requirements(TileState& tile) {
   // Group the requirements by array (in order of first appearance) and make
   // each array's boxes disjoint.
   tile.nparts = 0;
@@ -421,6 +413,27 @@ absl::Status RuntimeCore::acquire(TileState& tile) {
     part.read.coalesce();
     part.write.coalesce();
   }
+}
+
+absl::Status RuntimeCore::acquire(TileState& tile) {
+  if (tile.device == kHostDevice) return acquire_host(tile);
+  std::lock_guard<std::mutex> lock(mu_);
+  ManagerTimer timer(&stats_[tile.device].manager_seconds, tracer_.get(), "acquire");
+  if (tile.phase != TileState::Phase::kOpen) {
+    return absl::FailedPreconditionError("acquire: the tile was already acquired or released");
+  }
+  // Over several ranks: what the tile reads moves to its rank first (runtime_ranks.cpp);
+  // a shadow tile stops there.
+  if (global_tiles()) {
+    const int owner = tile.shadow_rank >= 0 ? tile.shadow_rank : rank();
+    if (absl::Status s = exchange_for_tile(tile, owner); !s.ok()) return s;
+    if (tile.shadow_rank >= 0) {
+      tile.nparts = 0;
+      tile.phase = TileState::Phase::kAcquired;
+      return absl::OkStatus();
+    }
+  }
+  group_requirements(tile);
   if (options_.check) {
     absl::Status s = check_conflicts(tile);
     if (!s.ok()) return s;
@@ -531,6 +544,7 @@ void RuntimeCore::commit_writes(TileState& tile) {
 
 absl::Status RuntimeCore::launch(TileState& tile,
                                  std::function<void(const bbmm_launch_info&)> fn) {
+  if (tile.device == kHostDevice) return launch_host(tile, std::move(fn));
   std::lock_guard<std::mutex> lock(mu_);
   ManagerTimer timer(&stats_[tile.device].manager_seconds, tracer_.get(), "launch");
   if (tile.phase != TileState::Phase::kAcquired) {
@@ -590,7 +604,7 @@ absl::Status RuntimeCore::launch(TileState& tile,
 
 absl::Status RuntimeCore::flow_out(TileState& tile, Array* array, const Box& box) {
   std::lock_guard<std::mutex> lock(mu_);
-  ManagerTimer timer(&stats_[tile.device].manager_seconds, tracer_.get(), "flow_out");
+  ManagerTimer timer(&tile_stats(tile.device).manager_seconds, tracer_.get(), "flow_out");
   if (tile.phase != TileState::Phase::kAcquired) {
     return absl::FailedPreconditionError("flow_out: the tile is not acquired");
   }
@@ -601,7 +615,8 @@ absl::Status RuntimeCore::flow_out(TileState& tile, Array* array, const Box& box
         "flow_out ", array == nullptr ? "(null array)" : describe(*array, box),
         ": box rank or bounds do not match the array"));
   }
-  if (box.empty()) return absl::OkStatus();
+  // Empty, or a host tile's: device tiles read from the host copy anyway.
+  if (box.empty() || tile.device == kHostDevice) return absl::OkStatus();
   commit_writes(tile);
   // With global tiles over several ranks, readers on other ranks get the box
   // through this rank's host copy (runtime_ranks.cpp): it goes there now,
@@ -619,7 +634,7 @@ void RuntimeCore::retire(TileState& tile) {
 
 absl::Status RuntimeCore::release(TileState& tile) {
   std::lock_guard<std::mutex> lock(mu_);
-  ManagerTimer timer(&stats_[tile.device].manager_seconds, tracer_.get(), "release");
+  ManagerTimer timer(&tile_stats(tile.device).manager_seconds, tracer_.get(), "release");
   if (tile.phase == TileState::Phase::kFree) {
     return absl::FailedPreconditionError("release: the tile was released");
   }
@@ -628,11 +643,12 @@ absl::Status RuntimeCore::release(TileState& tile) {
     return absl::OkStatus();
   }
   if (tile.phase == TileState::Phase::kAcquired) {
-    commit_writes(tile);
+    // A host tile's writes were made the host's at acquire (host_tiles.cpp).
+    if (tile.device != kHostDevice) commit_writes(tile);
     if (options_.check) drop_open_writes(tile);
   }
   unhold_all(tile);
-  stats_[tile.device].tiles++;
+  tile_stats(tile.device).tiles++;
   retire(tile);
   return absl::OkStatus();
 }

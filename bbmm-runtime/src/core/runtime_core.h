@@ -133,6 +133,18 @@ class RuntimeCore {
   RuntimeCore(std::unique_ptr<Backend> backend, const RuntimeOptions& options,
               std::unique_ptr<Tracer> tracer, const std::vector<size_t>& capacity);
 
+  // The counters a tile's calls add to: its device's, or the host tiles'.
+  bbmm_stats& tile_stats(int device) {
+    return device == kHostDevice ? host_stats_ : stats_[static_cast<size_t>(device)];
+  }
+  // Groups the tile's requirements by array into disjoint read, write and
+  // required boxes (mu_ held).
+  void group_requirements(TileState& tile);
+  // Host tiles (BBMM_DEVICE_HOST; host_tiles.cpp): acquire makes the boxes
+  // current in the host arrays and waits; launch runs the kernel function on
+  // the calling thread.
+  absl::Status acquire_host(TileState& tile);
+  absl::Status launch_host(TileState& tile, std::function<void(const bbmm_launch_info&)> fn);
   absl::Status acquire_parts(TileState& tile, bool pressure);
   void commit_writes(TileState& tile);
   void build_views(TileState& tile);
@@ -163,6 +175,8 @@ class RuntimeCore {
   std::unique_ptr<EvictionPolicy> policy_;
   mutable std::mutex mu_;
   std::vector<bbmm_stats> stats_;  // per device
+  bbmm_stats host_stats_ = {};     // host tiles: tiles, manager_seconds
+  double host_tile_seconds_ = 0;   // host tiles' kernels
   std::unique_ptr<CopyPlanner> planner_;
   std::unique_ptr<Coherency> coherency_;
   std::unique_ptr<InstanceManager> manager_;

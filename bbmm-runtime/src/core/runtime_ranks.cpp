@@ -88,6 +88,16 @@ constexpr int kRuntimeTag = 32767;
 
 absl::StatusOr<TileState*> RuntimeCore::begin_global_tile(int device) {
   if (!global_tiles()) return begin_tile(device);
+  if (device == kHostDevice) {
+    // Every rank would have to run it on its own host copy, made current from
+    // all ranks first: not built.
+    if (rank_count() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "begin tile: host tiles (BBMM_DEVICE_HOST) do not run over several ranks (",
+          rank_count(), " here); use a device"));
+    }
+    return begin_tile(device);
+  }
   if (device < 0 || device >= global_device_count()) {
     return absl::InvalidArgumentError(absl::StrCat("begin tile: device ", device,
                                                    " is outside 0..", global_device_count() - 1,

@@ -39,6 +39,7 @@ constexpr Field kFields[] = {
     {"bytes_host_pinned", &bbmm_stats::bytes_host_pinned},
     {"bytes_sent_ranks", &bbmm_stats::bytes_sent_ranks},
     {"bytes_received_ranks", &bbmm_stats::bytes_received_ranks},
+    {"host_tiles", &bbmm_stats::host_tiles},
 };
 struct SecondsField {
   const char* name;
@@ -49,6 +50,7 @@ constexpr SecondsField kSeconds[] = {
     {"host_pin_seconds", &bbmm_stats::host_pin_seconds},
     {"reserve_seconds", &bbmm_stats::reserve_seconds},
     {"host_unpin_seconds", &bbmm_stats::host_unpin_seconds},
+    {"host_tile_seconds", &bbmm_stats::host_tile_seconds},
 };
 
 }  // namespace
@@ -80,6 +82,10 @@ bbmm_stats RuntimeCore::stats(int device) const {
   total.host_unpin_seconds = host_unpin_seconds_;
   total.bytes_sent_ranks = bytes_sent_ranks_;
   total.bytes_received_ranks = bytes_received_ranks_;
+  // Host tiles (BBMM_DEVICE_HOST): the calling threads' time in their calls too.
+  total.host_tiles = host_stats_.tiles;
+  total.host_tile_seconds = host_tile_seconds_;
+  total.manager_seconds += host_stats_.manager_seconds;
   return total;
 }
 
