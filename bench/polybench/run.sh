@@ -47,6 +47,9 @@ BBMM_* variables are unset):
                        iteration wide needs N bytes, more than a device holds
   check                4 devices, 2 tiles per device, checking mode (BBMM_CHECK=1: two
                        devices writing overlapping boxes between synchronisations is an error)
+  serial.host          2 devices, 2 tiles per device, checking mode, every phase without a
+                       parallel loop as a host tile (BBMM_SERIAL=host; by default only those
+                       whose boxes hold 64 KiB or more, or do not fit a device)
   opencl               --target=opencl on the OpenCL backend (PoCL), 2 tiles per device
   cuda                 --target=cuda (kernels built with -fmad=false), default tiles
 A run passes when it exits 0 and its dump equals the oracle's byte for byte; a crash, a
@@ -417,6 +420,7 @@ configs=(
   "16KiB.1dev|host|BBMM_DEVICES=1 BBMM_TILES_PER_DEVICE=2 BBMM_DEVICE_MEMORY=16KiB"
   "4KiB.4dev|host|BBMM_DEVICES=4 BBMM_TILES_PER_DEVICE=2 BBMM_DEVICE_MEMORY=4KiB"
   "check|host|BBMM_DEVICES=4 BBMM_TILES_PER_DEVICE=2 BBMM_CHECK=1"
+  "serial.host|host|BBMM_DEVICES=2 BBMM_TILES_PER_DEVICE=2 BBMM_CHECK=1 BBMM_SERIAL=host"
   "opencl|opencl|BBMM_TILES_PER_DEVICE=2"
   "cuda|cuda|"
 )

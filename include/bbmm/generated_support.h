@@ -157,6 +157,37 @@ static inline int bbmm_gen_parse_piece_lookup(const char* text, int* out) {
   return 1;
 }
 
+/* Where a phase with no parallel loop runs (it is one tile: a serial region): 1 on the
+ * host (a host tile, BBMM_DEVICE_HOST: the calling thread over the program's own arrays),
+ * 2 on device 0, 0 (auto, the default) on the host when the tile's boxes hold at least
+ * bbmm_gen_serial_host_bytes, else on device 0: one GPU thread steps through serial code
+ * tens of times slower than a CPU core, while moving the boxes to the host and back costs
+ * tens of microseconds. BBMM_SERIAL=auto|host|device; set with the runtime. */
+static int bbmm_gen_serial;
+static const uint64_t bbmm_gen_serial_host_bytes = 64 * 1024;
+
+/* "auto" -> 0, "host" -> 1, "device" -> 2 in *out; 0 for anything else. */
+static inline int bbmm_gen_parse_serial(const char* text, int* out) {
+  if (strcmp(text, "auto") == 0) *out = 0;
+  else if (strcmp(text, "host") == 0) *out = 1;
+  else if (strcmp(text, "device") == 0) *out = 2;
+  else return 0;
+  return 1;
+}
+
+/* The device of a serial region whose tile requires "bytes" (bbmm_gen_serial), on devices
+ * holding "capacity" bytes (0: unknown): device 0 or BBMM_DEVICE_HOST, also in auto mode
+ * when the tile cannot fit device 0; device 0 always over several ranks (host tiles do not
+ * run there). */
+static inline int bbmm_gen_serial_device(bbmm_runtime* rt, uint64_t bytes, uint64_t capacity) {
+  if (bbmm_rank_count(rt) > 1 || bbmm_gen_serial == 2) return 0;
+  if (bbmm_gen_serial == 1 || bytes >= bbmm_gen_serial_host_bytes ||
+      (capacity > 0 && bytes > capacity)) {
+    return BBMM_DEVICE_HOST;
+  }
+  return 0;
+}
+
 /* At exit: prints the statistics when BBMM_STATS is "table", "1" or "json", then
  * destroys the runtime. */
 static inline void bbmm_gen_exit(void) {
@@ -174,8 +205,8 @@ static inline void bbmm_gen_exit(void) {
 /* The runtime of this file, created on first use from the BBMM_* environment with the
  * backend of BBMM_GEN_TARGET (the kernels of a file run on that backend only), and
  * destroyed at exit. Ends the program, saying why, when BBMM_BACKEND names another backend,
- * when BBMM_TILES_PER_DEVICE, BBMM_PIECE_LOOKUP, BBMM_EDGE_TILES or BBMM_TILE_ORDER is
- * malformed, or when the runtime cannot
+ * when BBMM_TILES_PER_DEVICE, BBMM_PIECE_LOOKUP, BBMM_EDGE_TILES, BBMM_TILE_ORDER or
+ * BBMM_SERIAL is malformed, or when the runtime cannot
  * be created. */
 static inline bbmm_runtime* bbmm_gen_runtime(void) {
   if (!bbmm_gen_rt) {
@@ -206,6 +237,10 @@ static inline bbmm_runtime* bbmm_gen_runtime(void) {
     t = getenv("BBMM_TILE_ORDER");
     if (t && *t && !bbmm_gen_parse_tile_order(t, &bbmm_gen_tile_order_alternate)) {
       bbmm_fatal(1, "BBMM_TILE_ORDER='%s' is not 'alternate' or 'forward'", t);
+    }
+    t = getenv("BBMM_SERIAL");
+    if (t && *t && !bbmm_gen_parse_serial(t, &bbmm_gen_serial)) {
+      bbmm_fatal(1, "BBMM_SERIAL='%s' is not 'auto', 'host' or 'device'", t);
     }
     bbmm_gen_check(bbmm_runtime_create(&o, &bbmm_gen_rt), "bbmm_runtime_create");
     atexit(bbmm_gen_exit);

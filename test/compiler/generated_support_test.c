@@ -264,6 +264,33 @@ static void test_parse_tile_order(void) {
   CHECK(!bbmm_gen_parse_tile_order("", &v) && v == 0);
 }
 
+static void test_parse_serial(void) {
+  int v = 7;
+  CHECK(bbmm_gen_parse_serial("host", &v) && v == 1);
+  CHECK(bbmm_gen_parse_serial("device", &v) && v == 2);
+  CHECK(bbmm_gen_parse_serial("auto", &v) && v == 0);
+  CHECK(!bbmm_gen_parse_serial("Host", &v) && v == 0);
+  CHECK(!bbmm_gen_parse_serial("", &v) && v == 0);
+}
+
+/* Where serial regions run: by size in auto mode, as told otherwise. */
+static void test_serial_device(void) {
+  bbmm_runtime* rt = bbmm_gen_runtime();
+  const int saved = bbmm_gen_serial;
+  bbmm_gen_serial = 0;
+  CHECK_EQ(bbmm_gen_serial_device(rt, 0, 0), 0, "auto, no bytes: device 0");
+  CHECK_EQ(bbmm_gen_serial_device(rt, bbmm_gen_serial_host_bytes - 1, 0), 0, "auto, below");
+  CHECK_EQ(bbmm_gen_serial_device(rt, bbmm_gen_serial_host_bytes, 0), BBMM_DEVICE_HOST,
+           "auto, at");
+  CHECK_EQ(bbmm_gen_serial_device(rt, 4097, 4096), BBMM_DEVICE_HOST, "auto, cannot fit");
+  CHECK_EQ(bbmm_gen_serial_device(rt, 4096, 4096), 0, "auto, fits");
+  bbmm_gen_serial = 1;
+  CHECK_EQ(bbmm_gen_serial_device(rt, 8, 0), BBMM_DEVICE_HOST, "host");
+  bbmm_gen_serial = 2;
+  CHECK_EQ(bbmm_gen_serial_device(rt, (uint64_t)1 << 40, 4096), 0, "device");
+  bbmm_gen_serial = saved;
+}
+
 static void test_parse_tiles_per_device(void) {
   /* The default before the environment is read: 1 on the host target (2 on CUDA). */
   CHECK_EQ(bbmm_gen_tiles_per_device, 1, "the host target's default tiles per device");
@@ -355,6 +382,7 @@ static void test_runtime_environment(void) {
               "bbmm: this program was generated with --target=host: its kernels run on the host "
               "backend only (unset BBMM_BACKEND or set it to 'host')\n");
   check_child("BBMM_BACKEND", "host", 0, "tiles per device 1");
+  check_child("BBMM_SERIAL", "gpu", 1, "bbmm: BBMM_SERIAL='gpu' is not 'auto', 'host' or 'device'\n");
 #else
   printf("generated_support_test: no fork() here: bbmm_gen_runtime's exits are not tested\n");
 #endif
@@ -611,8 +639,10 @@ int main(void) {
   test_piece_of();
   test_parse_tiles_per_device();
   test_parse_tile_order();
+  test_parse_serial();
   test_tile_bounds();
   test_runtime_environment(); /* forks: before this process starts runtime threads */
+  test_serial_device();
   test_require_and_flow_out();
   test_capacity_helpers();
   test_tile_too_large();

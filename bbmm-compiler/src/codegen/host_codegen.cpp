@@ -214,6 +214,11 @@ class ScopGenerator {
       os << "/*   " << s_.statements[st].name << ": " << comment_safe(s_.statements[st].text) << " */\n";
     }
     os << host_kernel_args_struct(s_, sig, name) << "\n";
+    if (opts_.target != Target::kHost && serial_region(p)) {
+      // A serial region may run as a host tile (bbmm_gen_serial_device): its host kernels.
+      os << "/* Phase " << p << " on the host (a host tile, BBMM_DEVICE_HOST). */\n";
+      os << host_kernel_functions(s_, b_, p, sig, name, name + "_host");
+    }
     if (opts_.target == Target::kHost) {
       os << host_kernel_functions(s_, b_, p, sig, name);
     } else if (opts_.target == Target::kOpenCL) {
@@ -229,6 +234,10 @@ class ScopGenerator {
     os << phase_function(p, sig, name);
     return os.str();
   }
+
+  // Whether phase "p" has no parallel loop (its partition has no dimension): it runs as
+  // one tile per call, on the host or on device 0 (phase_function).
+  bool serial_region(int p) const { return b_.partitions[b_.phases[p].partition].dims.empty(); }
 
   std::string serial_params_decl(const KernelSignature& sig) {
     std::string r;
@@ -388,6 +397,11 @@ class ScopGenerator {
     if (opts_.target == Target::kHost) {
       os << "    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? " << name << " : " << name
          << "_pieces, bbmm_a, bbmm_size), \"bbmm_tile_launch\");\n";
+    } else if (serial_region(p)) {
+      os << "    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_dev == BBMM_DEVICE_HOST ? "
+            "(bbmm_single ? "
+         << name << "_host : " << name << "_host_pieces) : (bbmm_single ? " << name
+         << "_launch : " << name << "_launch_pieces), bbmm_a, bbmm_size), \"bbmm_tile_launch\");\n";
     } else {
       os << "    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? " << name << "_launch : "
          << name << "_launch_pieces, bbmm_a, bbmm_size), \"bbmm_tile_launch\");\n";
@@ -747,8 +761,13 @@ class ScopGenerator {
       os << "  }\n";
     };
     if (nd == 0) {
-      whole_tile_check("");
-      os << "  " << name << "_tile(bbmm_x" << serial_args << ", 0);\n";
+      // A serial region: on the host or on device 0, by the bytes of its boxes.
+      os << "  const uint64_t bbmm_need = " << name << "_bytes(bbmm_x" << serial_args << ");\n";
+      os << "  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity);\n";
+      os << "  if (bbmm_dev != BBMM_DEVICE_HOST && bbmm_x->capacity > 0)\n";
+      os << "    bbmm_gen_tile_too_large(\"" << phase_label_
+         << "\", bbmm_need, bbmm_x->capacity, 0);\n";
+      os << "  " << name << "_tile(bbmm_x" << serial_args << ", bbmm_dev);\n";
       os << "}\n\n";
       return os.str();
     }

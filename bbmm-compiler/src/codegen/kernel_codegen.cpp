@@ -514,14 +514,15 @@ std::string tile_loops(const Scop& scop, const ScopBoxes& boxes, int phase,
 }
 
 std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int phase,
-                                  const KernelSignature& sig, const std::string& name) {
+                                  const KernelSignature& sig, const std::string& name,
+                                  const std::string& fn_name) {
   std::ostringstream os;
   TileLoopOptions opts;
   opts.indent = 2;
   const TileLoops loops(scop, boxes, phase, sig, opts);
   for (int variant = 0; variant < 2; ++variant) {
     const bool pieces = variant == 1;
-    const std::string fn = name + (pieces ? "_pieces" : "");
+    const std::string fn = (fn_name.empty() ? name : fn_name) + (pieces ? "_pieces" : "");
     os << "/* " << (pieces ? "Any number of pieces per array: each access finds its piece."
                            : "One piece per array: direct box-local addressing.")
        << " */\n";

@@ -53,9 +53,12 @@ std::string private_scalar_decl(const Scop& scop, int array,
 std::string host_kernel_args_struct(const Scop& scop, const KernelSignature& sig,
                                     const std::string& name);
 
-// The two host-target kernel functions "<name>" and "<name>_pieces" of "phase".
+// The two host-target kernel functions "<name>" and "<name>_pieces" of "phase" (named
+// "<fn_name>" and "<fn_name>_pieces" when "fn_name" is given: the GPU targets' host tiles),
+// reading the argument block "struct <name>_args".
 std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int phase,
-                                  const KernelSignature& sig, const std::string& name);
+                                  const KernelSignature& sig, const std::string& name,
+                                  const std::string& fn_name = "");
 
 // The intra-tile loops of "phase" (statement instances of the tile, in the original order)
 // with each statement printed by "print_statement" (given the statement index and the

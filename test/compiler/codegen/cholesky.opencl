@@ -31,6 +31,95 @@ struct bbmm_s0_p0_args {
   int64_t npieces[1], offset[1];
 };
 
+/* Phase 0 on the host (a host tile, BBMM_DEVICE_HOST). */
+/* One piece per array: direct box-local addressing. */
+static void bbmm_s0_p0_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p0_args* bbmm_a = (const struct bbmm_s0_p0_args*)bbmm_argp;
+  const int64_t n = bbmm_a->n;
+  const int64_t bbmm_it0 = bbmm_a->bbmm_it0;
+  const bbmm_piece* bbmm_A_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  double* const bbmm_A_d = (double*)((char*)bbmm_A_p->data + bbmm_A_p->offset);
+  const int64_t bbmm_A_s0 = bbmm_A_p->stride[0];
+  const int64_t bbmm_A_o = -(bbmm_A_p->lo[0] * bbmm_A_s0 + bbmm_A_p->lo[1]);
+  (void)bbmm_info;
+  (void)n;
+  (void)bbmm_it0;
+  (void)bbmm_A_d;
+  (void)bbmm_A_o;
+  (void)bbmm_A_p;
+  if (n >= bbmm_it0 + 1 && bbmm_it0 >= 0)
+    {
+      /* S4: A[i][i] = sqrt(A[i][i]); */
+      const int64_t i = bbmm_it0;
+      bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (i)] = sqrt(bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (i)]);
+    }
+}
+
+/* Any number of pieces per array: each access finds its piece. */
+static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p0_args* bbmm_a = (const struct bbmm_s0_p0_args*)bbmm_argp;
+  const int64_t n = bbmm_a->n;
+  const int64_t bbmm_it0 = bbmm_a->bbmm_it0;
+  const bbmm_piece* bbmm_A_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  const int bbmm_A_n = (int)bbmm_a->npieces[0];
+  /* A[i][i] */
+  const bbmm_piece* bbmm_ref11 = NULL;
+  double* bbmm_ref11_d = NULL;
+  int64_t bbmm_ref11_o = 0, bbmm_ref11_s0 = 0;
+  if (n >= bbmm_it0 + 1 && bbmm_it0 >= 0) {
+    const int64_t bbmm_rlo[2] = {bbmm_it0, bbmm_it0};
+    const int64_t bbmm_rhi[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
+    bbmm_ref11 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref11) {
+    bbmm_ref11_d = (double*)((char*)bbmm_ref11->data + bbmm_ref11->offset);
+    bbmm_ref11_s0 = bbmm_ref11->stride[0];
+    bbmm_ref11_o = -(bbmm_ref11->lo[0] * bbmm_ref11_s0 + bbmm_ref11->lo[1]);
+  }
+  /* A[i][i] */
+  const bbmm_piece* bbmm_ref12 = NULL;
+  double* bbmm_ref12_d = NULL;
+  int64_t bbmm_ref12_o = 0, bbmm_ref12_s0 = 0;
+  if (n >= bbmm_it0 + 1 && bbmm_it0 >= 0) {
+    const int64_t bbmm_rlo[2] = {bbmm_it0, bbmm_it0};
+    const int64_t bbmm_rhi[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
+    bbmm_ref12 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref12) {
+    bbmm_ref12_d = (double*)((char*)bbmm_ref12->data + bbmm_ref12->offset);
+    bbmm_ref12_s0 = bbmm_ref12->stride[0];
+    bbmm_ref12_o = -(bbmm_ref12->lo[0] * bbmm_ref12_s0 + bbmm_ref12->lo[1]);
+  }
+  const int bbmm_direct = !bbmm_gen_per_element && bbmm_ref11 && bbmm_ref12;
+  (void)bbmm_info;
+  (void)n;
+  (void)bbmm_it0;
+  (void)bbmm_A_n;
+  (void)bbmm_A_p;
+  (void)bbmm_ref11_d;
+  (void)bbmm_ref11_o;
+  (void)bbmm_ref11_s0;
+  (void)bbmm_ref12_d;
+  (void)bbmm_ref12_o;
+  (void)bbmm_ref12_s0;
+  (void)bbmm_direct;
+  if (bbmm_direct) {
+    if (n >= bbmm_it0 + 1 && bbmm_it0 >= 0)
+      {
+        /* S4: A[i][i] = sqrt(A[i][i]); */
+        const int64_t i = bbmm_it0;
+        bbmm_ref11_d[bbmm_ref11_o + (i) * bbmm_ref11_s0 + (i)] = sqrt(bbmm_ref12_d[bbmm_ref12_o + (i) * bbmm_ref12_s0 + (i)]);
+      }
+  } else {
+    if (n >= bbmm_it0 + 1 && bbmm_it0 >= 0)
+      {
+        /* S4: A[i][i] = sqrt(A[i][i]); */
+        const int64_t i = bbmm_it0;
+        (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, i}, sizeof(double), "A")) = sqrt((*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, i}, sizeof(double), "A")));
+      }
+  }
+}
+
 /* The OpenCL C source of phase 0's kernels (built at run time). */
 static bbmm_cl_program bbmm_s0_p0_cl = {
     "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
@@ -208,7 +297,7 @@ static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0, 
       if (bbmm_v[bbmm_k].npieces > 0) memcpy((char*)bbmm_a + bbmm_off, bbmm_v[bbmm_k].pieces, (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece));
       bbmm_off += (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece);
     }
-    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? bbmm_s0_p0_launch : bbmm_s0_p0_launch_pieces, bbmm_a, bbmm_size), "bbmm_tile_launch");
+    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_dev == BBMM_DEVICE_HOST ? (bbmm_single ? bbmm_s0_p0_host : bbmm_s0_p0_host_pieces) : (bbmm_single ? bbmm_s0_p0_launch : bbmm_s0_p0_launch_pieces), bbmm_a, bbmm_size), "bbmm_tile_launch");
     free(bbmm_a);
   }
   /* A: what other tiles read of what this tile wrote */
@@ -227,11 +316,11 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
   (void)n;
   (void)bbmm_it0;
   bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
-  if (bbmm_x->capacity > 0) {
-    const uint64_t bbmm_need = bbmm_s0_p0_bytes(bbmm_x, bbmm_it0);
+  const uint64_t bbmm_need = bbmm_s0_p0_bytes(bbmm_x, bbmm_it0);
+  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity);
+  if (bbmm_dev != BBMM_DEVICE_HOST && bbmm_x->capacity > 0)
     bbmm_gen_tile_too_large("phase 0 of scop 0 in cholesky", bbmm_need, bbmm_x->capacity, 0);
-  }
-  bbmm_s0_p0_tile(bbmm_x, bbmm_it0, 0);
+  bbmm_s0_p0_tile(bbmm_x, bbmm_it0, bbmm_dev);
 }
 
 /* Phase 1: statements S2 S3, parallel loop i inside serial loops bbmm_it0; partition 1 (runs on one device: a write set is not a union of boxes). */
@@ -243,6 +332,167 @@ struct bbmm_s0_p1_args {
   /* per array (A): the number of pieces and the byte offset of the pieces after this struct */
   int64_t npieces[1], offset[1];
 };
+
+/* Phase 1 on the host (a host tile, BBMM_DEVICE_HOST). */
+/* One piece per array: direct box-local addressing. */
+static void bbmm_s0_p1_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p1_args* bbmm_a = (const struct bbmm_s0_p1_args*)bbmm_argp;
+  const int64_t n = bbmm_a->n;
+  const int64_t bbmm_it0 = bbmm_a->bbmm_it0;
+  const bbmm_piece* bbmm_A_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  double* const bbmm_A_d = (double*)((char*)bbmm_A_p->data + bbmm_A_p->offset);
+  const int64_t bbmm_A_s0 = bbmm_A_p->stride[0];
+  const int64_t bbmm_A_o = -(bbmm_A_p->lo[0] * bbmm_A_s0 + bbmm_A_p->lo[1]);
+  (void)bbmm_info;
+  (void)n;
+  (void)bbmm_it0;
+  (void)bbmm_A_d;
+  (void)bbmm_A_o;
+  (void)bbmm_A_p;
+  if (bbmm_it0 >= 0)
+    for (int64_t bbmm_k1 = bbmm_it0 + 1; bbmm_k1 < n; bbmm_k1 += 1) {
+      {
+        /* S2: A[i][j] /= A[j][j]; */
+        const int64_t j = bbmm_it0, i = bbmm_k1;
+        bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (j)] /= bbmm_A_d[bbmm_A_o + (j) * bbmm_A_s0 + (j)];
+      }
+      {
+        /* S3: A[i][i] -= A[i][k] * A[i][k]; */
+        const int64_t k = bbmm_it0, i = bbmm_k1;
+        bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (i)] -= bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (k)] * bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (k)];
+      }
+    }
+}
+
+/* Any number of pieces per array: each access finds its piece. */
+static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p1_args* bbmm_a = (const struct bbmm_s0_p1_args*)bbmm_argp;
+  const int64_t n = bbmm_a->n;
+  const int64_t bbmm_it0 = bbmm_a->bbmm_it0;
+  const bbmm_piece* bbmm_A_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  const int bbmm_A_n = (int)bbmm_a->npieces[0];
+  /* A[i][j] */
+  const bbmm_piece* bbmm_ref4 = NULL;
+  double* bbmm_ref4_d = NULL;
+  int64_t bbmm_ref4_o = 0, bbmm_ref4_s0 = 0;
+  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
+    const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0};
+    const int64_t bbmm_rhi[2] = {n, bbmm_it0 + 1};
+    bbmm_ref4 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref4) {
+    bbmm_ref4_d = (double*)((char*)bbmm_ref4->data + bbmm_ref4->offset);
+    bbmm_ref4_s0 = bbmm_ref4->stride[0];
+    bbmm_ref4_o = -(bbmm_ref4->lo[0] * bbmm_ref4_s0 + bbmm_ref4->lo[1]);
+  }
+  /* A[j][j] */
+  const bbmm_piece* bbmm_ref6 = NULL;
+  double* bbmm_ref6_d = NULL;
+  int64_t bbmm_ref6_o = 0, bbmm_ref6_s0 = 0;
+  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
+    const int64_t bbmm_rlo[2] = {bbmm_it0, bbmm_it0};
+    const int64_t bbmm_rhi[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
+    bbmm_ref6 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref6) {
+    bbmm_ref6_d = (double*)((char*)bbmm_ref6->data + bbmm_ref6->offset);
+    bbmm_ref6_s0 = bbmm_ref6->stride[0];
+    bbmm_ref6_o = -(bbmm_ref6->lo[0] * bbmm_ref6_s0 + bbmm_ref6->lo[1]);
+  }
+  /* A[i][i] */
+  const bbmm_piece* bbmm_ref7 = NULL;
+  double* bbmm_ref7_d = NULL;
+  int64_t bbmm_ref7_o = 0, bbmm_ref7_s0 = 0;
+  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
+    const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
+    const int64_t bbmm_rhi[2] = {n, n};
+    bbmm_ref7 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref7) {
+    bbmm_ref7_d = (double*)((char*)bbmm_ref7->data + bbmm_ref7->offset);
+    bbmm_ref7_s0 = bbmm_ref7->stride[0];
+    bbmm_ref7_o = -(bbmm_ref7->lo[0] * bbmm_ref7_s0 + bbmm_ref7->lo[1]);
+  }
+  /* A[i][k] */
+  const bbmm_piece* bbmm_ref9 = NULL;
+  double* bbmm_ref9_d = NULL;
+  int64_t bbmm_ref9_o = 0, bbmm_ref9_s0 = 0;
+  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
+    const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0};
+    const int64_t bbmm_rhi[2] = {n, bbmm_it0 + 1};
+    bbmm_ref9 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref9) {
+    bbmm_ref9_d = (double*)((char*)bbmm_ref9->data + bbmm_ref9->offset);
+    bbmm_ref9_s0 = bbmm_ref9->stride[0];
+    bbmm_ref9_o = -(bbmm_ref9->lo[0] * bbmm_ref9_s0 + bbmm_ref9->lo[1]);
+  }
+  /* A[i][k] */
+  const bbmm_piece* bbmm_ref10 = NULL;
+  double* bbmm_ref10_d = NULL;
+  int64_t bbmm_ref10_o = 0, bbmm_ref10_s0 = 0;
+  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
+    const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0};
+    const int64_t bbmm_rhi[2] = {n, bbmm_it0 + 1};
+    bbmm_ref10 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref10) {
+    bbmm_ref10_d = (double*)((char*)bbmm_ref10->data + bbmm_ref10->offset);
+    bbmm_ref10_s0 = bbmm_ref10->stride[0];
+    bbmm_ref10_o = -(bbmm_ref10->lo[0] * bbmm_ref10_s0 + bbmm_ref10->lo[1]);
+  }
+  const int bbmm_direct = !bbmm_gen_per_element && bbmm_ref4 && bbmm_ref6 && bbmm_ref7 && bbmm_ref9 && bbmm_ref10;
+  (void)bbmm_info;
+  (void)n;
+  (void)bbmm_it0;
+  (void)bbmm_A_n;
+  (void)bbmm_A_p;
+  (void)bbmm_ref4_d;
+  (void)bbmm_ref4_o;
+  (void)bbmm_ref4_s0;
+  (void)bbmm_ref6_d;
+  (void)bbmm_ref6_o;
+  (void)bbmm_ref6_s0;
+  (void)bbmm_ref7_d;
+  (void)bbmm_ref7_o;
+  (void)bbmm_ref7_s0;
+  (void)bbmm_ref9_d;
+  (void)bbmm_ref9_o;
+  (void)bbmm_ref9_s0;
+  (void)bbmm_ref10_d;
+  (void)bbmm_ref10_o;
+  (void)bbmm_ref10_s0;
+  (void)bbmm_direct;
+  if (bbmm_direct) {
+    if (bbmm_it0 >= 0)
+      for (int64_t bbmm_k1 = bbmm_it0 + 1; bbmm_k1 < n; bbmm_k1 += 1) {
+        {
+          /* S2: A[i][j] /= A[j][j]; */
+          const int64_t j = bbmm_it0, i = bbmm_k1;
+          bbmm_ref4_d[bbmm_ref4_o + (i) * bbmm_ref4_s0 + (j)] /= bbmm_ref6_d[bbmm_ref6_o + (j) * bbmm_ref6_s0 + (j)];
+        }
+        {
+          /* S3: A[i][i] -= A[i][k] * A[i][k]; */
+          const int64_t k = bbmm_it0, i = bbmm_k1;
+          bbmm_ref7_d[bbmm_ref7_o + (i) * bbmm_ref7_s0 + (i)] -= bbmm_ref9_d[bbmm_ref9_o + (i) * bbmm_ref9_s0 + (k)] * bbmm_ref10_d[bbmm_ref10_o + (i) * bbmm_ref10_s0 + (k)];
+        }
+      }
+  } else {
+    if (bbmm_it0 >= 0)
+      for (int64_t bbmm_k1 = bbmm_it0 + 1; bbmm_k1 < n; bbmm_k1 += 1) {
+        {
+          /* S2: A[i][j] /= A[j][j]; */
+          const int64_t j = bbmm_it0, i = bbmm_k1;
+          (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, j}, sizeof(double), "A")) /= (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){j, j}, sizeof(double), "A"));
+        }
+        {
+          /* S3: A[i][i] -= A[i][k] * A[i][k]; */
+          const int64_t k = bbmm_it0, i = bbmm_k1;
+          (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, i}, sizeof(double), "A")) -= (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, k}, sizeof(double), "A")) * (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, k}, sizeof(double), "A"));
+        }
+      }
+  }
+}
 
 /* The OpenCL C source of phase 1's kernels (built at run time). */
 static bbmm_cl_program bbmm_s0_p1_cl = {
@@ -490,7 +740,7 @@ static void bbmm_s0_p1_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0, 
       if (bbmm_v[bbmm_k].npieces > 0) memcpy((char*)bbmm_a + bbmm_off, bbmm_v[bbmm_k].pieces, (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece));
       bbmm_off += (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece);
     }
-    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? bbmm_s0_p1_launch : bbmm_s0_p1_launch_pieces, bbmm_a, bbmm_size), "bbmm_tile_launch");
+    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_dev == BBMM_DEVICE_HOST ? (bbmm_single ? bbmm_s0_p1_host : bbmm_s0_p1_host_pieces) : (bbmm_single ? bbmm_s0_p1_launch : bbmm_s0_p1_launch_pieces), bbmm_a, bbmm_size), "bbmm_tile_launch");
     free(bbmm_a);
   }
   /* A: what other tiles read of what this tile wrote */
@@ -514,11 +764,11 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
   (void)n;
   (void)bbmm_it0;
   bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
-  if (bbmm_x->capacity > 0) {
-    const uint64_t bbmm_need = bbmm_s0_p1_bytes(bbmm_x, bbmm_it0);
+  const uint64_t bbmm_need = bbmm_s0_p1_bytes(bbmm_x, bbmm_it0);
+  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity);
+  if (bbmm_dev != BBMM_DEVICE_HOST && bbmm_x->capacity > 0)
     bbmm_gen_tile_too_large("phase 1 of scop 0 in cholesky", bbmm_need, bbmm_x->capacity, 0);
-  }
-  bbmm_s0_p1_tile(bbmm_x, bbmm_it0, 0);
+  bbmm_s0_p1_tile(bbmm_x, bbmm_it0, bbmm_dev);
 }
 
 /* Phase 2: statements S1, parallel loop i inside serial loops bbmm_it0; partition 2. */

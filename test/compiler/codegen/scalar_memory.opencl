@@ -32,6 +32,69 @@ struct bbmm_s0_p0_args {
   int64_t npieces[1], offset[1];
 };
 
+/* Phase 0 on the host (a host tile, BBMM_DEVICE_HOST). */
+/* One piece per array: direct box-local addressing. */
+static void bbmm_s0_p0_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p0_args* bbmm_a = (const struct bbmm_s0_p0_args*)bbmm_argp;
+  const int64_t n = bbmm_a->n;
+  const int64_t m = bbmm_a->m;
+  const bbmm_piece* bbmm_scale_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  double* const bbmm_scale_d = (double*)((char*)bbmm_scale_p->data + bbmm_scale_p->offset);
+  const int64_t bbmm_scale_o = -(bbmm_scale_p->lo[0]);
+  (void)bbmm_info;
+  (void)n;
+  (void)m;
+  (void)bbmm_scale_d;
+  (void)bbmm_scale_o;
+  (void)bbmm_scale_p;
+  {
+    /* S1: scale = 2.0; */
+    bbmm_scale_d[bbmm_scale_o + (0)] = 2.0;
+  }
+}
+
+/* Any number of pieces per array: each access finds its piece. */
+static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p0_args* bbmm_a = (const struct bbmm_s0_p0_args*)bbmm_argp;
+  const int64_t n = bbmm_a->n;
+  const int64_t m = bbmm_a->m;
+  const bbmm_piece* bbmm_scale_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  const int bbmm_scale_n = (int)bbmm_a->npieces[0];
+  /* scale */
+  const bbmm_piece* bbmm_ref0 = NULL;
+  double* bbmm_ref0_d = NULL;
+  int64_t bbmm_ref0_o = 0;
+  if (1) {
+    const int64_t bbmm_rlo[1] = {0};
+    const int64_t bbmm_rhi[1] = {1};
+    bbmm_ref0 = bbmm_gen_piece_of(bbmm_scale_p, bbmm_scale_n, 1, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref0) {
+    bbmm_ref0_d = (double*)((char*)bbmm_ref0->data + bbmm_ref0->offset);
+    bbmm_ref0_o = -(bbmm_ref0->lo[0]);
+  }
+  const int bbmm_direct = !bbmm_gen_per_element && bbmm_ref0;
+  (void)bbmm_info;
+  (void)n;
+  (void)m;
+  (void)bbmm_scale_n;
+  (void)bbmm_scale_p;
+  (void)bbmm_ref0_d;
+  (void)bbmm_ref0_o;
+  (void)bbmm_direct;
+  if (bbmm_direct) {
+    {
+      /* S1: scale = 2.0; */
+      bbmm_ref0_d[bbmm_ref0_o + (0)] = 2.0;
+    }
+  } else {
+    {
+      /* S1: scale = 2.0; */
+      (*(double*)bbmm_gen_at(bbmm_scale_p, bbmm_scale_n, 1, (const int64_t[]){0}, sizeof(double), "scale")) = 2.0;
+    }
+  }
+}
+
 /* The OpenCL C source of phase 0's kernels (built at run time). */
 static bbmm_cl_program bbmm_s0_p0_cl = {
     "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
@@ -195,7 +258,7 @@ static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int bbmm_dev) {
       if (bbmm_v[bbmm_k].npieces > 0) memcpy((char*)bbmm_a + bbmm_off, bbmm_v[bbmm_k].pieces, (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece));
       bbmm_off += (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece);
     }
-    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? bbmm_s0_p0_launch : bbmm_s0_p0_launch_pieces, bbmm_a, bbmm_size), "bbmm_tile_launch");
+    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_dev == BBMM_DEVICE_HOST ? (bbmm_single ? bbmm_s0_p0_host : bbmm_s0_p0_host_pieces) : (bbmm_single ? bbmm_s0_p0_launch : bbmm_s0_p0_launch_pieces), bbmm_a, bbmm_size), "bbmm_tile_launch");
     free(bbmm_a);
   }
   /* scale: what other tiles read of what this tile wrote */
@@ -215,11 +278,11 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
   const int64_t m = bbmm_x->m;
   (void)m;
   bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
-  if (bbmm_x->capacity > 0) {
-    const uint64_t bbmm_need = bbmm_s0_p0_bytes(bbmm_x);
+  const uint64_t bbmm_need = bbmm_s0_p0_bytes(bbmm_x);
+  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity);
+  if (bbmm_dev != BBMM_DEVICE_HOST && bbmm_x->capacity > 0)
     bbmm_gen_tile_too_large("phase 0 of scop 0 in kernel", bbmm_need, bbmm_x->capacity, 0);
-  }
-  bbmm_s0_p0_tile(bbmm_x, 0);
+  bbmm_s0_p0_tile(bbmm_x, bbmm_dev);
 }
 
 /* Phase 1: statements S2 S3 S4 inside serial loops k; partition 1. */
@@ -232,6 +295,209 @@ struct bbmm_s0_p1_args {
   /* per array (nrm, A, R): the number of pieces and the byte offset of the pieces after this struct */
   int64_t npieces[3], offset[3];
 };
+
+/* Phase 1 on the host (a host tile, BBMM_DEVICE_HOST). */
+/* One piece per array: direct box-local addressing. */
+static void bbmm_s0_p1_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p1_args* bbmm_a = (const struct bbmm_s0_p1_args*)bbmm_argp;
+  const int64_t n = bbmm_a->n;
+  const int64_t m = bbmm_a->m;
+  const int64_t k = bbmm_a->k;
+  const bbmm_piece* bbmm_nrm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  double* const bbmm_nrm_d = (double*)((char*)bbmm_nrm_p->data + bbmm_nrm_p->offset);
+  const int64_t bbmm_nrm_o = -(bbmm_nrm_p->lo[0]);
+  const bbmm_piece* bbmm_A_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
+  double* const bbmm_A_d = (double*)((char*)bbmm_A_p->data + bbmm_A_p->offset);
+  const int64_t bbmm_A_s0 = bbmm_A_p->stride[0];
+  const int64_t bbmm_A_o = -(bbmm_A_p->lo[0] * bbmm_A_s0 + bbmm_A_p->lo[1]);
+  const bbmm_piece* bbmm_R_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[2]);
+  double* const bbmm_R_d = (double*)((char*)bbmm_R_p->data + bbmm_R_p->offset);
+  const int64_t bbmm_R_o = -(bbmm_R_p->lo[0]);
+  (void)bbmm_info;
+  (void)n;
+  (void)m;
+  (void)k;
+  (void)bbmm_nrm_d;
+  (void)bbmm_nrm_o;
+  (void)bbmm_nrm_p;
+  (void)bbmm_A_d;
+  (void)bbmm_A_o;
+  (void)bbmm_A_p;
+  (void)bbmm_R_d;
+  (void)bbmm_R_o;
+  (void)bbmm_R_p;
+  if (k >= 1 && n >= k + 1) {
+    {
+      /* S2: nrm = 0.0; */
+      bbmm_nrm_d[bbmm_nrm_o + (0)] = 0.0;
+    }
+    for (int64_t bbmm_k1 = 0; bbmm_k1 < m; bbmm_k1 += 1)
+      {
+        /* S3: nrm += A[k][i] * A[k][i]; */
+        const int64_t i = bbmm_k1;
+        bbmm_nrm_d[bbmm_nrm_o + (0)] += bbmm_A_d[bbmm_A_o + (k) * bbmm_A_s0 + (i)] * bbmm_A_d[bbmm_A_o + (k) * bbmm_A_s0 + (i)];
+      }
+    {
+      /* S4: R[k] = sqrt(nrm); */
+      bbmm_R_d[bbmm_R_o + (k)] = sqrt(bbmm_nrm_d[bbmm_nrm_o + (0)]);
+    }
+  }
+}
+
+/* Any number of pieces per array: each access finds its piece. */
+static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p1_args* bbmm_a = (const struct bbmm_s0_p1_args*)bbmm_argp;
+  const int64_t n = bbmm_a->n;
+  const int64_t m = bbmm_a->m;
+  const int64_t k = bbmm_a->k;
+  const bbmm_piece* bbmm_nrm_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  const int bbmm_nrm_n = (int)bbmm_a->npieces[0];
+  const bbmm_piece* bbmm_A_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
+  const int bbmm_A_n = (int)bbmm_a->npieces[1];
+  const bbmm_piece* bbmm_R_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[2]);
+  const int bbmm_R_n = (int)bbmm_a->npieces[2];
+  /* nrm */
+  const bbmm_piece* bbmm_ref1 = NULL;
+  double* bbmm_ref1_d = NULL;
+  int64_t bbmm_ref1_o = 0;
+  if (k >= 1 && n >= k + 1) {
+    const int64_t bbmm_rlo[1] = {0};
+    const int64_t bbmm_rhi[1] = {1};
+    bbmm_ref1 = bbmm_gen_piece_of(bbmm_nrm_p, bbmm_nrm_n, 1, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref1) {
+    bbmm_ref1_d = (double*)((char*)bbmm_ref1->data + bbmm_ref1->offset);
+    bbmm_ref1_o = -(bbmm_ref1->lo[0]);
+  }
+  /* nrm */
+  const bbmm_piece* bbmm_ref2 = NULL;
+  double* bbmm_ref2_d = NULL;
+  int64_t bbmm_ref2_o = 0;
+  if (m >= 1 && k >= 1 && n >= k + 1) {
+    const int64_t bbmm_rlo[1] = {0};
+    const int64_t bbmm_rhi[1] = {1};
+    bbmm_ref2 = bbmm_gen_piece_of(bbmm_nrm_p, bbmm_nrm_n, 1, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref2) {
+    bbmm_ref2_d = (double*)((char*)bbmm_ref2->data + bbmm_ref2->offset);
+    bbmm_ref2_o = -(bbmm_ref2->lo[0]);
+  }
+  /* A[k][i] */
+  const bbmm_piece* bbmm_ref4 = NULL;
+  double* bbmm_ref4_d = NULL;
+  int64_t bbmm_ref4_o = 0, bbmm_ref4_s0 = 0;
+  if (m >= 1 && k >= 1 && n >= k + 1) {
+    const int64_t bbmm_rlo[2] = {k, 0};
+    const int64_t bbmm_rhi[2] = {k + 1, m};
+    bbmm_ref4 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref4) {
+    bbmm_ref4_d = (double*)((char*)bbmm_ref4->data + bbmm_ref4->offset);
+    bbmm_ref4_s0 = bbmm_ref4->stride[0];
+    bbmm_ref4_o = -(bbmm_ref4->lo[0] * bbmm_ref4_s0 + bbmm_ref4->lo[1]);
+  }
+  /* A[k][i] */
+  const bbmm_piece* bbmm_ref5 = NULL;
+  double* bbmm_ref5_d = NULL;
+  int64_t bbmm_ref5_o = 0, bbmm_ref5_s0 = 0;
+  if (m >= 1 && k >= 1 && n >= k + 1) {
+    const int64_t bbmm_rlo[2] = {k, 0};
+    const int64_t bbmm_rhi[2] = {k + 1, m};
+    bbmm_ref5 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref5) {
+    bbmm_ref5_d = (double*)((char*)bbmm_ref5->data + bbmm_ref5->offset);
+    bbmm_ref5_s0 = bbmm_ref5->stride[0];
+    bbmm_ref5_o = -(bbmm_ref5->lo[0] * bbmm_ref5_s0 + bbmm_ref5->lo[1]);
+  }
+  /* R[k] */
+  const bbmm_piece* bbmm_ref6 = NULL;
+  double* bbmm_ref6_d = NULL;
+  int64_t bbmm_ref6_o = 0;
+  if (k >= 1 && n >= k + 1) {
+    const int64_t bbmm_rlo[1] = {k};
+    const int64_t bbmm_rhi[1] = {k + 1};
+    bbmm_ref6 = bbmm_gen_piece_of(bbmm_R_p, bbmm_R_n, 1, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref6) {
+    bbmm_ref6_d = (double*)((char*)bbmm_ref6->data + bbmm_ref6->offset);
+    bbmm_ref6_o = -(bbmm_ref6->lo[0]);
+  }
+  /* nrm */
+  const bbmm_piece* bbmm_ref7 = NULL;
+  double* bbmm_ref7_d = NULL;
+  int64_t bbmm_ref7_o = 0;
+  if (k >= 1 && n >= k + 1) {
+    const int64_t bbmm_rlo[1] = {0};
+    const int64_t bbmm_rhi[1] = {1};
+    bbmm_ref7 = bbmm_gen_piece_of(bbmm_nrm_p, bbmm_nrm_n, 1, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref7) {
+    bbmm_ref7_d = (double*)((char*)bbmm_ref7->data + bbmm_ref7->offset);
+    bbmm_ref7_o = -(bbmm_ref7->lo[0]);
+  }
+  const int bbmm_direct = !bbmm_gen_per_element && bbmm_ref1 && bbmm_ref2 && bbmm_ref4 && bbmm_ref5 && bbmm_ref6 && bbmm_ref7;
+  (void)bbmm_info;
+  (void)n;
+  (void)m;
+  (void)k;
+  (void)bbmm_nrm_n;
+  (void)bbmm_nrm_p;
+  (void)bbmm_A_n;
+  (void)bbmm_A_p;
+  (void)bbmm_R_n;
+  (void)bbmm_R_p;
+  (void)bbmm_ref1_d;
+  (void)bbmm_ref1_o;
+  (void)bbmm_ref2_d;
+  (void)bbmm_ref2_o;
+  (void)bbmm_ref4_d;
+  (void)bbmm_ref4_o;
+  (void)bbmm_ref4_s0;
+  (void)bbmm_ref5_d;
+  (void)bbmm_ref5_o;
+  (void)bbmm_ref5_s0;
+  (void)bbmm_ref6_d;
+  (void)bbmm_ref6_o;
+  (void)bbmm_ref7_d;
+  (void)bbmm_ref7_o;
+  (void)bbmm_direct;
+  if (bbmm_direct) {
+    if (k >= 1 && n >= k + 1) {
+      {
+        /* S2: nrm = 0.0; */
+        bbmm_ref1_d[bbmm_ref1_o + (0)] = 0.0;
+      }
+      for (int64_t bbmm_k1 = 0; bbmm_k1 < m; bbmm_k1 += 1)
+        {
+          /* S3: nrm += A[k][i] * A[k][i]; */
+          const int64_t i = bbmm_k1;
+          bbmm_ref2_d[bbmm_ref2_o + (0)] += bbmm_ref4_d[bbmm_ref4_o + (k) * bbmm_ref4_s0 + (i)] * bbmm_ref5_d[bbmm_ref5_o + (k) * bbmm_ref5_s0 + (i)];
+        }
+      {
+        /* S4: R[k] = sqrt(nrm); */
+        bbmm_ref6_d[bbmm_ref6_o + (k)] = sqrt(bbmm_ref7_d[bbmm_ref7_o + (0)]);
+      }
+    }
+  } else {
+    if (k >= 1 && n >= k + 1) {
+      {
+        /* S2: nrm = 0.0; */
+        (*(double*)bbmm_gen_at(bbmm_nrm_p, bbmm_nrm_n, 1, (const int64_t[]){0}, sizeof(double), "nrm")) = 0.0;
+      }
+      for (int64_t bbmm_k1 = 0; bbmm_k1 < m; bbmm_k1 += 1)
+        {
+          /* S3: nrm += A[k][i] * A[k][i]; */
+          const int64_t i = bbmm_k1;
+          (*(double*)bbmm_gen_at(bbmm_nrm_p, bbmm_nrm_n, 1, (const int64_t[]){0}, sizeof(double), "nrm")) += (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){k, i}, sizeof(double), "A")) * (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){k, i}, sizeof(double), "A"));
+        }
+      {
+        /* S4: R[k] = sqrt(nrm); */
+        (*(double*)bbmm_gen_at(bbmm_R_p, bbmm_R_n, 1, (const int64_t[]){k}, sizeof(double), "R")) = sqrt((*(double*)bbmm_gen_at(bbmm_nrm_p, bbmm_nrm_n, 1, (const int64_t[]){0}, sizeof(double), "nrm")));
+      }
+    }
+  }
+}
 
 /* The OpenCL C source of phase 1's kernels (built at run time). */
 static bbmm_cl_program bbmm_s0_p1_cl = {
@@ -555,7 +821,7 @@ static void bbmm_s0_p1_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t k, int bbm
       if (bbmm_v[bbmm_k].npieces > 0) memcpy((char*)bbmm_a + bbmm_off, bbmm_v[bbmm_k].pieces, (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece));
       bbmm_off += (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece);
     }
-    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? bbmm_s0_p1_launch : bbmm_s0_p1_launch_pieces, bbmm_a, bbmm_size), "bbmm_tile_launch");
+    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_dev == BBMM_DEVICE_HOST ? (bbmm_single ? bbmm_s0_p1_host : bbmm_s0_p1_host_pieces) : (bbmm_single ? bbmm_s0_p1_launch : bbmm_s0_p1_launch_pieces), bbmm_a, bbmm_size), "bbmm_tile_launch");
     free(bbmm_a);
   }
   /* nrm: what other tiles read of what this tile wrote */
@@ -576,11 +842,11 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t k) {
   (void)m;
   (void)k;
   bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
-  if (bbmm_x->capacity > 0) {
-    const uint64_t bbmm_need = bbmm_s0_p1_bytes(bbmm_x, k);
+  const uint64_t bbmm_need = bbmm_s0_p1_bytes(bbmm_x, k);
+  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity);
+  if (bbmm_dev != BBMM_DEVICE_HOST && bbmm_x->capacity > 0)
     bbmm_gen_tile_too_large("phase 1 of scop 0 in kernel", bbmm_need, bbmm_x->capacity, 0);
-  }
-  bbmm_s0_p1_tile(bbmm_x, k, 0);
+  bbmm_s0_p1_tile(bbmm_x, k, bbmm_dev);
 }
 
 /* Phase 2: statements S5, parallel loop j inside serial loops k; partition 2. */

@@ -27,6 +27,96 @@ struct bbmm_s0_p0_args {
   int64_t npieces[2], offset[2];
 };
 
+/* Phase 0 on the host (a host tile, BBMM_DEVICE_HOST). */
+/* One piece per array: direct box-local addressing. */
+static void bbmm_s0_p0_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p0_args* bbmm_a = (const struct bbmm_s0_p0_args*)bbmm_argp;
+  const int64_t N = bbmm_a->N;
+  const bbmm_piece* bbmm_X_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  double* const bbmm_X_d = (double*)((char*)bbmm_X_p->data + bbmm_X_p->offset);
+  const int64_t bbmm_X_o = -(bbmm_X_p->lo[0]);
+  const bbmm_piece* bbmm_Y_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
+  double* const bbmm_Y_d = (double*)((char*)bbmm_Y_p->data + bbmm_Y_p->offset);
+  const int64_t bbmm_Y_o = -(bbmm_Y_p->lo[0]);
+  (void)bbmm_info;
+  (void)N;
+  (void)bbmm_X_d;
+  (void)bbmm_X_o;
+  (void)bbmm_X_p;
+  (void)bbmm_Y_d;
+  (void)bbmm_Y_o;
+  (void)bbmm_Y_p;
+  for (int64_t bbmm_k1 = 0; bbmm_k1 < N; bbmm_k1 += 1)
+    {
+      /* S1: X[2 * i] = Y[i]; */
+      const int64_t i = bbmm_k1;
+      bbmm_X_d[bbmm_X_o + (2 * i)] = bbmm_Y_d[bbmm_Y_o + (i)];
+    }
+}
+
+/* Any number of pieces per array: each access finds its piece. */
+static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p0_args* bbmm_a = (const struct bbmm_s0_p0_args*)bbmm_argp;
+  const int64_t N = bbmm_a->N;
+  const bbmm_piece* bbmm_X_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  const int bbmm_X_n = (int)bbmm_a->npieces[0];
+  const bbmm_piece* bbmm_Y_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
+  const int bbmm_Y_n = (int)bbmm_a->npieces[1];
+  /* X[2 * i] */
+  const bbmm_piece* bbmm_ref0 = NULL;
+  double* bbmm_ref0_d = NULL;
+  int64_t bbmm_ref0_o = 0;
+  if (N >= 1) {
+    const int64_t bbmm_rlo[1] = {0};
+    const int64_t bbmm_rhi[1] = {2 * N - 1};
+    bbmm_ref0 = bbmm_gen_piece_of(bbmm_X_p, bbmm_X_n, 1, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref0) {
+    bbmm_ref0_d = (double*)((char*)bbmm_ref0->data + bbmm_ref0->offset);
+    bbmm_ref0_o = -(bbmm_ref0->lo[0]);
+  }
+  /* Y[i] */
+  const bbmm_piece* bbmm_ref1 = NULL;
+  double* bbmm_ref1_d = NULL;
+  int64_t bbmm_ref1_o = 0;
+  if (N >= 1) {
+    const int64_t bbmm_rlo[1] = {0};
+    const int64_t bbmm_rhi[1] = {N};
+    bbmm_ref1 = bbmm_gen_piece_of(bbmm_Y_p, bbmm_Y_n, 1, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref1) {
+    bbmm_ref1_d = (double*)((char*)bbmm_ref1->data + bbmm_ref1->offset);
+    bbmm_ref1_o = -(bbmm_ref1->lo[0]);
+  }
+  const int bbmm_direct = !bbmm_gen_per_element && bbmm_ref0 && bbmm_ref1;
+  (void)bbmm_info;
+  (void)N;
+  (void)bbmm_X_n;
+  (void)bbmm_X_p;
+  (void)bbmm_Y_n;
+  (void)bbmm_Y_p;
+  (void)bbmm_ref0_d;
+  (void)bbmm_ref0_o;
+  (void)bbmm_ref1_d;
+  (void)bbmm_ref1_o;
+  (void)bbmm_direct;
+  if (bbmm_direct) {
+    for (int64_t bbmm_k1 = 0; bbmm_k1 < N; bbmm_k1 += 1)
+      {
+        /* S1: X[2 * i] = Y[i]; */
+        const int64_t i = bbmm_k1;
+        bbmm_ref0_d[bbmm_ref0_o + (2 * i)] = bbmm_ref1_d[bbmm_ref1_o + (i)];
+      }
+  } else {
+    for (int64_t bbmm_k1 = 0; bbmm_k1 < N; bbmm_k1 += 1)
+      {
+        /* S1: X[2 * i] = Y[i]; */
+        const int64_t i = bbmm_k1;
+        (*(double*)bbmm_gen_at(bbmm_X_p, bbmm_X_n, 1, (const int64_t[]){2 * i}, sizeof(double), "X")) = (*(double*)bbmm_gen_at(bbmm_Y_p, bbmm_Y_n, 1, (const int64_t[]){i}, sizeof(double), "Y"));
+      }
+  }
+}
+
 /* The OpenCL C source of phase 0's kernels (built at run time). */
 static bbmm_cl_program bbmm_s0_p0_cl = {
     "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
@@ -212,7 +302,7 @@ static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int bbmm_dev) {
       if (bbmm_v[bbmm_k].npieces > 0) memcpy((char*)bbmm_a + bbmm_off, bbmm_v[bbmm_k].pieces, (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece));
       bbmm_off += (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece);
     }
-    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? bbmm_s0_p0_launch : bbmm_s0_p0_launch_pieces, bbmm_a, bbmm_size), "bbmm_tile_launch");
+    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_dev == BBMM_DEVICE_HOST ? (bbmm_single ? bbmm_s0_p0_host : bbmm_s0_p0_host_pieces) : (bbmm_single ? bbmm_s0_p0_launch : bbmm_s0_p0_launch_pieces), bbmm_a, bbmm_size), "bbmm_tile_launch");
     free(bbmm_a);
   }
   bbmm_gen_check(bbmm_tile_release(bbmm_t), "bbmm_tile_release");
@@ -224,11 +314,11 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
   const int64_t N = bbmm_x->N;
   (void)N;
   bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
-  if (bbmm_x->capacity > 0) {
-    const uint64_t bbmm_need = bbmm_s0_p0_bytes(bbmm_x);
+  const uint64_t bbmm_need = bbmm_s0_p0_bytes(bbmm_x);
+  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity);
+  if (bbmm_dev != BBMM_DEVICE_HOST && bbmm_x->capacity > 0)
     bbmm_gen_tile_too_large("phase 0 of scop 0 in kernel_strided", bbmm_need, bbmm_x->capacity, 0);
-  }
-  bbmm_s0_p0_tile(bbmm_x, 0);
+  bbmm_s0_p0_tile(bbmm_x, bbmm_dev);
 }
 
 void kernel_strided(int N, double X[2 * N], double Y[N]) {

@@ -312,6 +312,118 @@ struct bbmm_s0_p1_args {
   int64_t npieces[2], offset[2];
 };
 
+/* Phase 1 on the host (a host tile, BBMM_DEVICE_HOST). */
+/* One piece per array: direct box-local addressing. */
+static void bbmm_s0_p1_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p1_args* bbmm_a = (const struct bbmm_s0_p1_args*)bbmm_argp;
+  const int64_t n = bbmm_a->n;
+  const int64_t bbmm_it1 = bbmm_a->bbmm_it1;
+  const bbmm_piece* bbmm_x_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  double* const bbmm_x_d = (double*)((char*)bbmm_x_p->data + bbmm_x_p->offset);
+  const int64_t bbmm_x_o = -(bbmm_x_p->lo[0]);
+  const bbmm_piece* bbmm_L_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
+  double* const bbmm_L_d = (double*)((char*)bbmm_L_p->data + bbmm_L_p->offset);
+  const int64_t bbmm_L_s0 = bbmm_L_p->stride[0];
+  const int64_t bbmm_L_o = -(bbmm_L_p->lo[0] * bbmm_L_s0 + bbmm_L_p->lo[1]);
+  (void)bbmm_info;
+  (void)n;
+  (void)bbmm_it1;
+  (void)bbmm_x_d;
+  (void)bbmm_x_o;
+  (void)bbmm_x_p;
+  (void)bbmm_L_d;
+  (void)bbmm_L_o;
+  (void)bbmm_L_p;
+  if (n >= bbmm_it1 + 1 && bbmm_it1 >= 0)
+    {
+      /* S3: x[i] = x[i] / L[i][i]; */
+      const int64_t i = bbmm_it1;
+      bbmm_x_d[bbmm_x_o + (i)] = bbmm_x_d[bbmm_x_o + (i)] / bbmm_L_d[bbmm_L_o + (i) * bbmm_L_s0 + (i)];
+    }
+}
+
+/* Any number of pieces per array: each access finds its piece. */
+static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
+  const struct bbmm_s0_p1_args* bbmm_a = (const struct bbmm_s0_p1_args*)bbmm_argp;
+  const int64_t n = bbmm_a->n;
+  const int64_t bbmm_it1 = bbmm_a->bbmm_it1;
+  const bbmm_piece* bbmm_x_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
+  const int bbmm_x_n = (int)bbmm_a->npieces[0];
+  const bbmm_piece* bbmm_L_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
+  const int bbmm_L_n = (int)bbmm_a->npieces[1];
+  /* x[i] */
+  const bbmm_piece* bbmm_ref6 = NULL;
+  double* bbmm_ref6_d = NULL;
+  int64_t bbmm_ref6_o = 0;
+  if (n >= bbmm_it1 + 1 && bbmm_it1 >= 0) {
+    const int64_t bbmm_rlo[1] = {bbmm_it1};
+    const int64_t bbmm_rhi[1] = {bbmm_it1 + 1};
+    bbmm_ref6 = bbmm_gen_piece_of(bbmm_x_p, bbmm_x_n, 1, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref6) {
+    bbmm_ref6_d = (double*)((char*)bbmm_ref6->data + bbmm_ref6->offset);
+    bbmm_ref6_o = -(bbmm_ref6->lo[0]);
+  }
+  /* x[i] */
+  const bbmm_piece* bbmm_ref7 = NULL;
+  double* bbmm_ref7_d = NULL;
+  int64_t bbmm_ref7_o = 0;
+  if (n >= bbmm_it1 + 1 && bbmm_it1 >= 0) {
+    const int64_t bbmm_rlo[1] = {bbmm_it1};
+    const int64_t bbmm_rhi[1] = {bbmm_it1 + 1};
+    bbmm_ref7 = bbmm_gen_piece_of(bbmm_x_p, bbmm_x_n, 1, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref7) {
+    bbmm_ref7_d = (double*)((char*)bbmm_ref7->data + bbmm_ref7->offset);
+    bbmm_ref7_o = -(bbmm_ref7->lo[0]);
+  }
+  /* L[i][i] */
+  const bbmm_piece* bbmm_ref8 = NULL;
+  double* bbmm_ref8_d = NULL;
+  int64_t bbmm_ref8_o = 0, bbmm_ref8_s0 = 0;
+  if (n >= bbmm_it1 + 1 && bbmm_it1 >= 0) {
+    const int64_t bbmm_rlo[2] = {bbmm_it1, bbmm_it1};
+    const int64_t bbmm_rhi[2] = {bbmm_it1 + 1, bbmm_it1 + 1};
+    bbmm_ref8 = bbmm_gen_piece_of(bbmm_L_p, bbmm_L_n, 2, bbmm_rlo, bbmm_rhi);
+  }
+  if (bbmm_ref8) {
+    bbmm_ref8_d = (double*)((char*)bbmm_ref8->data + bbmm_ref8->offset);
+    bbmm_ref8_s0 = bbmm_ref8->stride[0];
+    bbmm_ref8_o = -(bbmm_ref8->lo[0] * bbmm_ref8_s0 + bbmm_ref8->lo[1]);
+  }
+  const int bbmm_direct = !bbmm_gen_per_element && bbmm_ref6 && bbmm_ref7 && bbmm_ref8;
+  (void)bbmm_info;
+  (void)n;
+  (void)bbmm_it1;
+  (void)bbmm_x_n;
+  (void)bbmm_x_p;
+  (void)bbmm_L_n;
+  (void)bbmm_L_p;
+  (void)bbmm_ref6_d;
+  (void)bbmm_ref6_o;
+  (void)bbmm_ref7_d;
+  (void)bbmm_ref7_o;
+  (void)bbmm_ref8_d;
+  (void)bbmm_ref8_o;
+  (void)bbmm_ref8_s0;
+  (void)bbmm_direct;
+  if (bbmm_direct) {
+    if (n >= bbmm_it1 + 1 && bbmm_it1 >= 0)
+      {
+        /* S3: x[i] = x[i] / L[i][i]; */
+        const int64_t i = bbmm_it1;
+        bbmm_ref6_d[bbmm_ref6_o + (i)] = bbmm_ref7_d[bbmm_ref7_o + (i)] / bbmm_ref8_d[bbmm_ref8_o + (i) * bbmm_ref8_s0 + (i)];
+      }
+  } else {
+    if (n >= bbmm_it1 + 1 && bbmm_it1 >= 0)
+      {
+        /* S3: x[i] = x[i] / L[i][i]; */
+        const int64_t i = bbmm_it1;
+        (*(double*)bbmm_gen_at(bbmm_x_p, bbmm_x_n, 1, (const int64_t[]){i}, sizeof(double), "x")) = (*(double*)bbmm_gen_at(bbmm_x_p, bbmm_x_n, 1, (const int64_t[]){i}, sizeof(double), "x")) / (*(double*)bbmm_gen_at(bbmm_L_p, bbmm_L_n, 2, (const int64_t[]){i, i}, sizeof(double), "L"));
+      }
+  }
+}
+
 /* The OpenCL C source of phase 1's kernels (built at run time). */
 static bbmm_cl_program bbmm_s0_p1_cl = {
     "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
@@ -530,7 +642,7 @@ static void bbmm_s0_p1_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it1, 
       if (bbmm_v[bbmm_k].npieces > 0) memcpy((char*)bbmm_a + bbmm_off, bbmm_v[bbmm_k].pieces, (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece));
       bbmm_off += (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece);
     }
-    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? bbmm_s0_p1_launch : bbmm_s0_p1_launch_pieces, bbmm_a, bbmm_size), "bbmm_tile_launch");
+    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_dev == BBMM_DEVICE_HOST ? (bbmm_single ? bbmm_s0_p1_host : bbmm_s0_p1_host_pieces) : (bbmm_single ? bbmm_s0_p1_launch : bbmm_s0_p1_launch_pieces), bbmm_a, bbmm_size), "bbmm_tile_launch");
     free(bbmm_a);
   }
   /* x: what other tiles read of what this tile wrote */
@@ -549,11 +661,11 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it1) {
   (void)n;
   (void)bbmm_it1;
   bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
-  if (bbmm_x->capacity > 0) {
-    const uint64_t bbmm_need = bbmm_s0_p1_bytes(bbmm_x, bbmm_it1);
+  const uint64_t bbmm_need = bbmm_s0_p1_bytes(bbmm_x, bbmm_it1);
+  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity);
+  if (bbmm_dev != BBMM_DEVICE_HOST && bbmm_x->capacity > 0)
     bbmm_gen_tile_too_large("phase 1 of scop 0 in trisolv", bbmm_need, bbmm_x->capacity, 0);
-  }
-  bbmm_s0_p1_tile(bbmm_x, bbmm_it1, 0);
+  bbmm_s0_p1_tile(bbmm_x, bbmm_it1, bbmm_dev);
 }
 
 /* Phase 2: statements S2, parallel loop i inside serial loops bbmm_it1; partition 2. */
