@@ -48,8 +48,8 @@ BBMM_* variables are unset):
   check                4 devices, 2 tiles per device, checking mode (BBMM_CHECK=1: two
                        devices writing overlapping boxes between synchronisations is an error)
   serial.host          2 devices, 2 tiles per device, checking mode, every phase without a
-                       parallel loop as a host tile (BBMM_SERIAL=host; by default only those
-                       whose boxes hold 64 KiB or more, or do not fit a device)
+                       parallel loop as a host tile (BBMM_SERIAL=host; by default only whole
+                       serial loop nests and tiles that do not fit a device)
   opencl               --target=opencl on the OpenCL backend (PoCL), 2 tiles per device
   cuda                 --target=cuda (kernels built with -fmad=false), default tiles
 A run passes when it exits 0 and its dump equals the oracle's byte for byte; a crash, a

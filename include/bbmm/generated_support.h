@@ -157,14 +157,16 @@ static inline int bbmm_gen_parse_piece_lookup(const char* text, int* out) {
   return 1;
 }
 
-/* Where a phase with no parallel loop runs (it is one tile: a serial region): 1 on the
- * host (a host tile, BBMM_DEVICE_HOST: the calling thread over the program's own arrays),
- * 2 on device 0, 0 (auto, the default) on the host when the tile's boxes hold at least
- * bbmm_gen_serial_host_bytes, else on device 0: one GPU thread steps through serial code
- * tens of times slower than a CPU core, while moving the boxes to the host and back costs
- * tens of microseconds. BBMM_SERIAL=auto|host|device; set with the runtime. */
+/* Where a phase with no parallel loop runs (it is one tile per call: a serial region): 1 on
+ * the host (a host tile, BBMM_DEVICE_HOST: the calling thread over the program's own
+ * arrays), 2 on device 0, 0 (auto, the default) on the host when the region is a whole loop
+ * nest (no serial loop around it: seidel-2d, nussinov, floyd-warshall without its pragma)
+ * or its tile does not fit a device, else on device 0. One GPU thread steps through a
+ * serial loop nest tens of times slower than a CPU core; a serial step inside a serial loop
+ * (cholesky's, durbin's) sits between parallel phases whose data the devices hold, and
+ * moving its boxes to the host and back at every step costs more than the GPU thread.
+ * BBMM_SERIAL=auto|host|device; set with the runtime. */
 static int bbmm_gen_serial;
-static const uint64_t bbmm_gen_serial_host_bytes = 64 * 1024;
 
 /* "auto" -> 0, "host" -> 1, "device" -> 2 in *out; 0 for anything else. */
 static inline int bbmm_gen_parse_serial(const char* text, int* out) {
@@ -175,14 +177,13 @@ static inline int bbmm_gen_parse_serial(const char* text, int* out) {
   return 1;
 }
 
-/* The device of a serial region whose tile requires "bytes" (bbmm_gen_serial), on devices
- * holding "capacity" bytes (0: unknown): device 0 or BBMM_DEVICE_HOST, also in auto mode
- * when the tile cannot fit device 0; device 0 always over several ranks (host tiles do not
- * run there). */
-static inline int bbmm_gen_serial_device(bbmm_runtime* rt, uint64_t bytes, uint64_t capacity) {
+/* The device of a serial region whose tile requires "bytes" on devices holding "capacity"
+ * bytes (0: unknown), "nested" in serial loops or not (bbmm_gen_serial): device 0 or
+ * BBMM_DEVICE_HOST; device 0 always over several ranks (host tiles do not run there). */
+static inline int bbmm_gen_serial_device(bbmm_runtime* rt, uint64_t bytes, uint64_t capacity,
+                                         int nested) {
   if (bbmm_rank_count(rt) > 1 || bbmm_gen_serial == 2) return 0;
-  if (bbmm_gen_serial == 1 || bytes >= bbmm_gen_serial_host_bytes ||
-      (capacity > 0 && bytes > capacity)) {
+  if (bbmm_gen_serial == 1 || !nested || (capacity > 0 && bytes > capacity)) {
     return BBMM_DEVICE_HOST;
   }
   return 0;

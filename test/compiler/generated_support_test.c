@@ -278,16 +278,15 @@ static void test_serial_device(void) {
   bbmm_runtime* rt = bbmm_gen_runtime();
   const int saved = bbmm_gen_serial;
   bbmm_gen_serial = 0;
-  CHECK_EQ(bbmm_gen_serial_device(rt, 0, 0), 0, "auto, no bytes: device 0");
-  CHECK_EQ(bbmm_gen_serial_device(rt, bbmm_gen_serial_host_bytes - 1, 0), 0, "auto, below");
-  CHECK_EQ(bbmm_gen_serial_device(rt, bbmm_gen_serial_host_bytes, 0), BBMM_DEVICE_HOST,
-           "auto, at");
-  CHECK_EQ(bbmm_gen_serial_device(rt, 4097, 4096), BBMM_DEVICE_HOST, "auto, cannot fit");
-  CHECK_EQ(bbmm_gen_serial_device(rt, 4096, 4096), 0, "auto, fits");
+  CHECK_EQ(bbmm_gen_serial_device(rt, 8, 0, 0), BBMM_DEVICE_HOST, "auto, a whole nest: host");
+  CHECK_EQ(bbmm_gen_serial_device(rt, 8, 0, 1), 0, "auto, nested: device 0");
+  CHECK_EQ(bbmm_gen_serial_device(rt, (uint64_t)1 << 30, 0, 1), 0, "auto, nested, big: device 0");
+  CHECK_EQ(bbmm_gen_serial_device(rt, 4097, 4096, 1), BBMM_DEVICE_HOST, "auto, cannot fit");
+  CHECK_EQ(bbmm_gen_serial_device(rt, 4096, 4096, 1), 0, "auto, fits");
   bbmm_gen_serial = 1;
-  CHECK_EQ(bbmm_gen_serial_device(rt, 8, 0), BBMM_DEVICE_HOST, "host");
+  CHECK_EQ(bbmm_gen_serial_device(rt, 8, 0, 1), BBMM_DEVICE_HOST, "host");
   bbmm_gen_serial = 2;
-  CHECK_EQ(bbmm_gen_serial_device(rt, (uint64_t)1 << 40, 4096), 0, "device");
+  CHECK_EQ(bbmm_gen_serial_device(rt, (uint64_t)1 << 40, 4096, 0), 0, "device");
   bbmm_gen_serial = saved;
 }
 

@@ -36,6 +36,10 @@ bbmm_add_test(no_blocking_test LABELS runtime
 bbmm_add_test(runtime_alloc_test LABELS runtime
   SOURCES runtime_alloc_test.cpp
   LIBS bbmm_runtime_internal)
+# box_pairs_test: the overlapping pairs of two box lists (sweep) against every pair.
+bbmm_add_test(box_pairs_test LABELS runtime
+  SOURCES box_pairs_test.cpp
+  LIBS bbmm_runtime_internal)
 bbmm_add_test(c_api_test LABELS runtime
   SOURCES c_api_test.cpp c_api_test_caller.c
   LIBS bbmm_runtime_internal)

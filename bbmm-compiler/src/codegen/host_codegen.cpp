@@ -761,9 +761,10 @@ class ScopGenerator {
       os << "  }\n";
     };
     if (nd == 0) {
-      // A serial region: on the host or on device 0, by the bytes of its boxes.
+      // A serial region: on the host or on device 0 (a whole nest, or nested in serial loops).
       os << "  const uint64_t bbmm_need = " << name << "_bytes(bbmm_x" << serial_args << ");\n";
-      os << "  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity);\n";
+      os << "  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity, "
+         << (s_.phases[p].serial_loops.empty() ? 0 : 1) << ");\n";
       os << "  if (bbmm_dev != BBMM_DEVICE_HOST && bbmm_x->capacity > 0)\n";
       os << "    bbmm_gen_tile_too_large(\"" << phase_label_
          << "\", bbmm_need, bbmm_x->capacity, 0);\n";

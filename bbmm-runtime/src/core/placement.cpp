@@ -82,15 +82,24 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
 
   // 1. Boxes already inside one instance on the device are hits.
   BoxSet rest(a.rank());
-  for (size_t i = 0; i < part.all.size(); ++i) {
-    const Box r = part.all[i];
+  // Which boxes hold only transient reads (part.only_transient, for all of
+  // them at once: hundreds of row boxes would make it quadratic).
+  boxes_of(part.all, all_boxes_);
+  only_transient_.assign(all_boxes_.size(), !part.transient_boxes.empty());
+  if (!part.transient_boxes.empty()) {
+    boxes_of(part.kept, kept_boxes_);
+    for_each_overlapping_pair(all_boxes_, kept_boxes_, pair_scratch_,
+                              [&](size_t i, size_t) { only_transient_[i] = 0; });
+  }
+  for (size_t i = 0; i < all_boxes_.size(); ++i) {
+    const Box& r = all_boxes_[i];
     Instance* home = a.instances[d].find_containing(r);
     if (home == nullptr) {
       rest.append_unchecked(r);
       continue;
     }
     (home->box == r ? st.hits_exact : st.hits_contained)++;
-    if (!part.only_transient(r)) manager_.unmark_transient(home);
+    if (!only_transient_[i]) manager_.unmark_transient(home);
     hold(tile, home);
     part.pieces.push_back({home, r});
   }

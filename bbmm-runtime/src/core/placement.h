@@ -16,6 +16,7 @@
 #include "bbmm/bbmm.h"
 #include "bbmm/box.h"
 #include "core/array.h"
+#include "core/box_pairs.h"
 #include "core/copy_planner.h"
 #include "core/instance_manager.h"
 #include "core/tile_state.h"
@@ -62,6 +63,11 @@ class Placement {
   std::vector<bbmm_stats>& stats_;
   double threshold_;
   std::vector<Instance*> cands_;  // scratch
+  // Scratch of place(): the part's boxes, its kept boxes, and whether each of
+  // the former holds only transient reads.
+  std::vector<Box> all_boxes_, kept_boxes_;
+  std::vector<char> only_transient_;
+  BoxPairScratch pair_scratch_;
 };
 
 }  // namespace bbmm::detail

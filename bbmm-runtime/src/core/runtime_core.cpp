@@ -379,12 +379,11 @@ absl::Status RuntimeCore::acquire_parts(TileState& tile, bool pressure) {
   // batch per source device.
   targets_.clear();
   for (TileState::ArrayPart& part : tile.live_parts()) {
-    for (const auto& [inst, box] : part.pieces) {
-      for (size_t i = 0; i < part.read.size(); ++i) {
-        const Box r = part.read[i];
-        if (overlaps(box, r)) targets_.push_back({inst, *intersection(box, r)});
-      }
-    }
+    piece_boxes(part);
+    boxes_of(part.read, set_boxes_);
+    for_each_overlapping_pair(piece_boxes_, set_boxes_, pair_scratch_, [&](size_t k, size_t i) {
+      targets_.push_back({part.pieces[k].first, *intersection(piece_boxes_[k], set_boxes_[i])});
+    });
   }
   return coherency_->read_in(targets_);
 }
@@ -554,19 +553,21 @@ absl::Status RuntimeCore::launch(TileState& tile,
   // The kernel waits for what is in flight on the boxes it reads (writes) and
   // writes (reads and writes) of the instances it uses, no more.
   waits_.clear();
+  // Each piece with the boxes it serves that the tile writes, then reads.
+  auto for_each_use = [&](const TileState::ArrayPart& part, const BoxSet& set, auto f) {
+    piece_boxes(part);
+    boxes_of(set, set_boxes_);
+    for_each_overlapping_pair(piece_boxes_, set_boxes_, pair_scratch_, [&](size_t k, size_t i) {
+      f(part.pieces[k].first, *intersection(piece_boxes_[k], set_boxes_[i]));
+    });
+  };
   for (const TileState::ArrayPart& part : tile.live_parts()) {
-    for (const auto& [inst, box] : part.pieces) {
-      for (size_t i = 0; i < part.write.size(); ++i) {
-        if (overlaps(part.write[i], box)) {
-          inst->hazards.before(*intersection(part.write[i], box), /*write=*/true, waits_);
-        }
-      }
-      for (size_t i = 0; i < part.read.size(); ++i) {
-        if (overlaps(part.read[i], box)) {
-          inst->hazards.before(*intersection(part.read[i], box), /*write=*/false, waits_);
-        }
-      }
-    }
+    for_each_use(part, part.write, [&](Instance* inst, const Box& b) {
+      inst->hazards.before(b, /*write=*/true, waits_);
+    });
+    for_each_use(part, part.read, [&](Instance* inst, const Box& b) {
+      inst->hazards.before(b, /*write=*/false, waits_);
+    });
   }
   std::optional<Tracer::Label> label;
   if (tracer_ != nullptr) {
@@ -584,18 +585,12 @@ absl::Status RuntimeCore::launch(TileState& tile,
   }
   tile.launch_failed = false;  // a later launch that succeeds commits as usual
   for (const TileState::ArrayPart& part : tile.live_parts()) {
-    for (const auto& [inst, box] : part.pieces) {
-      for (size_t i = 0; i < part.read.size(); ++i) {
-        if (overlaps(part.read[i], box)) {
-          inst->hazards.after(*intersection(part.read[i], box), /*write=*/false, *ev);
-        }
-      }
-      for (size_t i = 0; i < part.write.size(); ++i) {
-        if (overlaps(part.write[i], box)) {
-          inst->hazards.after(*intersection(part.write[i], box), /*write=*/true, *ev);
-        }
-      }
-    }
+    for_each_use(part, part.read, [&](Instance* inst, const Box& b) {
+      inst->hazards.after(b, /*write=*/false, *ev);
+    });
+    for_each_use(part, part.write, [&](Instance* inst, const Box& b) {
+      inst->hazards.after(b, /*write=*/true, *ev);
+    });
   }
   tile.kernel_done = *ev;
   commit_writes(tile);

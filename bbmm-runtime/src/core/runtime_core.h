@@ -31,6 +31,7 @@
 #include "bbmm/runtime.h"
 #include "core/array.h"
 #include "core/backend.h"
+#include "core/box_pairs.h"
 #include "core/coherency.h"
 #include "core/copy_planner.h"
 #include "core/eviction_policy.h"
@@ -146,6 +147,11 @@ class RuntimeCore {
   absl::Status acquire_host(TileState& tile);
   absl::Status launch_host(TileState& tile, std::function<void(const bbmm_launch_info&)> fn);
   absl::Status acquire_parts(TileState& tile, bool pressure);
+  // The boxes of `part`'s pieces into piece_boxes_.
+  void piece_boxes(const TileState::ArrayPart& part) {
+    piece_boxes_.clear();
+    for (const auto& piece : part.pieces) piece_boxes_.push_back(piece.second);
+  }
   void commit_writes(TileState& tile);
   void build_views(TileState& tile);
   absl::Status check_conflicts(const TileState& tile) const;
@@ -185,6 +191,8 @@ class RuntimeCore {
   TilePool tiles_;
   std::vector<Coherency::Target> targets_;  // scratch
   std::vector<Event> waits_;                // scratch
+  std::vector<Box> piece_boxes_, set_boxes_;  // scratch: a part's pieces, one of its sets
+  BoxPairScratch pair_scratch_;             // scratch
   std::vector<std::pair<Box, int>> rank_moves_;  // scratch: regions and their sending rank
   int next_array_id_ = 0;
   double host_pin_seconds_ = 0;

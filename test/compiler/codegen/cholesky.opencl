@@ -317,7 +317,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
   (void)bbmm_it0;
   bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const uint64_t bbmm_need = bbmm_s0_p0_bytes(bbmm_x, bbmm_it0);
-  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity);
+  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity, 1);
   if (bbmm_dev != BBMM_DEVICE_HOST && bbmm_x->capacity > 0)
     bbmm_gen_tile_too_large("phase 0 of scop 0 in cholesky", bbmm_need, bbmm_x->capacity, 0);
   bbmm_s0_p0_tile(bbmm_x, bbmm_it0, bbmm_dev);
@@ -765,7 +765,7 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
   (void)bbmm_it0;
   bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const uint64_t bbmm_need = bbmm_s0_p1_bytes(bbmm_x, bbmm_it0);
-  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity);
+  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity, 1);
   if (bbmm_dev != BBMM_DEVICE_HOST && bbmm_x->capacity > 0)
     bbmm_gen_tile_too_large("phase 1 of scop 0 in cholesky", bbmm_need, bbmm_x->capacity, 0);
   bbmm_s0_p1_tile(bbmm_x, bbmm_it0, bbmm_dev);
