@@ -286,6 +286,21 @@ void Worker::add_wait(const Event& e, StreamKey target, absl::Status* failed) {
   waits_.push_back(WaitOn{ce->stream(), ce->seq(), ce});
 }
 
+bool Worker::touches_pageable_host(const Command& c) const {
+  if (c.kind != CommandKind::kCopy && c.kind != CommandKind::kBatch) return false;
+  if (c.dir != CopyDir::kH2D && c.dir != CopyDir::kD2H) return false;
+  auto pageable = [&](const CopyOp& op) {
+    const Endpoint& h = c.dir == CopyDir::kH2D ? op.src : op.dst;
+    const uintptr_t at = reinterpret_cast<uintptr_t>(h.base) + h.offset;
+    return !pinner_.covers(at, at + 1);
+  };
+  if (c.kind == CommandKind::kCopy) return pageable(c.copy);
+  for (const CopyOp& op : c.batch) {
+    if (pageable(op)) return true;
+  }
+  return false;
+}
+
 absl::Status Worker::wait_all(cudaStream_t stream) {
   for (const WaitOn& w : waits_) {
     const cudaError_t e = cudaStreamWaitEvent(stream, w.event->cuda_event(), 0);
@@ -348,9 +363,30 @@ void Worker::issue(Command& c) {
     absl::StrAppend(&c.trace_args, c.trace_args.empty() ? "" : ",", "\"taken_us\":", taken_us,
                     ",\"issued_us\":", c.tracer->now_us());
   }
+  // Pageable host memory: CUDA stages such copies through its own buffers,
+  // possibly outside stream order (a host-to-device copy may read the source
+  // when it is called; random traces read stale data with cuda_pin_host off,
+  // 2 x H100, 2026-11-27). Run them synchronously: after everything the
+  // stream waits for, and finished before the next operation is issued.
+  const bool pageable = touches_pageable_host(c);
+  if (pageable) {
+    const cudaError_t e = cudaStreamSynchronize(slot.stream);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      complete(c, slot, cuda_status("cudaStreamSynchronize (pageable copy)", e, __FILE__, __LINE__));
+      return;
+    }
+  }
   std::shared_ptr<const TimingRef> ref;
   const cudaEvent_t start = trace_begin(c, slot.stream, &ref);
   s = issue_operation(c, slot);
+  if (pageable && s.ok()) {
+    const cudaError_t e = cudaStreamSynchronize(slot.stream);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      s = cuda_status("cudaStreamSynchronize (after a pageable copy)", e, __FILE__, __LINE__);
+    }
+  }
   trace_end(c, slot.stream, slot.name,
             c.kind == CommandKind::kLaunch ? "kernel" : copy_trace_name(c.dir), start,
             std::move(ref));

@@ -186,6 +186,10 @@ class Worker {
   // chunk-pinned array, appends its pieces (split_copy_at) to `out` and
   // returns true; else appends nothing and returns false.
   bool split_at_chunks(const CopyOp& op, CopyDir dir, std::vector<CopyOp>* out);
+  // True when copy command `c` reads or writes pageable (unpinned) host memory:
+  // CUDA may stage such a copy outside stream order, so the worker runs it
+  // synchronously (cuda_pin_host off, or a failed registration).
+  bool touches_pageable_host(const Command& c) const;
   // "copy H2D on cuda device 0" for messages.
   std::string describe(const Command& c) const;
 
