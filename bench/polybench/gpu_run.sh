@@ -13,6 +13,7 @@
 #                    reported as skipped, and no run is given more than what is left of it.
 #                    Kernels with a loop nest that bbmmc runs serially (build.tsv) run last,
 #                    and not on 2 GPUs once they timed out on 1.
+#   PB_GPU_KERNELS   only these kernels, comma-separated (default: every staged kernel)
 #   PB_GPU_BACKEND   cuda (default), or host for a dry run without a GPU (binaries staged with
 #                    gpu_stage.sh --target=host; BBMM_DEVICES=1 and 2 instead of
 #                    CUDA_VISIBLE_DEVICES)
@@ -66,7 +67,9 @@ kernels=()
 later=()
 # The cheap kernels first: by the oracle's time, those without one last; the kernels with a
 # serial loop nest after all the others (at LARGE, some run for hours on one GPU thread).
+only="${PB_GPU_KERNELS:-}"
 while IFS=$'\t' read -r k md5 secs status; do
+  [[ -z "$only" || ",$only," == *",$k,"* ]] || continue
   if [[ -n "${serial[$k]:-}" ]]; then later+=("$k"); else kernels+=("$k"); fi
   o_md5[$k]="$md5"; o_secs[$k]="$secs"; o_status[$k]="$status"
 done < <(awk -F'\t' '!/^#/ && $1 != "kernel" && NF >= 4' "$staged/oracle.tsv" |
