@@ -159,7 +159,9 @@ run_one() {
   wall="$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')"
   rc="$(cat "$tmp/rc")"
   s="$(grep -m1 -E '^[0-9]+\.[0-9]+$' "$tmp/out")"
-  if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+  if [[ ($rc -eq 124 || $rc -eq 137) && $limit -lt $timeout_s ]]; then
+    v="cut (budget)"  # stopped at what was left of the budget, not at PB_GPU_TIMEOUT
+  elif [[ $rc -eq 124 || $rc -eq 137 ]]; then
     v=timeout
   elif [[ $rc -ne 0 ]]; then
     v="error $rc"
@@ -237,8 +239,10 @@ ok1=0; ok2=0; skipped=0; all=1
   done
   echo
   if (( ${#later[@]} > 0 )); then
-    echo "(serial): bbmmc runs a loop nest of the kernel serially, as one tile on one device (its"
-    echo "note in build.tsv); these run last, and not on 2 after a timeout on 1."
+    echo "(serial): bbmmc runs a loop nest of the kernel serially, as one tile (its note in"
+    echo "build.tsv): on the host when it is a whole nest, else on device 0 (docs/codegen.md); these"
+    echo "run last, and not on 2 after a timeout on 1. cut (budget): stopped at what was left of"
+    echo "PB_GPU_BUDGET_S, before PB_GPU_TIMEOUT."
     echo
   fi
   unit=GPU; [[ $backend == host ]] && unit=device
