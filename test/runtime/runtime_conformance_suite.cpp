@@ -1044,6 +1044,31 @@ TEST_P(RuntimeConformance, CheckingModeReportsOverlappingWritesOfOpenTiles) {
   }
 }
 
+// A box that grows with a serial loop ([0, i) for i = 2..256) is not copied
+// into a new instance at every step: from its second growth an instance grows
+// with headroom (half its extent again, within the array), so the growths are
+// logarithmic in the steps; the values stay right.
+TEST_P(RuntimeConformance, RepeatedGrowthGetsHeadroom) {
+  std::vector<double> x = iota_doubles(256);
+  auto rt = make_runtime(1, 0);
+  Array* a = reg(*rt, "x", x.data(), 8, {256});
+  for (int64_t i = 2; i <= 256; ++i) {
+    ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {i}), Access::kReadWrite}},
+                         [i](const std::vector<PieceCopy>& v) {
+                           const int64_t last = i - 1;
+                           *static_cast<double*>(v[0].at(&last)) += 1000;
+                         })
+                    .ok())
+        << i;
+  }
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int i = 0; i < 256; ++i) EXPECT_EQ(x[i], i == 0 ? value(0) : value(i) + 1000) << i;
+  const bbmm_stats st = rt->stats(0);
+  EXPECT_GE(st.hits_grown, 2u);
+  EXPECT_LE(st.hits_grown, 16u) << "255 growing steps";
+  EXPECT_LE(st.peak_bytes_allocated, 2u * 256 * 8 + 4096) << "never more than the array twice";
+}
+
 // ------------------------------------------------------------------ host tiles
 
 // A host tile (kHostDevice) sees what a device wrote, its writes reach the

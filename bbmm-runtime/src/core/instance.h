@@ -30,6 +30,11 @@ struct Instance {
   bool transient = false;  // allocated for BBMM_READ_TRANSIENT boxes only: freed at the
                            // next phase boundary (InstanceManager::release_transient)
   uint64_t last_use = 0;  // manager clock at the last acquire/release
+  // How many times this instance's data grew into a larger instance (a hull
+  // of it and more): from the second growth on, the hull gets headroom
+  // (Placement::place), so that a box growing with a serial loop is copied
+  // O(log) times, not once per iteration.
+  int growths = 0;
   // Operations in flight on its boxes (copies in and out, kernels); the
   // allocation's ready event counts as a write of the whole box.
   Hazards hazards;
