@@ -11,6 +11,8 @@
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=bench/polybench/common.sh
+source "$root/bench/polybench/common.sh"
 
 usage() {
   cat <<EOF
@@ -120,27 +122,9 @@ defs=(-D"${dataset}_DATASET" -DPOLYBENCH_DUMP_ARRAYS -DPOLYBENCH_TIME)
 t_start=$SECONDS
 log() { printf '== [%3ds] %s\n' $((SECONDS - t_start)) "$*"; }
 
-# --- The kernels: <category>/<name>/<name>.c (medley/nussinov/Nussinov.orig.c is not one) ---
-kernels=()
-declare -A kdir=()
-while read -r f; do
-  d="$(dirname "$f")"
-  k="$(basename "$d")"
-  [[ "$(basename "$f" .c)" == "$k" ]] || continue
-  if [[ -n "$kernels_only" && ",$kernels_only," != *",$k,"* ]]; then continue; fi
-  kernels+=("$k")
-  kdir[$k]="$d"
-done < <(cd "$pb_dir" && find datamining linear-algebra/blas linear-algebra/kernels \
-           linear-algebra/solvers medley stencils -mindepth 2 -maxdepth 2 -name '*.c' \
-           2>/dev/null | LC_ALL=C sort)
+# --- The kernels (common.sh) ---
+pb_find_kernels gpu_stage.sh "$pb_dir" "$kernels_only"
 nk=${#kernels[@]}
-for k in ${kernels_only//,/ }; do
-  [[ -n "${kdir[$k]:-}" ]] || echo "gpu_stage.sh: warning: no kernel '$k' in '$pb_dir'" >&2
-done
-if [[ $nk -eq 0 ]]; then
-  echo "gpu_stage.sh: no kernel found in '$pb_dir'${kernels_only:+ named $kernels_only}" >&2
-  exit 2
-fi
 
 # --- Directories: the work files persist; both are kept out of git (.git/info/exclude) ---
 mkdir -p "$workdir" "$out_dir" || exit 2
@@ -204,11 +188,6 @@ bbmmc="$work/prefix/bin/bbmmc"
 [[ -n "$(find "$work/prefix" -name bbmmConfig.cmake -print -quit)" ]] || {
   echo "gpu_stage.sh: the installed package has no bbmmConfig.cmake" >&2; exit 2; }
 
-# Runs "$@" in the background, at most $jobs at a time (wait waits for the rest).
-spawn() {
-  while (( $(jobs -rp | wc -l) >= jobs )); do wait -n; done
-  "$@" &
-}
 
 # --- 2. bbmmc on every kernel: its diagnostics (the build runs it again) ---
 log "bbmmc --target=$target on $nk kernels (-D${dataset}_DATASET)"
@@ -296,18 +275,11 @@ for k in "${ok_kernels[@]}"; do rm -f "$work/build/${k}_$target"; done
 keep_going=(-k 0)
 grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$work/build/CMakeCache.txt" || keep_going=(-k)
 cmake --build "$work/build" -j "$jobs" -- "${keep_going[@]}" >>"$work/build.log" 2>&1
-# The first error of a target that failed to build.
-build_error() {
-  local e
-  e="$(awk -v t="$1" '/^FAILED: / {on = index($0, "/" t ".dir/") || index($0, "/" t "/") || $0 ~ (" " t "$")}
-                     on && /error/ {print; exit}' "$work/build.log")"
-  echo "${e:-see $work/build.log}"
-}
 for k in "${ok_kernels[@]}"; do
   if [[ -x "$work/build/${k}_$target" ]]; then
     built[$k]=yes
   else
-    built[$k]="build failed: $(build_error "${k}_$target")"
+    built[$k]="build failed: $(pb_build_error "${k}_$target" "$work/build.log")"
     log "$k: ${built[$k]}"
   fi
 done
@@ -318,12 +290,9 @@ if ! "$cc" "${cflags[@]}" "${defs[@]}" -I "$pb_dir/utilities" -c "$pb_dir/utilit
      -o "$oracles/polybench.o" 2>"$oracles/polybench.err"; then
   cat "$oracles/polybench.err"; echo "gpu_stage.sh: $cc failed on polybench.c" >&2; exit 2
 fi
-# The dump: the lines from ==BEGIN DUMP_ARRAYS== to ==END   DUMP_ARRAYS== of stderr (as
-# run.sh's dump_of), streamed into md5sum: at LARGE it is tens of MB. gpu_run.sh does the same.
-dump_md5() {
-  awk '/^==BEGIN DUMP_ARRAYS==$/ {on = 1} on {print} /^==END   DUMP_ARRAYS==$/ {on = 0}' |
-    md5sum | cut -d' ' -f1
-}
+# The md5 of the dump on standard input (pb_dump), streamed: at LARGE it is tens of MB.
+# gpu_run.sh does the same.
+dump_md5() { pb_dump | md5sum | cut -d' ' -f1; }
 empty_md5="$(printf '' | md5sum | cut -d' ' -f1)"
 # Writes $oracles/<k>.result: md5, seconds, status (ok or why not). Kept, and not run
 # again, while the program is the same (cmp) and its last run was ok.

@@ -10,6 +10,8 @@ set -uo pipefail
 # shellcheck disable=SC2317 # the functions run through spawn
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=bench/polybench/common.sh
+source "$root/bench/polybench/common.sh"
 
 usage() {
   cat <<EOF
@@ -129,27 +131,9 @@ build_dir="$(cd "$build_dir" 2>/dev/null && pwd)" || {
 cc="${CC:-cc}"
 defs=(-D"${dataset}_DATASET" -DPOLYBENCH_DUMP_ARRAYS -DPOLYBENCH_TIME)
 
-# --- The kernels: <category>/<name>/<name>.c (medley/nussinov/Nussinov.orig.c is not one) ---
-kernels=()
-declare -A kdir=()
-while read -r f; do
-  d="$(dirname "$f")"
-  k="$(basename "$d")"
-  [[ "$(basename "$f" .c)" == "$k" ]] || continue
-  if [[ -n "$kernels_only" && ",$kernels_only," != *",$k,"* ]]; then continue; fi
-  kernels+=("$k")
-  kdir[$k]="$d"
-done < <(cd "$pb_dir" && find datamining linear-algebra/blas linear-algebra/kernels \
-           linear-algebra/solvers medley stencils -mindepth 2 -maxdepth 2 -name '*.c' \
-           2>/dev/null | LC_ALL=C sort)
+# --- The kernels (common.sh) ---
+pb_find_kernels run.sh "$pb_dir" "$kernels_only"
 nk=${#kernels[@]}
-for k in ${kernels_only//,/ }; do
-  [[ -n "${kdir[$k]:-}" ]] || echo "run.sh: warning: no kernel '$k' in '$pb_dir'" >&2
-done
-if [[ $nk -eq 0 ]]; then
-  echo "run.sh: no kernel found in '$pb_dir'${kernels_only:+ named $kernels_only}" >&2
-  exit 2
-fi
 if [[ -n "$expected_file" ]]; then
   [[ -f "$expected_file" ]] || { echo "run.sh: no file '$expected_file'" >&2; exit 2; }
   expected_file="$(cd "$(dirname "$expected_file")" && pwd)/$(basename "$expected_file")"
@@ -180,13 +164,6 @@ finish() {
 t_start=$SECONDS
 log() { printf '== [%3ds] %s\n' $((SECONDS - t_start)) "$*"; }
 
-# Runs "$@" in the background, at most $jobs at a time (wait_all waits for the rest).
-spawn() {
-  while (( $(jobs -rp | wc -l) >= jobs )); do wait -n; done
-  "$@" &
-}
-wait_all() { wait; }
-
 # --- 1. Install the build (what a user of the package has) ---
 log "BBMM build $build_dir: $([[ $build -eq 1 ]] && echo "bringing bbmmc and libbbmm up to date, ")installing into $work/prefix"
 if [[ $build -eq 1 ]] && ! cmake --build "$build_dir" -j "$jobs" --target bbmm_runtime bbmmc >"$work/bbmm-build.log" 2>&1; then
@@ -211,7 +188,7 @@ bbmmc_one() {
   echo $? >"$work/bbmmc/$k.rc"
 }
 for k in "${kernels[@]}"; do spawn bbmmc_one "$k"; done
-wait_all
+wait
 declare -A compiled=() diag=() fail_reason=()
 failures=0
 for k in "${kernels[@]}"; do
@@ -240,8 +217,7 @@ if ! "$cc" "${cflags[@]}" "${defs[@]}" -I "$pb_dir/utilities" -c "$pb_dir/utilit
      -o "$work/oracle/polybench.o" 2>"$work/oracle/polybench.err"; then
   cat "$work/oracle/polybench.err"; echo "run.sh: cc failed on polybench.c" >&2; finish 2
 fi
-# The dump: the lines from ==BEGIN DUMP_ARRAYS== to ==END   DUMP_ARRAYS== of stderr.
-dump_of() { awk '/^==BEGIN DUMP_ARRAYS==$/ {on = 1} on {print} /^==END   DUMP_ARRAYS==$/ {on = 0}' "$1"; }
+
 oracle_one() {
   local k=$1 d="$pb_dir/${kdir[$1]}" o="$work/oracle/$1"
   if ! "$cc" "${cflags[@]}" "${defs[@]}" -I "$pb_dir/utilities" -I "$d" "$d/$k.c" \
@@ -251,7 +227,7 @@ oracle_one() {
   timeout -k 5 "$timeout_s" "$o" >"$o.out" 2>"$o.err"
   local rc=$?
   [[ $rc -eq 0 ]] || { echo "the original program failed (exit status $rc)" >"$o.fail"; return; }
-  dump_of "$o.err" >"$o.dump"
+  pb_dump "$o.err" >"$o.dump"
   [[ -s "$o.dump" ]] || echo "the original program printed no dump" >"$o.fail"
   if [[ "$k" == "$corrupt" ]]; then
     # Self-test: one byte of the first value changes, so every run of K must FAIL.
@@ -259,7 +235,7 @@ oracle_one() {
   fi
 }
 for k in "${ok_kernels[@]}"; do spawn oracle_one "$k"; done
-wait_all
+wait
 
 # --- 4. One CMake project of the installed package: every compiled kernel, every target ---
 proj="$work/project"
@@ -401,13 +377,6 @@ done
 keep_going=(-k 0)
 [[ "$(grep -c '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$work/build/CMakeCache.txt")" == 1 ]] || keep_going=(-k)
 cmake --build "$work/build" -j "$jobs" -- "${keep_going[@]}" >>"$work/build.log" 2>&1
-# The first error of a target that failed to build.
-build_error() {
-  local e
-  e="$(awk -v t="$1" '/^FAILED: / {on = index($0, "/" t ".dir/") || index($0, "/" t "/") || $0 ~ (" " t "$")}
-                     on && /error/ {print; exit}' "$work/build.log")"
-  echo "${e:-see $work/build.log}"
-}
 
 # --- 5. Runs ---
 # name | kind (the program's --target) | environment (BBMM_BACKEND=kind is added)
@@ -456,7 +425,7 @@ for k in "${ok_kernels[@]}"; do
     runnable "$k" "$kind" && spawn run_one "$k" "$name" "$kind" "$env"
   done
 done
-wait_all
+wait
 
 # --- 6. Verdicts ---
 # Known failures (--expected-failures=FILE): "<kernel> <configuration> <text>" per line, the
@@ -481,7 +450,7 @@ judge() {
     cell[$k.$name]="FAIL(oracle)"; fail_reason[$k.$name]="$(cat "$work/oracle/$k.fail")"; return
   fi
   if [[ ! -x "$work/build/${k}_$kind" ]]; then
-    cell[$k.$name]="FAIL(build)"; fail_reason[$k.$name]="$(build_error "${k}_$kind")"; return
+    cell[$k.$name]="FAIL(build)"; fail_reason[$k.$name]="$(pb_build_error "${k}_$kind" "$work/build.log")"; return
   fi
   rc=$(cat "$r.rc")
   # The first line of stderr that is not part of the dump.
@@ -506,7 +475,7 @@ judge() {
     fi
     cell[$k.$name]="FAIL(exit $rc)"; fail_reason[$k.$name]="${msg:-exit status $rc}"; return
   fi
-  dump_of "$r.err" >"$r.dump"
+  pb_dump "$r.err" >"$r.dump"
   if ! cmp -s "$r.dump" "$work/oracle/$k.dump"; then
     line="$(cmp "$r.dump" "$work/oracle/$k.dump" 2>&1 | grep -o 'line [0-9]*' | cut -d' ' -f2)"
     [[ -n "$line" ]] || line=$(( $(wc -l <"$r.dump") + 1 ))  # one is a prefix of the other

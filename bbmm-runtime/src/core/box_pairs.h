@@ -61,27 +61,31 @@ void for_each_overlapping_pair(std::span<const Box> a, std::span<const Box> b,
     }
     active.resize(kept);
   };
+  // Takes the next box of one list (in order of lo(0)): pairs it with the
+  // other list's boxes still open at its start, then opens it. `emit(mine,
+  // theirs)` reports the pair in f's (a, b) order.
+  auto advance = [&](std::span<const Box> mine, const std::vector<uint32_t>& order, size_t& at,
+                     std::vector<uint32_t>& mine_active, std::span<const Box> theirs,
+                     std::vector<uint32_t>& theirs_active, auto emit) {
+    const uint32_t k = order[at++];
+    if (mine[k].empty()) return;
+    retire(theirs, theirs_active, mine[k].lo(0));
+    for (uint32_t o : theirs_active) {
+      if (overlaps(mine[k], theirs[o])) emit(k, o);
+    }
+    mine_active.push_back(k);
+  };
   size_t ia = 0, ib = 0;
   while (ia < s.order_a.size() || ib < s.order_b.size()) {
     const bool take_a = ib == s.order_b.size() ||
                         (ia < s.order_a.size() &&
                          a[s.order_a[ia]].lo(0) <= b[s.order_b[ib]].lo(0));
     if (take_a) {
-      const uint32_t i = s.order_a[ia++];
-      if (a[i].empty()) continue;
-      retire(b, s.active_b, a[i].lo(0));
-      for (uint32_t j : s.active_b) {
-        if (overlaps(a[i], b[j])) f(i, j);
-      }
-      s.active_a.push_back(i);
+      advance(a, s.order_a, ia, s.active_a, b, s.active_b,
+              [&](uint32_t i, uint32_t j) { f(i, j); });
     } else {
-      const uint32_t j = s.order_b[ib++];
-      if (b[j].empty()) continue;
-      retire(a, s.active_a, b[j].lo(0));
-      for (uint32_t i : s.active_a) {
-        if (overlaps(a[i], b[j])) f(i, j);
-      }
-      s.active_b.push_back(j);
+      advance(b, s.order_b, ib, s.active_b, a, s.active_a,
+              [&](uint32_t j, uint32_t i) { f(i, j); });
     }
   }
 }

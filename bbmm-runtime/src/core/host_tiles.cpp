@@ -33,18 +33,20 @@ absl::Status RuntimeCore::acquire_host(TileState& tile) {
     }
     for (const TileState::ArrayPart& part : tile.live_parts()) {
       Array& a = *part.array;
-      // `all` holds the transient boxes too (group_requirements).
-      for (size_t i = 0; i < part.all.size(); ++i) {
-        const Box b = part.all[i];
+      // `all` holds the transient boxes too (group_requirements); which of
+      // them the tile writes, by a sweep (hundreds of row boxes).
+      boxes_of(part.all, piece_boxes_);
+      boxes_of(part.write, set_boxes_);
+      written_.assign(piece_boxes_.size(), 0);
+      for_each_overlapping_pair(piece_boxes_, set_boxes_, pair_scratch_,
+                                [&](size_t i, size_t) { written_[i] = 1; });
+      for (size_t i = 0; i < piece_boxes_.size(); ++i) {
+        const Box& b = piece_boxes_[i];
         if (!a.read_only) {
           if (absl::Status s = coherency_->write_back(a, b); !s.ok()) return s;
         }
         // Copies writing the host box; for written boxes, also those reading it.
-        bool written = false;
-        for (size_t w = 0; w < part.write.size() && !written; ++w) {
-          written = overlaps(part.write[w], b);
-        }
-        a.host_hazards.before(b, written, pending);
+        a.host_hazards.before(b, written_[i] != 0, pending);
       }
     }
     // The written boxes' values are the host's from now on.

@@ -145,11 +145,16 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
     (void)covered.add(c->box);
     hull = *convex_union(hull, c->box);
   }
-  if (can_grow) {
-    a.for_each_overlapping(d, hull, [&](Instance* other) {
-      if (std::find(cands.begin(), cands.end(), other) == cands.end()) can_grow = false;
+  // Whether `box` overlaps no instance of the device but the candidates
+  // (instances of a device stay disjoint).
+  auto only_cands_in = [&](const Box& box) {
+    bool only = true;
+    a.for_each_overlapping(d, box, [&](Instance* other) {
+      if (std::find(cands.begin(), cands.end(), other) == cands.end()) only = false;
     });
-  }
+    return only;
+  };
+  can_grow = can_grow && only_cands_in(hull);
   if (can_grow && !pressure &&
       static_cast<double>(hull.volume() - covered.volume()) <=
           threshold_ * static_cast<double>(hull.volume())) {
@@ -160,23 +165,14 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
     // few times the final size. Without the room for it, the exact hull.
     int growths = 0;
     for (Instance* c : cands) growths = std::max(growths, c->growths);
-    absl::StatusOr<Instance*> grown = absl::ResourceExhaustedError("");
-    if (growths > 0) {
-      const Box roomy = with_headroom(hull, cands, a.whole);
-      // Instances of a device stay disjoint: no room where another one lies.
-      bool free_room = !(roomy == hull);
-      if (free_room) {
-        a.for_each_overlapping(d, roomy, [&](Instance* other) {
-          if (std::find(cands.begin(), cands.end(), other) == cands.end()) free_room = false;
-        });
-      }
-      if (free_room) grown = merge_into_hull(d, a, roomy, cands, &tile);
-    }
-    if (!grown.ok() && absl::IsResourceExhausted(grown.status())) {
+    const Box roomy = growths > 0 ? with_headroom(hull, cands, a.whole) : hull;
+    const bool use_room = !(roomy == hull) && only_cands_in(roomy);
+    absl::StatusOr<Instance*> grown = merge_into_hull(d, a, use_room ? roomy : hull, cands, &tile);
+    if (use_room && absl::IsResourceExhausted(grown.status())) {
       grown = merge_into_hull(d, a, hull, cands, &tile);
     }
-    if (grown.ok()) (*grown)->growths = growths + 1;
     if (grown.ok()) {
+      (*grown)->growths = growths + 1;
       hold(tile, *grown);
       st.hits_grown++;
       for (size_t i = 0; i < rest.size(); ++i) part.pieces.push_back({*grown, rest[i]});

@@ -552,23 +552,20 @@ absl::Status RuntimeCore::launch(TileState& tile,
   if (tile.shadow_rank >= 0) return absl::OkStatus();  // another rank runs it
   // The kernel waits for what is in flight on the boxes it reads (writes) and
   // writes (reads and writes) of the instances it uses, no more.
-  waits_.clear();
-  // Each piece with the boxes it serves that the tile writes, then reads.
-  auto for_each_use = [&](const TileState::ArrayPart& part, const BoxSet& set, auto f) {
-    piece_boxes(part);
-    boxes_of(set, set_boxes_);
-    for_each_overlapping_pair(piece_boxes_, set_boxes_, pair_scratch_, [&](size_t k, size_t i) {
-      f(part.pieces[k].first, *intersection(piece_boxes_[k], set_boxes_[i]));
-    });
-  };
+  // What the kernel reads, then what it writes, of each instance it uses:
+  // found once (a sweep per box set), used before and after the launch.
+  uses_.clear();
   for (const TileState::ArrayPart& part : tile.live_parts()) {
-    for_each_use(part, part.write, [&](Instance* inst, const Box& b) {
-      inst->hazards.before(b, /*write=*/true, waits_);
-    });
-    for_each_use(part, part.read, [&](Instance* inst, const Box& b) {
-      inst->hazards.before(b, /*write=*/false, waits_);
-    });
+    piece_boxes(part);
+    for (const bool write : {false, true}) {
+      boxes_of(write ? part.write : part.read, set_boxes_);
+      for_each_overlapping_pair(piece_boxes_, set_boxes_, pair_scratch_, [&](size_t k, size_t i) {
+        uses_.push_back({part.pieces[k].first, *intersection(piece_boxes_[k], set_boxes_[i]), write});
+      });
+    }
   }
+  waits_.clear();
+  for (const Use& u : uses_) u.inst->hazards.before(u.box, u.write, waits_);
   std::optional<Tracer::Label> label;
   if (tracer_ != nullptr) {
     std::string args = "\"tile\":\"";
@@ -584,14 +581,7 @@ absl::Status RuntimeCore::launch(TileState& tile,
     return ev.status();
   }
   tile.launch_failed = false;  // a later launch that succeeds commits as usual
-  for (const TileState::ArrayPart& part : tile.live_parts()) {
-    for_each_use(part, part.read, [&](Instance* inst, const Box& b) {
-      inst->hazards.after(b, /*write=*/false, *ev);
-    });
-    for_each_use(part, part.write, [&](Instance* inst, const Box& b) {
-      inst->hazards.after(b, /*write=*/true, *ev);
-    });
-  }
+  for (const Use& u : uses_) u.inst->hazards.after(u.box, u.write, *ev);
   tile.kernel_done = *ev;
   commit_writes(tile);
   return absl::OkStatus();

@@ -191,7 +191,17 @@ class RuntimeCore {
   TilePool tiles_;
   std::vector<Coherency::Target> targets_;  // scratch
   std::vector<Event> waits_;                // scratch
-  std::vector<Box> piece_boxes_, set_boxes_;  // scratch: a part's pieces, one of its sets
+  // Scratch: a part's pieces (or, for a host tile, its boxes), one of its box
+  // sets, and which of a host tile's boxes it writes.
+  std::vector<Box> piece_boxes_, set_boxes_;
+  std::vector<char> written_;
+  // Scratch of launch: a box of an instance the kernel reads or writes.
+  struct Use {
+    Instance* inst;
+    Box box;
+    bool write;
+  };
+  std::vector<Use> uses_;
   BoxPairScratch pair_scratch_;             // scratch
   std::vector<std::pair<Box, int>> rank_moves_;  // scratch: regions and their sending rank
   int next_array_id_ = 0;
