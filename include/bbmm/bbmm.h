@@ -267,6 +267,9 @@ typedef struct bbmm_stats {
    * in manager_seconds). */
   uint64_t host_tiles;
   double host_tile_seconds;
+  /* Views (one per tile and array) with more than one piece: their kernels address
+   * each access in its piece (bbmmc's multi-piece kernels), slower than one piece. */
+  uint64_t multi_piece_views;
 } bbmm_stats;
 bbmm_status bbmm_stats_get(const bbmm_runtime* rt, int device, bbmm_stats* out);
 /* Writes the statistics as a table, or as JSON. */

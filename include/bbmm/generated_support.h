@@ -414,6 +414,24 @@ static inline void* bbmm_gen_at(const bbmm_piece* p, int n, int rank, const int6
   abort();
 }
 
+/* As bbmm_gen_at, trying first piece "*last" (the piece of the reference's previous element,
+ * 0 at first: consecutive elements of one access reference mostly lie in one piece) and
+ * remembering in "*last" the piece found. The pieces of a view are disjoint, so the piece
+ * holding an element is the same whichever is tried first. */
+static inline void* bbmm_gen_at_from(const bbmm_piece* p, int n, int rank, const int64_t* idx,
+                                     size_t elem_size, const char* array, int* last) {
+  if (*last < n && bbmm_piece_contains(&p[*last], rank, idx)) {
+    return bbmm_piece_at(&p[*last], elem_size, rank, idx);
+  }
+  for (int k = 0; k < n; ++k) {
+    if (bbmm_piece_contains(&p[k], rank, idx)) {
+      *last = k;
+      return bbmm_piece_at(&p[k], elem_size, rank, idx);
+    }
+  }
+  return bbmm_gen_at(p, n, rank, idx, elem_size, array); /* reports and aborts */
+}
+
 /* The first of the "n" pieces "p" that holds all of box [lo, hi) (rank "rank"), or NULL when
  * none does or the box is empty: a multi-piece kernel looks this up once per access
  * reference, for the box the reference touches in the tile. */

@@ -418,6 +418,23 @@ static __device__ inline T* bbmm_cu_at(const bbmm_piece* p, int n, const int64_t
   return nullptr;
 }
 
+/* As bbmm_cu_at, trying first piece "last" (the piece of the reference's previous element in
+   this thread, 0 at first) and remembering the piece found there (bbmm_gen_at_from's twin). */
+template <typename T, int R>
+static __device__ inline T* bbmm_cu_at_from(const bbmm_piece* p, int n, const int64_t (&idx)[R],
+                                            int& last) {
+  if (last < n && bbmm_piece_contains(&p[last], R, idx)) {
+    return (T*)bbmm_piece_at(&p[last], sizeof(T), R, idx);
+  }
+  for (int k = 0; k < n; ++k) {
+    if (bbmm_piece_contains(&p[k], R, idx)) {
+      last = k;
+      return (T*)bbmm_piece_at(&p[k], sizeof(T), R, idx);
+    }
+  }
+  return bbmm_cu_at<T, R>(p, n, idx); /* reports and traps */
+}
+
 /* The first of the "n" pieces that holds all of box [lo, hi), or NULL when none does or the
    box is empty: looked up once per access reference (bbmm_gen_piece_of's device twin). */
 static __device__ inline const bbmm_piece* bbmm_cu_piece_of(const bbmm_piece* p, int n, int rank,

@@ -343,6 +343,7 @@ class BoxesOracle {
           }
         tiles = std::move(next);
       }
+      hulls_.clear();
       for (const std::vector<Range>& tile : tiles) {
         Values vt = v;
         for (size_t d = 0; d < part.dims.size(); ++d) {
@@ -352,6 +353,19 @@ class BoxesOracle {
         check_tile(p, insts, tile, vt, t);
         if (::testing::Test::HasFailure()) return;  // one counterexample is enough
       }
+      // Widened writes: two tiles apart in some partitioned dimension have disjoint hulls.
+      for (size_t i = 0; i < hulls_.size(); ++i)
+        for (size_t j = i + 1; j < hulls_.size(); ++j) {
+          const Hull& a = hulls_[i];
+          const Hull& b = hulls_[j];
+          bool apart = false, meet = a.array == b.array;
+          for (size_t d = 0; d < a.tile.size(); ++d)
+            apart = apart || a.tile[d].hi <= b.tile[d].lo || b.tile[d].hi <= a.tile[d].lo;
+          for (size_t d = 0; d < a.box.size() && meet; ++d)
+            meet = a.box[d].lo < b.box[d].hi && b.box[d].lo < a.box[d].hi;
+          ASSERT_FALSE(apart && meet) << what_ << ": phase " << p << " at " << show(v) << " array "
+                                      << s_.arrays[a.array].c_name << ": the widened hulls of two tiles overlap";
+        }
     }
   }
 
@@ -361,6 +375,14 @@ class BoxesOracle {
     for (int i : insts)
       if (inside(i, p, tile)) mine.insert(i);
     std::map<int, ElemSet> reads, writes, flow, read_in;
+    // What the phase's instances outside the tile touch at this serial iteration (the
+    // other tiles, running at the same time).
+    const std::set<int> same_step(insts.begin(), insts.end());
+    std::map<int, ElemSet> others;
+    for (const Event& ev : run_.ev) {
+      if (same_step.count(ev.inst) && !mine.count(ev.inst) && !s_.arrays[ev.array].is_scalar)
+        others[ev.array].insert(ev.elem);
+    }
     for (size_t e = 0; e < run_.ev.size(); ++e) {
       const Event& ev = run_.ev[e];
       if (!mine.count(ev.inst)) continue;
@@ -413,6 +435,7 @@ class BoxesOracle {
             << arr << ": a WRITE box holds elements the tile does not write: " << show_diff(in, W);
       }
       // Declared writes.
+      ElemSet widened_hull;
       if (!ab.written) {
         EXPECT_TRUE(W.empty()) << arr << ": written but not declared written";
       } else {
@@ -432,6 +455,27 @@ class BoxesOracle {
             declared = W;
             sum = static_cast<int64_t>(W.size());
             break;
+          case WriteStrategy::kWidened: {
+            // The hull, READ_WRITE: it holds every write, and no other tile of the phase
+            // touches it (what it holds besides the writes keeps its value); hulls of two
+            // tiles are disjoint (check_phase).
+            ElemSet hull;
+            if (auto x = text_box(text(ab.write_boxes.front()), v)) {
+              add_elements(*x, hull);
+              hulls_.push_back({tile, ab.array, *x});
+            }
+            EXPECT_TRUE(std::includes(hull.begin(), hull.end(), W.begin(), W.end()))
+                << arr << " (widened): written but not in the hull: " << show_diff(W, hull);
+            ElemSet shared;
+            for (const Elem& e : others[ab.array])
+              if (hull.count(e)) shared.insert(e);
+            EXPECT_TRUE(shared.empty()) << arr << " (widened): other tiles of the phase touch "
+                                        << show_diff(shared, {}) << " of the hull";
+            declared = W;
+            sum = static_cast<int64_t>(W.size());
+            widened_hull = std::move(hull);
+            break;
+          }
         }
         EXPECT_EQ(declared, W) << arr << " (" << write_strategy_name(ab.write_strategy)
                                << "): declared but not written: " << show_diff(declared, W)
@@ -445,7 +489,11 @@ class BoxesOracle {
       for (const RowEnumeration& r : ab.flow_out_rows) add_rows(text(r), v, fbox, nullptr);
       EXPECT_TRUE(std::includes(fbox.begin(), fbox.end(), F.begin(), F.end()))
           << arr << ": flow-out misses " << show_diff(F, fbox);
-      if (ab.write_strategy != WriteStrategy::kSingleDevice) {  // see ArrayBoxes::flow_out
+      if (ab.write_strategy == WriteStrategy::kWidened) {  // the hull is the tile's
+        EXPECT_TRUE(std::includes(widened_hull.begin(), widened_hull.end(), fbox.begin(), fbox.end()))
+            << arr << ": flow-out boxes hold elements outside the widened hull: "
+            << show_diff(fbox, widened_hull);
+      } else if (ab.write_strategy != WriteStrategy::kSingleDevice) {  // see ArrayBoxes::flow_out
         EXPECT_TRUE(std::includes(W.begin(), W.end(), fbox.begin(), fbox.end()))
             << arr << ": flow-out boxes hold elements the tile does not write: " << show_diff(fbox, W);
       }
@@ -466,6 +514,14 @@ class BoxesOracle {
     if (it == box_texts_.end()) it = box_texts_.emplace(&b, box_c_text(b)).first;
     return it->second;
   }
+  // The widened hulls of the tiles checked at one serial iteration (check_phase).
+  struct Hull {
+    std::vector<Range> tile;
+    int array;
+    std::vector<Range> box;
+  };
+  std::vector<Hull> hulls_;
+
   const RowsText& text(const RowEnumeration& r) {
     auto it = rows_texts_.find(&r);
     if (it == rows_texts_.end()) it = rows_texts_.emplace(&r, rows_c_text(r)).first;

@@ -2,7 +2,8 @@
  * includes. Built twice: as C11 (this file) and as C++ (generated_support_test.cpp includes
  * it), because generated files are C and users may compile them as C++.
  * - bbmm_floord, bbmm_min, bbmm_max against a brute-force floor division over all signs;
- * - bbmm_gen_at on pieces with padding against direct indexing of the array;
+ * - bbmm_gen_at and bbmm_gen_at_from on pieces with padding against direct indexing of the
+ *   array;
  * - bbmm_gen_piece_of against element-by-element containment, and BBMM_PIECE_LOOKUP's parser;
  * - BBMM_TILES_PER_DEVICE: the parser on a table of values, and bbmm_gen_runtime in a
  *   child process (exit status and message for a malformed value and for another backend);
@@ -121,6 +122,26 @@ static void test_gen_at(void) {
       CHECK_EQ(*at, value_of(i, j), what);
       const int k = i < 3 ? 0 : (j < 4 ? 1 : 2);
       CHECK((const char*)at >= (const char*)buf[k] && (const char*)at < (const char*)(buf[k] + 64));
+    }
+  }
+  /* bbmm_gen_at_from: the same elements, walked by rows and by columns (so the remembered
+   * piece is right for runs of elements and wrong at each piece boundary), and from a stale
+   * or out-of-range hint. */
+  for (int order = 0; order < 2; ++order) {
+    int last = order == 0 ? 0 : 7; /* 7: no such piece */
+    const int64_t outer = order == 0 ? kRows : kCols, inner = order == 0 ? kCols : kRows;
+    for (int64_t a = 0; a < outer; ++a) {
+      for (int64_t b = 0; b < inner; ++b) {
+        const int64_t i = order == 0 ? a : b, j = order == 0 ? b : a;
+        const int64_t idx[2] = {i, j};
+        const int* at = (const int*)bbmm_gen_at_from(p, 3, 2, idx, sizeof(int), "A", &last);
+        char what[64];
+        snprintf(what, sizeof what, "A[%lld][%lld] through bbmm_gen_at_from", (long long)i,
+                 (long long)j);
+        CHECK_EQ(*at, value_of(i, j), what);
+        const int k = i < 3 ? 0 : (j < 4 ? 1 : 2);
+        CHECK_EQ(last, k, "bbmm_gen_at_from remembers the piece it found");
+      }
     }
   }
   /* One piece: direct addressing of a 3-D box. */

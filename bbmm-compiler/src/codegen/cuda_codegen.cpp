@@ -114,8 +114,11 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
     const std::string p = "bbmm_" + arr.c_name;
     const int rank = static_cast<int>(subs.size());
     if (pieces) {
-      return "(*bbmm_cu_at<" + arr.elem_type + ", " + std::to_string(rank) + ">(" + p + "_p, " + p +
-             "_n, {" + join(subs, ", ") + "}))";
+      // A reference with its piece addressed in it; the others find each element's.
+      const std::string r = ref_name(acc);
+      return "(*(" + r + "_d ? &" + ref_direct_access(acc, subs) + " : bbmm_cu_at_from<" +
+             arr.elem_type + ", " + std::to_string(rank) + ">(" + p + "_p, " + p + "_n, {" +
+             join(subs, ", ") + "}, " + r + "_k)))";
     }
     std::string idx = "(U)" + p + "_o";
     for (int d = 0; d < rank; ++d) {
@@ -179,7 +182,8 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
     os << ind << "}\n";
   };
   if (pieces) {
-    // Every reference in one piece: direct addressing per reference; else per element.
+    // Every reference in one piece: direct addressing (no test in the loops); else each
+    // reference in its piece where it has one, per element where not.
     os << "  if (bbmm_direct) {\n";
     loops(ref_direct_access, "    ");
     os << "  } else {\n";

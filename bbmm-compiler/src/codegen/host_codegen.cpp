@@ -343,11 +343,13 @@ class ScopGenerator {
       if (ab->written) os << " (" << write_strategy_name(ab->write_strategy) << ")";
       os << "; " << (ab->choice == BoxChoice::kConvex ? "convex hull" : "disjoint boxes") << " */\n";
       const bool per_row = ab->written && ab->write_strategy == WriteStrategy::kPerRow;
+      const bool widened = ab->written && ab->write_strategy == WriteStrategy::kWidened;
       for (size_t r = 0; r < ab->required.size(); ++r) {
         BoxAccess mode = ab->required_mode[r];
-        // Per-row writes: the covering boxes are read here; the rows actually written are
-        // declared READ_WRITE below, so that the runtime takes only those as written.
-        if (per_row && mode != BoxAccess::kRead) mode = BoxAccess::kRead;
+        // Per-row (or widened) writes: the covering boxes are read here; the rows actually
+        // written (their hull) are declared READ_WRITE below, so that the runtime takes only
+        // those as written.
+        if ((per_row || widened) && mode != BoxAccess::kRead) mode = BoxAccess::kRead;
         // A box only read that moves with the serial iterators is needed for this
         // iteration only: its instance goes at the next phase boundary (a device that
         // reads row k of every step would otherwise keep every row).
@@ -360,6 +362,10 @@ class ScopGenerator {
         for (const RowEnumeration& rows : ab->write_rows) {
           emit_rows(os, "  ", rows, "bbmm_gen_require", arr, ", BBMM_READ_WRITE" + count);
         }
+      }
+      if (widened) {
+        emit_box(os, "  ", ab->write_boxes.front(), "bbmm_gen_require", arr,
+                 ", BBMM_READ_WRITE" + count);
       }
     }
     os << "  bbmm_gen_check(bbmm_tile_acquire(bbmm_t), \"bbmm_tile_acquire\");\n";

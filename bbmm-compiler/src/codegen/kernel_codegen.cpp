@@ -320,8 +320,10 @@ std::string ref_piece_lookups(const Scop& scop, const ScopBoxes& boxes, int phas
       os << indent << "int64_t " << r << "_o = 0";
       for (int d = 0; d + 1 < rank; ++d) os << ", " << r << "_s" << d << " = 0";
       os << ";\n";
+      os << indent << "int " << r << "_k = 0;  /* the piece of its last element, per element */\n";
       locals.push_back(r + "_d");
       locals.push_back(r + "_o");
+      locals.push_back(r + "_k");
       for (int d = 0; d + 1 < rank; ++d) locals.push_back(r + "_s" + std::to_string(d));
       auto it = box_of.find(acc.id);
       if (it == box_of.end()) continue;
@@ -336,7 +338,9 @@ std::string ref_piece_lookups(const Scop& scop, const ScopBoxes& boxes, int phas
         lo.push_back(rename_isl_macros(box.lo[d]));
         hi.push_back(rename_isl_macros(box.hi[d]));
       }
-      os << indent << "if (" << (box.guard == "1" ? "1" : rename_isl_macros(box.guard)) << ") {\n";
+      // Under the per-element test setting no reference has a piece.
+      os << indent << "if (!" << per_element
+         << (box.guard == "1" ? "" : " && (" + rename_isl_macros(box.guard) + ")") << ") {\n";
       os << indent << "  const int64_t bbmm_rlo[" << rank << "] = {" << join(lo, ", ") << "};\n";
       os << indent << "  const int64_t bbmm_rhi[" << rank << "] = {" << join(hi, ", ") << "};\n";
       os << indent << "  " << r << " = " << lookup << "(" << p << "_p, " << p << "_n, " << rank
@@ -350,7 +354,8 @@ std::string ref_piece_lookups(const Scop& scop, const ScopBoxes& boxes, int phas
       os << indent << "}\n";
     }
   }
-  refs.insert(refs.begin(), "!" + per_element);
+  for (std::string& r : refs) r += " != NULL";
+  if (refs.empty()) refs.push_back("1");
   os << indent << "const int bbmm_direct = " << join(refs, " && ") << ";\n";
   locals.push_back("bbmm_direct");
   return os.str();
@@ -560,9 +565,12 @@ std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int 
       const std::string p = "bbmm_" + arr.c_name;
       const int rank = static_cast<int>(subs.size());
       if (pieces) {
-        return "(*(" + arr.elem_type + "*)bbmm_gen_at(" + p + "_p, " + p + "_n, " +
-               std::to_string(rank) + ", (const int64_t[]){" + join(subs, ", ") + "}, sizeof(" +
-               arr.elem_type + "), \"" + arr.c_name + "\"))";
+        // A reference with its piece addressed in it; the others find each element's.
+        const std::string r = ref_name(acc);
+        return "(*(" + r + "_d ? &" + ref_direct_access(acc, subs) + " : (" + arr.elem_type +
+               "*)bbmm_gen_at_from(" + p + "_p, " + p + "_n, " + std::to_string(rank) +
+               ", (const int64_t[]){" + join(subs, ", ") + "}, sizeof(" + arr.elem_type +
+               "), \"" + arr.c_name + "\", &" + r + "_k)))";
       }
       return box_local_element(p, subs);
     };
@@ -574,7 +582,8 @@ std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int 
           indent);
     };
     if (pieces) {
-      // Every reference in one piece: direct addressing per reference; else per element.
+      // Every reference in one piece: direct addressing (no test in the loops); else each
+      // reference in its piece where it has one, per element where not.
       os << "  if (bbmm_direct) {\n" << print_loops_with(ref_direct_access, 4) << "  } else {\n"
          << print_loops_with(access, 4) << "  }\n";
     } else {

@@ -135,11 +135,13 @@ std::string rewrite_statement(const Scop& scop, int stmt, const AccessPrinter& a
 // piece holding the whole box the reference touches in the tile (poly/boxes.h,
 // ArrayBoxes::access_boxes): "ref_piece_lookups" is the C/C++ text that declares, per
 // reference, "bbmm_ref<id>" (the piece or NULL, found by "lookup": bbmm_gen_piece_of or
-// bbmm_cu_piece_of) with its base pointer, offset and strides "bbmm_ref<id>_d/_o/_s<d>",
-// then "bbmm_direct", true when every reference has its piece and the C expression
-// "per_element" (BBMM_PIECE_LOOKUP=element, a test setting) is false. The kernel then runs its
-// loops with "ref_direct_access" (each reference addressed in its piece, as fast as one
-// piece) when bbmm_direct holds, else finding the piece of each element.
+// bbmm_cu_piece_of, unless the C expression "per_element", BBMM_PIECE_LOOKUP=element, a test
+// setting, holds) with its base pointer, offset and strides "bbmm_ref<id>_d/_o/_s<d>" and
+// "bbmm_ref<id>_k", the piece of its last element for a per-element lookup, then
+// "bbmm_direct", true when every reference has its piece. The kernel then runs its loops
+// with "ref_direct_access" (each reference addressed in its piece, as fast as one piece) when
+// bbmm_direct holds, else with each reference addressed in its piece when it has one and
+// finding the piece of each element (starting from bbmm_ref<id>_k) when not.
 std::string ref_piece_lookups(const Scop& scop, const ScopBoxes& boxes, int phase,
                               const std::string& lookup, const std::string& per_element,
                               const std::string& indent, std::vector<std::string>& locals);

@@ -54,7 +54,7 @@ std::string target_list(const char* sep) {
 // The options that take "=VALUE", and the others (without "-D", "-I", "-U").
 constexpr const char* kValueOptions[] = {"--target", "--emit", "--block", "--march",
                                          "--partition", "--params", "--cpp",
-                                         "--max-isl-operations", "--schedule"};
+                                         "--max-isl-operations", "--schedule", "--writes"};
 constexpr const char* kFlagOptions[] = {"--help", "--version"};
 
 // The error for option "opt" that bbmmc does not know: the value an option lacks ("--emit"),
@@ -89,7 +89,8 @@ std::string usage() {
   std::ostringstream u;
   u << "usage: bbmmc FILE.c [-o OUT] [--target=" << target_list("|") << "] [--emit="
     << emit_kind_list("|") << "]\n"
-    << "             [--partition=1d|2d] [--params NAME=V,...] [--block=X,Y,Z] [--march=R]\n"
+    << "             [--partition=1d|2d] [--writes=hull|rows] [--params NAME=V,...]\n"
+    << "             [--block=X,Y,Z] [--march=R]\n"
     << "             [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND]\n"
     << "             [--max-isl-operations=N] [--schedule=isl|source] [--help] [--version]\n"
        "\n"
@@ -115,6 +116,10 @@ std::string usage() {
   }
   u << "  (no --emit)       generate code: the input with each scop replaced\n"
        "  --partition=2d    split two nested parallel loops (blocked, e.g. gemm); default 1d\n"
+       "  --writes=W        a tile's write set that is rows of intervals (a triangle): hull\n"
+       "                    (default) declares the hull READ_WRITE where no other tile of the\n"
+       "                    phase touches it and it is at most twice the rows; rows declares\n"
+       "                    each row\n"
        "  --params N=64,... parameter values for the box choice and the exactness report\n"
        "  -D, -I, -U        passed to the C preprocessor\n"
        "  --cpp=COMMAND     the preprocessor (default: $BBMM_CPP, else 'cc -E')\n"
@@ -211,6 +216,13 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
           return 1;
         }
         march = static_cast<int>(r);
+      } else if (a.rfind("--writes=", 0) == 0) {
+        const std::string w = a.substr(9);
+        if (w != "hull" && w != "rows") {
+          err << "bbmmc: error: unknown --writes '" << w << "' (use hull or rows)\n";
+          return 1;
+        }
+        box_opts.widen_writes = w == "hull";
       } else if (a.rfind("--partition=", 0) == 0) {
         std::string p = a.substr(12);
         if (p != "1d" && p != "2d") {

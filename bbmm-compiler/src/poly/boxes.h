@@ -73,9 +73,11 @@ struct RowEnumeration {
 enum class WriteStrategy {
   kExactBoxes,   // the write set is exactly the union of "write_boxes"
   kPerRow,       // the write set is "write_rows" (exact), enumerated row by row
+  kWidened,      // rows of intervals too, declared as their hull "write_boxes[0]", READ_WRITE:
+                 // no other tile of the phase touches the hull (boxes.cpp, widen_writes)
   kSingleDevice  // neither: the phase runs as one tile on one device (see reason)
 };
-const char* write_strategy_name(WriteStrategy s);  // "exact boxes", "per-row", "single device"
+const char* write_strategy_name(WriteStrategy s);  // "exact boxes", "per-row", ...
 
 // Convex hull vs disjoint boxes for one array in one tile.
 enum class BoxChoice { kConvex, kDisjoint };
@@ -109,7 +111,8 @@ struct ArrayBoxes {
   // Writes (empty unless "written").
   WriteStrategy write_strategy = WriteStrategy::kExactBoxes;
   std::string write_reason;     // why this strategy
-  std::vector<TileBox> write_boxes;  // kExactBoxes: pairwise disjoint, union == the write set
+  std::vector<TileBox> write_boxes;  // kExactBoxes: pairwise disjoint, union == the write set;
+                                     // kWidened: the hull
   std::vector<RowEnumeration> write_rows;  // kPerRow
   isl::set write_set;           // isl: the exact elements the tile writes
 
@@ -163,6 +166,9 @@ struct BoxOptions {
   std::map<std::string, int64_t> params;
   int report_tiles = 4;  // tiles per partition dimension in the exactness report
   double convex_waste_limit = 0.10;  // the convex hull is chosen when it wastes <= this
+  // Per-row writes declared as their hull where that is exact (boxes.cpp, widen_writes);
+  // false (--writes=rows) keeps them per row.
+  bool widen_writes = true;
 };
 
 // Computes the partitions and the boxes of "scop" (dependences must be computed).

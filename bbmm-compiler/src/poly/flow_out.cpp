@@ -28,7 +28,10 @@ void add_flow_out(ArrayBoxes& ab, const isl::set& f, const isl::set& ctx) {
     TileBox box = make_box(isl::set(b), ctx);
     if (box.set.is_subset(ab.write_set) || ab.write_strategy == WriteStrategy::kSingleDevice) {
       ab.flow_out.push_back(std::move(box));
-    } else if (ab.write_strategy == WriteStrategy::kExactBoxes) {
+    } else if (ab.write_strategy == WriteStrategy::kExactBoxes ||
+               ab.write_strategy == WriteStrategy::kWidened) {
+      // Widened: the hull's elements the tile does not write are valid on its device (read
+      // in, unchanged), so flowing them out costs transfers, never correctness.
       for (const TileBox& wb : ab.write_boxes) {
         isl::set x = wb.set.intersect(box.set);
         if (!x.is_empty()) ab.flow_out.push_back(make_box(x, ctx));

@@ -99,8 +99,10 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
   const int d = tile.device;
   bbmm_stats& st = stats_[d];
 
-  // 1. Boxes already inside one instance on the device are hits.
-  BoxSet rest(a.rank());
+  // 1. Boxes already inside one instance on the device are hits. The rest is
+  // also split into the boxes that hold only transient reads and the others
+  // (for growing, step 3).
+  BoxSet rest(a.rank()), kept_rest(a.rank()), transient_rest(a.rank());
   // Which boxes hold only transient reads (part.only_transient, for all of
   // them at once: hundreds of row boxes would make it quadratic).
   boxes_of(part.all, all_boxes_);
@@ -115,6 +117,7 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
     Instance* home = a.instances[d].find_containing(r);
     if (home == nullptr) {
       rest.append_unchecked(r);
+      (only_transient_[i] ? transient_rest : kept_rest).append_unchecked(r);
       continue;
     }
     (home->box == r ? st.hits_exact : st.hits_contained)++;
@@ -124,6 +127,34 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
   }
   if (rest.empty()) return absl::OkStatus();
 
+  // 4 (below). Pieces: serve what the overlapped instances hold of `boxes`
+  // from them and allocate the remainder. Under memory pressure (`replace`),
+  // unused overlapped instances are boxed out instead of held whole for a
+  // sliver.
+  auto serve_with_pieces = [&](const BoxSet& boxes, bool replace) -> absl::Status {
+    BoxSet fresh(a.rank());
+    for (size_t i = 0; i < boxes.size(); ++i) {
+      BoxSet remainder(a.rank());
+      remainder.append_unchecked(boxes[i]);
+      cands_.clear();
+      a.for_each_overlapping(d, boxes[i], [&](Instance* c) { cands_.push_back(c); });
+      for (Instance* c : cands_) {
+        if (replace && c->usage == 0) {
+          absl::Status s = manager_.evict(c);
+          if (!s.ok()) return s;
+          continue;
+        }
+        if (!part.only_transient(*intersection(boxes[i], c->box))) manager_.unmark_transient(c);
+        hold(tile, c);
+        part.pieces.push_back({c, *intersection(boxes[i], c->box)});
+        st.pieces++;
+        (void)remainder.remove(c->box);
+      }
+      for (size_t k = 0; k < remainder.size(); ++k) fresh.append_unchecked(remainder[k]);
+    }
+    return allocate_fresh(tile, part, fresh, pressure);
+  };
+
   // 2. Instances that overlap the rest partly.
   cands_.clear();
   for (size_t i = 0; i < rest.size(); ++i) {
@@ -132,32 +163,39 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
     });
   }
   if (cands_.empty()) return allocate_fresh(tile, part, rest, pressure);
-  const std::vector<Instance*> cands = cands_;
-
-  // 3. Grow: replace the overlapped instances by their hull with the rest,
-  // when none is in use and the hull wastes little.
   const size_t held_mark = tile.held.size(), piece_mark = part.pieces.size();
-  BoxSet covered = rest;
-  Box hull = rest.hull();
-  bool can_grow = true;
-  for (Instance* c : cands) {
-    can_grow = can_grow && c->usage == 0;
-    (void)covered.add(c->box);
-    hull = *convex_union(hull, c->box);
-  }
-  // Whether `box` overlaps no instance of the device but the candidates
-  // (instances of a device stay disjoint).
-  auto only_cands_in = [&](const Box& box) {
-    bool only = true;
-    a.for_each_overlapping(d, box, [&](Instance* other) {
-      if (std::find(cands.begin(), cands.end(), other) == cands.end()) only = false;
-    });
-    return only;
-  };
-  can_grow = can_grow && only_cands_in(hull);
-  if (can_grow && !pressure &&
-      static_cast<double>(hull.volume() - covered.volume()) <=
-          threshold_ * static_cast<double>(hull.volume())) {
+
+  // 3. Grow: replace the instances overlapping `boxes` by their hull with
+  // them, when none is in use and the hull wastes little. The grown instance,
+  // null when growing is not worth it, or the error.
+  auto grow = [&](const BoxSet& boxes) -> absl::StatusOr<Instance*> {
+    std::vector<Instance*> cands;
+    for (size_t i = 0; i < boxes.size(); ++i) {
+      a.for_each_overlapping(d, boxes[i], [&](Instance* inst) {
+        if (std::find(cands.begin(), cands.end(), inst) == cands.end()) cands.push_back(inst);
+      });
+    }
+    if (cands.empty() || pressure) return nullptr;
+    BoxSet covered = boxes;
+    Box hull = boxes.hull();
+    for (Instance* c : cands) {
+      if (c->usage > 0) return nullptr;
+      (void)covered.add(c->box);
+      hull = *convex_union(hull, c->box);
+    }
+    // Whether `box` overlaps no instance of the device but the candidates
+    // (instances of a device stay disjoint).
+    auto only_cands_in = [&](const Box& box) {
+      bool only = true;
+      a.for_each_overlapping(d, box, [&](Instance* other) {
+        if (std::find(cands.begin(), cands.end(), other) == cands.end()) only = false;
+      });
+      return only;
+    };
+    if (!only_cands_in(hull) || static_cast<double>(hull.volume() - covered.volume()) >
+                                    threshold_ * static_cast<double>(hull.volume())) {
+      return nullptr;
+    }
     // An instance that grew before is likely to grow again (a box following a
     // serial loop: ludcmp's [0, i+1) x [0, i) took 9.5 ms a tile at LARGE,
     // allocating and copying the whole hull at every i): grow it half as much
@@ -171,48 +209,40 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
     if (use_room && absl::IsResourceExhausted(grown.status())) {
       grown = merge_into_hull(d, a, hull, cands, &tile);
     }
-    if (grown.ok()) {
-      (*grown)->growths = growths + 1;
-      hold(tile, *grown);
-      st.hits_grown++;
-      for (size_t i = 0; i < rest.size(); ++i) part.pieces.push_back({*grown, rest[i]});
-      return absl::OkStatus();
+    if (absl::IsResourceExhausted(grown.status())) return nullptr;  // pieces
+    if (!grown.ok()) return grown.status();
+    (*grown)->growths = growths + 1;
+    hold(tile, *grown);
+    st.hits_grown++;
+    for (size_t i = 0; i < boxes.size(); ++i) part.pieces.push_back({*grown, boxes[i]});
+    return *grown;
+  };
+  // The whole rest; else, when transient boxes are what makes the hull too
+  // wide (a row read once beside a device's block: ludcmp on two devices
+  // kept each new row of the block as an instance of its own), the kept
+  // boxes alone, the transient ones then served as pieces (of the grown
+  // instance too).
+  absl::StatusOr<Instance*> grown = grow(rest);
+  if (!grown.ok()) return grown.status();
+  if (*grown != nullptr) return absl::OkStatus();
+  if (!kept_rest.empty() && !transient_rest.empty()) {
+    grown = grow(kept_rest);
+    if (!grown.ok()) return grown.status();
+    if (*grown != nullptr) {
+      absl::Status s = serve_with_pieces(transient_rest, pressure);
+      if (!absl::IsResourceExhausted(s)) return s;
+      // No room for the transient boxes beside the grown instance: box out
+      // the unused instances they overlap (the grown one is held: it stays).
+      return serve_with_pieces(transient_rest, true);
     }
-    if (!absl::IsResourceExhausted(grown.status())) return grown.status();
-    // Not enough room for the hull: pieces.
   }
 
-  // 4. Pieces: serve what the overlapped instances hold from them and
-  // allocate the remainder. Under memory pressure (`replace`), unused
-  // overlapped instances are boxed out instead of held whole for a sliver.
-  auto serve_with_pieces = [&](bool replace) -> absl::Status {
-    BoxSet fresh(a.rank());
-    for (size_t i = 0; i < rest.size(); ++i) {
-      BoxSet remainder(a.rank());
-      remainder.append_unchecked(rest[i]);
-      cands_.clear();
-      a.for_each_overlapping(d, rest[i], [&](Instance* c) { cands_.push_back(c); });
-      for (Instance* c : cands_) {
-        if (replace && c->usage == 0) {
-          absl::Status s = manager_.evict(c);
-          if (!s.ok()) return s;
-          continue;
-        }
-        if (!part.only_transient(*intersection(rest[i], c->box))) manager_.unmark_transient(c);
-        hold(tile, c);
-        part.pieces.push_back({c, *intersection(rest[i], c->box)});
-        st.pieces++;
-        (void)remainder.remove(c->box);
-      }
-      for (size_t k = 0; k < remainder.size(); ++k) fresh.append_unchecked(remainder[k]);
-    }
-    return allocate_fresh(tile, part, fresh, pressure);
-  };
-  absl::Status s = serve_with_pieces(pressure);
+  // 4. Pieces for every box of the rest.
+  absl::Status s = serve_with_pieces(rest, pressure);
   if (pressure || !absl::IsResourceExhausted(s)) return s;
   unhold_since(tile, held_mark);
   part.pieces.resize(piece_mark);
-  return serve_with_pieces(true);
+  return serve_with_pieces(rest, true);
 }
 
 absl::Status Placement::evict_unused_overlapping(TileState& tile) {

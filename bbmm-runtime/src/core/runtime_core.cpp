@@ -500,6 +500,7 @@ void RuntimeCore::build_views(TileState& tile) {
       p.offset = inst->buffer.offset + static_cast<uint64_t>(off) * a.elem_size;
       part.view.push_back(p);
     }
+    if (part.view.size() > 1) stats_[tile.device].multi_piece_views++;
   }
 }
 

@@ -24,6 +24,7 @@ constexpr Field kFields[] = {
     {"hits_grown", &bbmm_stats::hits_grown},
     {"misses", &bbmm_stats::misses},
     {"pieces", &bbmm_stats::pieces},
+    {"multi_piece_views", &bbmm_stats::multi_piece_views},
     {"evictions", &bbmm_stats::evictions},
     {"bytes_evicted", &bbmm_stats::bytes_evicted},
     {"writebacks", &bbmm_stats::writebacks},

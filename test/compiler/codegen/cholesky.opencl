@@ -66,7 +66,8 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref11 = NULL;
   double* bbmm_ref11_d = NULL;
   int64_t bbmm_ref11_o = 0, bbmm_ref11_s0 = 0;
-  if (n >= bbmm_it0 + 1 && bbmm_it0 >= 0) {
+  int bbmm_ref11_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (n >= bbmm_it0 + 1 && bbmm_it0 >= 0)) {
     const int64_t bbmm_rlo[2] = {bbmm_it0, bbmm_it0};
     const int64_t bbmm_rhi[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
     bbmm_ref11 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
@@ -80,7 +81,8 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref12 = NULL;
   double* bbmm_ref12_d = NULL;
   int64_t bbmm_ref12_o = 0, bbmm_ref12_s0 = 0;
-  if (n >= bbmm_it0 + 1 && bbmm_it0 >= 0) {
+  int bbmm_ref12_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (n >= bbmm_it0 + 1 && bbmm_it0 >= 0)) {
     const int64_t bbmm_rlo[2] = {bbmm_it0, bbmm_it0};
     const int64_t bbmm_rhi[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
     bbmm_ref12 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
@@ -90,7 +92,7 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
     bbmm_ref12_s0 = bbmm_ref12->stride[0];
     bbmm_ref12_o = -(bbmm_ref12->lo[0] * bbmm_ref12_s0 + bbmm_ref12->lo[1]);
   }
-  const int bbmm_direct = !bbmm_gen_per_element && bbmm_ref11 && bbmm_ref12;
+  const int bbmm_direct = bbmm_ref11 != NULL && bbmm_ref12 != NULL;
   (void)bbmm_info;
   (void)n;
   (void)bbmm_it0;
@@ -98,9 +100,11 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   (void)bbmm_A_p;
   (void)bbmm_ref11_d;
   (void)bbmm_ref11_o;
+  (void)bbmm_ref11_k;
   (void)bbmm_ref11_s0;
   (void)bbmm_ref12_d;
   (void)bbmm_ref12_o;
+  (void)bbmm_ref12_k;
   (void)bbmm_ref12_s0;
   (void)bbmm_direct;
   if (bbmm_direct) {
@@ -115,7 +119,7 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
       {
         /* S4: A[i][i] = sqrt(A[i][i]); */
         const int64_t i = bbmm_it0;
-        (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, i}, sizeof(double), "A")) = sqrt((*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, i}, sizeof(double), "A")));
+        (*(bbmm_ref11_d ? &bbmm_ref11_d[bbmm_ref11_o + (i) * bbmm_ref11_s0 + (i)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, i}, sizeof(double), "A", &bbmm_ref11_k))) = sqrt((*(bbmm_ref12_d ? &bbmm_ref12_d[bbmm_ref12_o + (i) * bbmm_ref12_s0 + (i)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, i}, sizeof(double), "A", &bbmm_ref12_k))));
       }
   }
 }
@@ -375,7 +379,8 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref4 = NULL;
   double* bbmm_ref4_d = NULL;
   int64_t bbmm_ref4_o = 0, bbmm_ref4_s0 = 0;
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
+  int bbmm_ref4_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (n >= bbmm_it0 + 2 && bbmm_it0 >= 0)) {
     const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0};
     const int64_t bbmm_rhi[2] = {n, bbmm_it0 + 1};
     bbmm_ref4 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
@@ -389,7 +394,8 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref6 = NULL;
   double* bbmm_ref6_d = NULL;
   int64_t bbmm_ref6_o = 0, bbmm_ref6_s0 = 0;
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
+  int bbmm_ref6_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (n >= bbmm_it0 + 2 && bbmm_it0 >= 0)) {
     const int64_t bbmm_rlo[2] = {bbmm_it0, bbmm_it0};
     const int64_t bbmm_rhi[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
     bbmm_ref6 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
@@ -403,7 +409,8 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref7 = NULL;
   double* bbmm_ref7_d = NULL;
   int64_t bbmm_ref7_o = 0, bbmm_ref7_s0 = 0;
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
+  int bbmm_ref7_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (n >= bbmm_it0 + 2 && bbmm_it0 >= 0)) {
     const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
     const int64_t bbmm_rhi[2] = {n, n};
     bbmm_ref7 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
@@ -417,7 +424,8 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref9 = NULL;
   double* bbmm_ref9_d = NULL;
   int64_t bbmm_ref9_o = 0, bbmm_ref9_s0 = 0;
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
+  int bbmm_ref9_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (n >= bbmm_it0 + 2 && bbmm_it0 >= 0)) {
     const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0};
     const int64_t bbmm_rhi[2] = {n, bbmm_it0 + 1};
     bbmm_ref9 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
@@ -431,7 +439,8 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref10 = NULL;
   double* bbmm_ref10_d = NULL;
   int64_t bbmm_ref10_o = 0, bbmm_ref10_s0 = 0;
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
+  int bbmm_ref10_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (n >= bbmm_it0 + 2 && bbmm_it0 >= 0)) {
     const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0};
     const int64_t bbmm_rhi[2] = {n, bbmm_it0 + 1};
     bbmm_ref10 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
@@ -441,7 +450,7 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
     bbmm_ref10_s0 = bbmm_ref10->stride[0];
     bbmm_ref10_o = -(bbmm_ref10->lo[0] * bbmm_ref10_s0 + bbmm_ref10->lo[1]);
   }
-  const int bbmm_direct = !bbmm_gen_per_element && bbmm_ref4 && bbmm_ref6 && bbmm_ref7 && bbmm_ref9 && bbmm_ref10;
+  const int bbmm_direct = bbmm_ref4 != NULL && bbmm_ref6 != NULL && bbmm_ref7 != NULL && bbmm_ref9 != NULL && bbmm_ref10 != NULL;
   (void)bbmm_info;
   (void)n;
   (void)bbmm_it0;
@@ -449,18 +458,23 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   (void)bbmm_A_p;
   (void)bbmm_ref4_d;
   (void)bbmm_ref4_o;
+  (void)bbmm_ref4_k;
   (void)bbmm_ref4_s0;
   (void)bbmm_ref6_d;
   (void)bbmm_ref6_o;
+  (void)bbmm_ref6_k;
   (void)bbmm_ref6_s0;
   (void)bbmm_ref7_d;
   (void)bbmm_ref7_o;
+  (void)bbmm_ref7_k;
   (void)bbmm_ref7_s0;
   (void)bbmm_ref9_d;
   (void)bbmm_ref9_o;
+  (void)bbmm_ref9_k;
   (void)bbmm_ref9_s0;
   (void)bbmm_ref10_d;
   (void)bbmm_ref10_o;
+  (void)bbmm_ref10_k;
   (void)bbmm_ref10_s0;
   (void)bbmm_direct;
   if (bbmm_direct) {
@@ -483,12 +497,12 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
         {
           /* S2: A[i][j] /= A[j][j]; */
           const int64_t j = bbmm_it0, i = bbmm_k1;
-          (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, j}, sizeof(double), "A")) /= (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){j, j}, sizeof(double), "A"));
+          (*(bbmm_ref4_d ? &bbmm_ref4_d[bbmm_ref4_o + (i) * bbmm_ref4_s0 + (j)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, j}, sizeof(double), "A", &bbmm_ref4_k))) /= (*(bbmm_ref6_d ? &bbmm_ref6_d[bbmm_ref6_o + (j) * bbmm_ref6_s0 + (j)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){j, j}, sizeof(double), "A", &bbmm_ref6_k)));
         }
         {
           /* S3: A[i][i] -= A[i][k] * A[i][k]; */
           const int64_t k = bbmm_it0, i = bbmm_k1;
-          (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, i}, sizeof(double), "A")) -= (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, k}, sizeof(double), "A")) * (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, k}, sizeof(double), "A"));
+          (*(bbmm_ref7_d ? &bbmm_ref7_d[bbmm_ref7_o + (i) * bbmm_ref7_s0 + (i)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, i}, sizeof(double), "A", &bbmm_ref7_k))) -= (*(bbmm_ref9_d ? &bbmm_ref9_d[bbmm_ref9_o + (i) * bbmm_ref9_s0 + (k)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, k}, sizeof(double), "A", &bbmm_ref9_k))) * (*(bbmm_ref10_d ? &bbmm_ref10_d[bbmm_ref10_o + (i) * bbmm_ref10_s0 + (k)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, k}, sizeof(double), "A", &bbmm_ref10_k)));
         }
       }
   }
@@ -966,7 +980,7 @@ static void bbmm_s0_p2_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0, 
   bbmm_tile* bbmm_t;
   int bbmm_required[1] = {0};
   bbmm_gen_check(bbmm_tile_begin(bbmm_x->rt, bbmm_dev, &bbmm_t), "bbmm_tile_begin");
-  /* A: read, written (per-row); disjoint boxes */
+  /* A: read, written (widened to its hull); disjoint boxes */
   {
     const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_it0};
     const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_hi - 1};
@@ -977,13 +991,10 @@ static void bbmm_s0_p2_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0, 
     const int64_t bbmm_bhi[2] = {bbmm_hi - 1, bbmm_it0 + 1};
     bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_TRANSIENT, &bbmm_required[0]);
   }
-  if (1) {  /* row by row */
-    for (int64_t bbmm_r0 = bbmm_lo; bbmm_r0 < bbmm_hi; ++bbmm_r0)
-      if (1) {
-        const int64_t bbmm_blo[2] = {bbmm_r0, bbmm_it0 + 1};
-        const int64_t bbmm_bhi[2] = {bbmm_r0 + 1, bbmm_r0};
-        bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_WRITE, &bbmm_required[0]);
-      }
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_it0 + 1};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_hi - 1};
+    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_WRITE, &bbmm_required[0]);
   }
   bbmm_gen_check(bbmm_tile_acquire(bbmm_t), "bbmm_tile_acquire");
   {

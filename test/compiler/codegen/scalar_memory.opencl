@@ -64,7 +64,8 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref0 = NULL;
   double* bbmm_ref0_d = NULL;
   int64_t bbmm_ref0_o = 0;
-  if (1) {
+  int bbmm_ref0_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element) {
     const int64_t bbmm_rlo[1] = {0};
     const int64_t bbmm_rhi[1] = {1};
     bbmm_ref0 = bbmm_gen_piece_of(bbmm_scale_p, bbmm_scale_n, 1, bbmm_rlo, bbmm_rhi);
@@ -73,7 +74,7 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
     bbmm_ref0_d = (double*)((char*)bbmm_ref0->data + bbmm_ref0->offset);
     bbmm_ref0_o = -(bbmm_ref0->lo[0]);
   }
-  const int bbmm_direct = !bbmm_gen_per_element && bbmm_ref0;
+  const int bbmm_direct = bbmm_ref0 != NULL;
   (void)bbmm_info;
   (void)n;
   (void)m;
@@ -81,6 +82,7 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   (void)bbmm_scale_p;
   (void)bbmm_ref0_d;
   (void)bbmm_ref0_o;
+  (void)bbmm_ref0_k;
   (void)bbmm_direct;
   if (bbmm_direct) {
     {
@@ -90,7 +92,7 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   } else {
     {
       /* S1: scale = 2.0; */
-      (*(double*)bbmm_gen_at(bbmm_scale_p, bbmm_scale_n, 1, (const int64_t[]){0}, sizeof(double), "scale")) = 2.0;
+      (*(bbmm_ref0_d ? &bbmm_ref0_d[bbmm_ref0_o + (0)] : (double*)bbmm_gen_at_from(bbmm_scale_p, bbmm_scale_n, 1, (const int64_t[]){0}, sizeof(double), "scale", &bbmm_ref0_k))) = 2.0;
     }
   }
 }
@@ -360,7 +362,8 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref1 = NULL;
   double* bbmm_ref1_d = NULL;
   int64_t bbmm_ref1_o = 0;
-  if (k >= 1 && n >= k + 1) {
+  int bbmm_ref1_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (k >= 1 && n >= k + 1)) {
     const int64_t bbmm_rlo[1] = {0};
     const int64_t bbmm_rhi[1] = {1};
     bbmm_ref1 = bbmm_gen_piece_of(bbmm_nrm_p, bbmm_nrm_n, 1, bbmm_rlo, bbmm_rhi);
@@ -373,7 +376,8 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref2 = NULL;
   double* bbmm_ref2_d = NULL;
   int64_t bbmm_ref2_o = 0;
-  if (m >= 1 && k >= 1 && n >= k + 1) {
+  int bbmm_ref2_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (m >= 1 && k >= 1 && n >= k + 1)) {
     const int64_t bbmm_rlo[1] = {0};
     const int64_t bbmm_rhi[1] = {1};
     bbmm_ref2 = bbmm_gen_piece_of(bbmm_nrm_p, bbmm_nrm_n, 1, bbmm_rlo, bbmm_rhi);
@@ -386,7 +390,8 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref4 = NULL;
   double* bbmm_ref4_d = NULL;
   int64_t bbmm_ref4_o = 0, bbmm_ref4_s0 = 0;
-  if (m >= 1 && k >= 1 && n >= k + 1) {
+  int bbmm_ref4_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (m >= 1 && k >= 1 && n >= k + 1)) {
     const int64_t bbmm_rlo[2] = {k, 0};
     const int64_t bbmm_rhi[2] = {k + 1, m};
     bbmm_ref4 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
@@ -400,7 +405,8 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref5 = NULL;
   double* bbmm_ref5_d = NULL;
   int64_t bbmm_ref5_o = 0, bbmm_ref5_s0 = 0;
-  if (m >= 1 && k >= 1 && n >= k + 1) {
+  int bbmm_ref5_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (m >= 1 && k >= 1 && n >= k + 1)) {
     const int64_t bbmm_rlo[2] = {k, 0};
     const int64_t bbmm_rhi[2] = {k + 1, m};
     bbmm_ref5 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
@@ -414,7 +420,8 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref6 = NULL;
   double* bbmm_ref6_d = NULL;
   int64_t bbmm_ref6_o = 0;
-  if (k >= 1 && n >= k + 1) {
+  int bbmm_ref6_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (k >= 1 && n >= k + 1)) {
     const int64_t bbmm_rlo[1] = {k};
     const int64_t bbmm_rhi[1] = {k + 1};
     bbmm_ref6 = bbmm_gen_piece_of(bbmm_R_p, bbmm_R_n, 1, bbmm_rlo, bbmm_rhi);
@@ -427,7 +434,8 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref7 = NULL;
   double* bbmm_ref7_d = NULL;
   int64_t bbmm_ref7_o = 0;
-  if (k >= 1 && n >= k + 1) {
+  int bbmm_ref7_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (k >= 1 && n >= k + 1)) {
     const int64_t bbmm_rlo[1] = {0};
     const int64_t bbmm_rhi[1] = {1};
     bbmm_ref7 = bbmm_gen_piece_of(bbmm_nrm_p, bbmm_nrm_n, 1, bbmm_rlo, bbmm_rhi);
@@ -436,7 +444,7 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
     bbmm_ref7_d = (double*)((char*)bbmm_ref7->data + bbmm_ref7->offset);
     bbmm_ref7_o = -(bbmm_ref7->lo[0]);
   }
-  const int bbmm_direct = !bbmm_gen_per_element && bbmm_ref1 && bbmm_ref2 && bbmm_ref4 && bbmm_ref5 && bbmm_ref6 && bbmm_ref7;
+  const int bbmm_direct = bbmm_ref1 != NULL && bbmm_ref2 != NULL && bbmm_ref4 != NULL && bbmm_ref5 != NULL && bbmm_ref6 != NULL && bbmm_ref7 != NULL;
   (void)bbmm_info;
   (void)n;
   (void)m;
@@ -449,18 +457,24 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   (void)bbmm_R_p;
   (void)bbmm_ref1_d;
   (void)bbmm_ref1_o;
+  (void)bbmm_ref1_k;
   (void)bbmm_ref2_d;
   (void)bbmm_ref2_o;
+  (void)bbmm_ref2_k;
   (void)bbmm_ref4_d;
   (void)bbmm_ref4_o;
+  (void)bbmm_ref4_k;
   (void)bbmm_ref4_s0;
   (void)bbmm_ref5_d;
   (void)bbmm_ref5_o;
+  (void)bbmm_ref5_k;
   (void)bbmm_ref5_s0;
   (void)bbmm_ref6_d;
   (void)bbmm_ref6_o;
+  (void)bbmm_ref6_k;
   (void)bbmm_ref7_d;
   (void)bbmm_ref7_o;
+  (void)bbmm_ref7_k;
   (void)bbmm_direct;
   if (bbmm_direct) {
     if (k >= 1 && n >= k + 1) {
@@ -483,17 +497,17 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
     if (k >= 1 && n >= k + 1) {
       {
         /* S2: nrm = 0.0; */
-        (*(double*)bbmm_gen_at(bbmm_nrm_p, bbmm_nrm_n, 1, (const int64_t[]){0}, sizeof(double), "nrm")) = 0.0;
+        (*(bbmm_ref1_d ? &bbmm_ref1_d[bbmm_ref1_o + (0)] : (double*)bbmm_gen_at_from(bbmm_nrm_p, bbmm_nrm_n, 1, (const int64_t[]){0}, sizeof(double), "nrm", &bbmm_ref1_k))) = 0.0;
       }
       for (int64_t bbmm_k1 = 0; bbmm_k1 < m; bbmm_k1 += 1)
         {
           /* S3: nrm += A[k][i] * A[k][i]; */
           const int64_t i = bbmm_k1;
-          (*(double*)bbmm_gen_at(bbmm_nrm_p, bbmm_nrm_n, 1, (const int64_t[]){0}, sizeof(double), "nrm")) += (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){k, i}, sizeof(double), "A")) * (*(double*)bbmm_gen_at(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){k, i}, sizeof(double), "A"));
+          (*(bbmm_ref2_d ? &bbmm_ref2_d[bbmm_ref2_o + (0)] : (double*)bbmm_gen_at_from(bbmm_nrm_p, bbmm_nrm_n, 1, (const int64_t[]){0}, sizeof(double), "nrm", &bbmm_ref2_k))) += (*(bbmm_ref4_d ? &bbmm_ref4_d[bbmm_ref4_o + (k) * bbmm_ref4_s0 + (i)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){k, i}, sizeof(double), "A", &bbmm_ref4_k))) * (*(bbmm_ref5_d ? &bbmm_ref5_d[bbmm_ref5_o + (k) * bbmm_ref5_s0 + (i)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){k, i}, sizeof(double), "A", &bbmm_ref5_k)));
         }
       {
         /* S4: R[k] = sqrt(nrm); */
-        (*(double*)bbmm_gen_at(bbmm_R_p, bbmm_R_n, 1, (const int64_t[]){k}, sizeof(double), "R")) = sqrt((*(double*)bbmm_gen_at(bbmm_nrm_p, bbmm_nrm_n, 1, (const int64_t[]){0}, sizeof(double), "nrm")));
+        (*(bbmm_ref6_d ? &bbmm_ref6_d[bbmm_ref6_o + (k)] : (double*)bbmm_gen_at_from(bbmm_R_p, bbmm_R_n, 1, (const int64_t[]){k}, sizeof(double), "R", &bbmm_ref6_k))) = sqrt((*(bbmm_ref7_d ? &bbmm_ref7_d[bbmm_ref7_o + (0)] : (double*)bbmm_gen_at_from(bbmm_nrm_p, bbmm_nrm_n, 1, (const int64_t[]){0}, sizeof(double), "nrm", &bbmm_ref7_k))));
       }
     }
   }

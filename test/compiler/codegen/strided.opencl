@@ -66,7 +66,8 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref0 = NULL;
   double* bbmm_ref0_d = NULL;
   int64_t bbmm_ref0_o = 0;
-  if (N >= 1) {
+  int bbmm_ref0_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (N >= 1)) {
     const int64_t bbmm_rlo[1] = {0};
     const int64_t bbmm_rhi[1] = {2 * N - 1};
     bbmm_ref0 = bbmm_gen_piece_of(bbmm_X_p, bbmm_X_n, 1, bbmm_rlo, bbmm_rhi);
@@ -79,7 +80,8 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref1 = NULL;
   double* bbmm_ref1_d = NULL;
   int64_t bbmm_ref1_o = 0;
-  if (N >= 1) {
+  int bbmm_ref1_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (N >= 1)) {
     const int64_t bbmm_rlo[1] = {0};
     const int64_t bbmm_rhi[1] = {N};
     bbmm_ref1 = bbmm_gen_piece_of(bbmm_Y_p, bbmm_Y_n, 1, bbmm_rlo, bbmm_rhi);
@@ -88,7 +90,7 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
     bbmm_ref1_d = (double*)((char*)bbmm_ref1->data + bbmm_ref1->offset);
     bbmm_ref1_o = -(bbmm_ref1->lo[0]);
   }
-  const int bbmm_direct = !bbmm_gen_per_element && bbmm_ref0 && bbmm_ref1;
+  const int bbmm_direct = bbmm_ref0 != NULL && bbmm_ref1 != NULL;
   (void)bbmm_info;
   (void)N;
   (void)bbmm_X_n;
@@ -97,8 +99,10 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   (void)bbmm_Y_p;
   (void)bbmm_ref0_d;
   (void)bbmm_ref0_o;
+  (void)bbmm_ref0_k;
   (void)bbmm_ref1_d;
   (void)bbmm_ref1_o;
+  (void)bbmm_ref1_k;
   (void)bbmm_direct;
   if (bbmm_direct) {
     for (int64_t bbmm_k1 = 0; bbmm_k1 < N; bbmm_k1 += 1)
@@ -112,7 +116,7 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
       {
         /* S1: X[2 * i] = Y[i]; */
         const int64_t i = bbmm_k1;
-        (*(double*)bbmm_gen_at(bbmm_X_p, bbmm_X_n, 1, (const int64_t[]){2 * i}, sizeof(double), "X")) = (*(double*)bbmm_gen_at(bbmm_Y_p, bbmm_Y_n, 1, (const int64_t[]){i}, sizeof(double), "Y"));
+        (*(bbmm_ref0_d ? &bbmm_ref0_d[bbmm_ref0_o + (2 * i)] : (double*)bbmm_gen_at_from(bbmm_X_p, bbmm_X_n, 1, (const int64_t[]){2 * i}, sizeof(double), "X", &bbmm_ref0_k))) = (*(bbmm_ref1_d ? &bbmm_ref1_d[bbmm_ref1_o + (i)] : (double*)bbmm_gen_at_from(bbmm_Y_p, bbmm_Y_n, 1, (const int64_t[]){i}, sizeof(double), "Y", &bbmm_ref1_k)));
       }
   }
 }

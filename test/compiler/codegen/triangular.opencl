@@ -213,19 +213,16 @@ static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, i
   bbmm_tile* bbmm_t;
   int bbmm_required[2] = {0};
   bbmm_gen_check(bbmm_tile_begin(bbmm_x->rt, bbmm_dev, &bbmm_t), "bbmm_tile_begin");
-  /* L: written (per-row); convex hull */
+  /* L: written (widened to its hull); convex hull */
   {
     const int64_t bbmm_blo[2] = {bbmm_lo, 0};
     const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_hi};
     bbmm_gen_require(bbmm_t, bbmm_x->L, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[0]);
   }
-  if (1) {  /* row by row */
-    for (int64_t bbmm_r0 = bbmm_lo; bbmm_r0 < bbmm_hi; ++bbmm_r0)
-      if (1) {
-        const int64_t bbmm_blo[2] = {bbmm_r0, 0};
-        const int64_t bbmm_bhi[2] = {bbmm_r0 + 1, bbmm_r0 + 1};
-        bbmm_gen_require(bbmm_t, bbmm_x->L, 2, bbmm_blo, bbmm_bhi, BBMM_READ_WRITE, &bbmm_required[0]);
-      }
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, 0};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_hi};
+    bbmm_gen_require(bbmm_t, bbmm_x->L, 2, bbmm_blo, bbmm_bhi, BBMM_READ_WRITE, &bbmm_required[0]);
   }
   /* A: read; disjoint boxes */
   {

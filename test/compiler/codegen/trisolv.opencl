@@ -355,7 +355,8 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref6 = NULL;
   double* bbmm_ref6_d = NULL;
   int64_t bbmm_ref6_o = 0;
-  if (n >= bbmm_it1 + 1 && bbmm_it1 >= 0) {
+  int bbmm_ref6_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (n >= bbmm_it1 + 1 && bbmm_it1 >= 0)) {
     const int64_t bbmm_rlo[1] = {bbmm_it1};
     const int64_t bbmm_rhi[1] = {bbmm_it1 + 1};
     bbmm_ref6 = bbmm_gen_piece_of(bbmm_x_p, bbmm_x_n, 1, bbmm_rlo, bbmm_rhi);
@@ -368,7 +369,8 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref7 = NULL;
   double* bbmm_ref7_d = NULL;
   int64_t bbmm_ref7_o = 0;
-  if (n >= bbmm_it1 + 1 && bbmm_it1 >= 0) {
+  int bbmm_ref7_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (n >= bbmm_it1 + 1 && bbmm_it1 >= 0)) {
     const int64_t bbmm_rlo[1] = {bbmm_it1};
     const int64_t bbmm_rhi[1] = {bbmm_it1 + 1};
     bbmm_ref7 = bbmm_gen_piece_of(bbmm_x_p, bbmm_x_n, 1, bbmm_rlo, bbmm_rhi);
@@ -381,7 +383,8 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   const bbmm_piece* bbmm_ref8 = NULL;
   double* bbmm_ref8_d = NULL;
   int64_t bbmm_ref8_o = 0, bbmm_ref8_s0 = 0;
-  if (n >= bbmm_it1 + 1 && bbmm_it1 >= 0) {
+  int bbmm_ref8_k = 0;  /* the piece of its last element, per element */
+  if (!bbmm_gen_per_element && (n >= bbmm_it1 + 1 && bbmm_it1 >= 0)) {
     const int64_t bbmm_rlo[2] = {bbmm_it1, bbmm_it1};
     const int64_t bbmm_rhi[2] = {bbmm_it1 + 1, bbmm_it1 + 1};
     bbmm_ref8 = bbmm_gen_piece_of(bbmm_L_p, bbmm_L_n, 2, bbmm_rlo, bbmm_rhi);
@@ -391,7 +394,7 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
     bbmm_ref8_s0 = bbmm_ref8->stride[0];
     bbmm_ref8_o = -(bbmm_ref8->lo[0] * bbmm_ref8_s0 + bbmm_ref8->lo[1]);
   }
-  const int bbmm_direct = !bbmm_gen_per_element && bbmm_ref6 && bbmm_ref7 && bbmm_ref8;
+  const int bbmm_direct = bbmm_ref6 != NULL && bbmm_ref7 != NULL && bbmm_ref8 != NULL;
   (void)bbmm_info;
   (void)n;
   (void)bbmm_it1;
@@ -401,10 +404,13 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
   (void)bbmm_L_p;
   (void)bbmm_ref6_d;
   (void)bbmm_ref6_o;
+  (void)bbmm_ref6_k;
   (void)bbmm_ref7_d;
   (void)bbmm_ref7_o;
+  (void)bbmm_ref7_k;
   (void)bbmm_ref8_d;
   (void)bbmm_ref8_o;
+  (void)bbmm_ref8_k;
   (void)bbmm_ref8_s0;
   (void)bbmm_direct;
   if (bbmm_direct) {
@@ -419,7 +425,7 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
       {
         /* S3: x[i] = x[i] / L[i][i]; */
         const int64_t i = bbmm_it1;
-        (*(double*)bbmm_gen_at(bbmm_x_p, bbmm_x_n, 1, (const int64_t[]){i}, sizeof(double), "x")) = (*(double*)bbmm_gen_at(bbmm_x_p, bbmm_x_n, 1, (const int64_t[]){i}, sizeof(double), "x")) / (*(double*)bbmm_gen_at(bbmm_L_p, bbmm_L_n, 2, (const int64_t[]){i, i}, sizeof(double), "L"));
+        (*(bbmm_ref6_d ? &bbmm_ref6_d[bbmm_ref6_o + (i)] : (double*)bbmm_gen_at_from(bbmm_x_p, bbmm_x_n, 1, (const int64_t[]){i}, sizeof(double), "x", &bbmm_ref6_k))) = (*(bbmm_ref7_d ? &bbmm_ref7_d[bbmm_ref7_o + (i)] : (double*)bbmm_gen_at_from(bbmm_x_p, bbmm_x_n, 1, (const int64_t[]){i}, sizeof(double), "x", &bbmm_ref7_k))) / (*(bbmm_ref8_d ? &bbmm_ref8_d[bbmm_ref8_o + (i) * bbmm_ref8_s0 + (i)] : (double*)bbmm_gen_at_from(bbmm_L_p, bbmm_L_n, 2, (const int64_t[]){i, i}, sizeof(double), "L", &bbmm_ref8_k)));
       }
   }
 }
