@@ -178,12 +178,16 @@ static inline int bbmm_gen_parse_serial(const char* text, int* out) {
 }
 
 /* The device of a serial region whose tile requires "bytes" on devices holding "capacity"
- * bytes (0: unknown), "nested" in serial loops or not (bbmm_gen_serial): device 0 or
- * BBMM_DEVICE_HOST; device 0 always over several ranks (host tiles do not run there). */
+ * bytes (0: unknown), "nested" in serial loops or not (0), and when nested, 2 when a step's
+ * own loops are two or more deep (bbmm_gen_serial): device 0 or BBMM_DEVICE_HOST; device 0
+ * always over several ranks (host tiles do not run there). On a device a serial tile is one
+ * thread: fine for a step of a few or a row of elements (cholesky, durbin), but a step of
+ * quadratic work runs on the host (ludcmp at LARGE: more than 60 s on one H100 thread, 4.1 s
+ * on the host; issue 13). */
 static inline int bbmm_gen_serial_device(bbmm_runtime* rt, uint64_t bytes, uint64_t capacity,
                                          int nested) {
   if (bbmm_rank_count(rt) > 1 || bbmm_gen_serial == 2) return 0;
-  if (bbmm_gen_serial == 1 || !nested || (capacity > 0 && bytes > capacity)) {
+  if (bbmm_gen_serial == 1 || nested != 1 || (capacity > 0 && bytes > capacity)) {
     return BBMM_DEVICE_HOST;
   }
   return 0;

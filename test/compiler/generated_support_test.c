@@ -301,6 +301,8 @@ static void test_serial_device(void) {
   bbmm_gen_serial = 0;
   CHECK_EQ(bbmm_gen_serial_device(rt, 8, 0, 0), BBMM_DEVICE_HOST, "auto, a whole nest: host");
   CHECK_EQ(bbmm_gen_serial_device(rt, 8, 0, 1), 0, "auto, nested: device 0");
+  CHECK_EQ(bbmm_gen_serial_device(rt, 8, 0, 2), BBMM_DEVICE_HOST,
+           "auto, nested, steps two loops deep: host");
   CHECK_EQ(bbmm_gen_serial_device(rt, (uint64_t)1 << 30, 0, 1), 0, "auto, nested, big: device 0");
   CHECK_EQ(bbmm_gen_serial_device(rt, 4097, 4096, 1), BBMM_DEVICE_HOST, "auto, cannot fit");
   CHECK_EQ(bbmm_gen_serial_device(rt, 4096, 4096, 1), 0, "auto, fits");
@@ -308,6 +310,7 @@ static void test_serial_device(void) {
   CHECK_EQ(bbmm_gen_serial_device(rt, 8, 0, 1), BBMM_DEVICE_HOST, "host");
   bbmm_gen_serial = 2;
   CHECK_EQ(bbmm_gen_serial_device(rt, (uint64_t)1 << 40, 4096, 0), 0, "device");
+  CHECK_EQ(bbmm_gen_serial_device(rt, 8, 0, 2), 0, "device, steps two loops deep");
   bbmm_gen_serial = saved;
 }
 

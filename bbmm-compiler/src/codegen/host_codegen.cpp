@@ -769,8 +769,17 @@ class ScopGenerator {
     if (nd == 0) {
       // A serial region: on the host or on device 0 (a whole nest, or nested in serial loops).
       os << "  const uint64_t bbmm_need = " << name << "_bytes(bbmm_x" << serial_args << ");\n";
+      // Nested in serial loops: 1, or 2 when a step's loops are two or more deep (a step of
+      // quadratic work, too slow for the one GPU thread of a device's serial tile).
+      const Phase& ph = s_.phases[p];
+      size_t depth = 0;
+      for (int st : ph.statements) {
+        const size_t n = s_.statements[st].loops.size();
+        depth = std::max(depth, n > ph.serial_loops.size() ? n - ph.serial_loops.size() : 0);
+      }
+      const int nested = ph.serial_loops.empty() ? 0 : (depth >= 2 ? 2 : 1);
       os << "  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity, "
-         << (s_.phases[p].serial_loops.empty() ? 0 : 1) << ");\n";
+         << nested << ");\n";
       os << "  if (bbmm_dev != BBMM_DEVICE_HOST && bbmm_x->capacity > 0)\n";
       os << "    bbmm_gen_tile_too_large(\"" << phase_label_
          << "\", bbmm_need, bbmm_x->capacity, 0);\n";
