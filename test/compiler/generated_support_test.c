@@ -135,7 +135,7 @@ static void test_gen_at(void) {
         const int64_t i = order == 0 ? a : b, j = order == 0 ? b : a;
         const int64_t idx[2] = {i, j};
         const int* at = (const int*)bbmm_gen_at_from(p, 3, 2, idx, sizeof(int), "A", &last);
-        char what[64];
+        char what[96];
         snprintf(what, sizeof what, "A[%lld][%lld] through bbmm_gen_at_from", (long long)i,
                  (long long)j);
         CHECK_EQ(*at, value_of(i, j), what);
