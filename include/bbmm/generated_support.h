@@ -405,23 +405,12 @@ static inline void bbmm_gen_flow_out(bbmm_tile* t, bbmm_array* a, int rank, cons
   bbmm_gen_check(bbmm_tile_flow_out(t, a, lo, hi), "bbmm_tile_flow_out");
 }
 
-/* The address of element "idx" (rank "rank", elements of "elem_size" bytes) in the first of
- * the "n" pieces "p" holding it (the host target's access-function split). An element in
- * no piece is a bug of bbmmc: prints "array" and aborts. */
-static inline void* bbmm_gen_at(const bbmm_piece* p, int n, int rank, const int64_t* idx,
-                                size_t elem_size, const char* array) {
-  for (int k = 0; k < n; ++k) {
-    if (bbmm_piece_contains(&p[k], rank, idx)) return bbmm_piece_at(&p[k], elem_size, rank, idx);
-  }
-  fprintf(stderr, "bbmm: internal error: an element of '%s' is in none of the tile's %d pieces\n",
-          array, n);
-  abort();
-}
-
-/* As bbmm_gen_at, trying first piece "*last" (the piece of the reference's previous element,
- * 0 at first: consecutive elements of one access reference mostly lie in one piece) and
- * remembering in "*last" the piece found. The pieces of a view are disjoint, so the piece
- * holding an element is the same whichever is tried first. */
+/* The address of element "idx" (rank "rank", elements of "elem_size" bytes) in the one of
+ * the "n" pieces "p" holding it (the host target's access-function split; the pieces of a
+ * view are disjoint), trying first piece "*last", the piece of the reference's previous
+ * element (0 at first: consecutive elements of one access reference mostly lie in one piece),
+ * and remembering there the piece found. An element in no piece is a bug of bbmmc: prints
+ * "array" and aborts. */
 static inline void* bbmm_gen_at_from(const bbmm_piece* p, int n, int rank, const int64_t* idx,
                                      size_t elem_size, const char* array, int* last) {
   if (*last < n && bbmm_piece_contains(&p[*last], rank, idx)) {
@@ -433,7 +422,16 @@ static inline void* bbmm_gen_at_from(const bbmm_piece* p, int n, int rank, const
       return bbmm_piece_at(&p[k], elem_size, rank, idx);
     }
   }
-  return bbmm_gen_at(p, n, rank, idx, elem_size, array); /* reports and aborts */
+  fprintf(stderr, "bbmm: internal error: an element of '%s' is in none of the tile's %d pieces\n",
+          array, n);
+  abort();
+}
+
+/* bbmm_gen_at_from with no previous element. */
+static inline void* bbmm_gen_at(const bbmm_piece* p, int n, int rank, const int64_t* idx,
+                                size_t elem_size, const char* array) {
+  int first = 0;
+  return bbmm_gen_at_from(p, n, rank, idx, elem_size, array, &first);
 }
 
 /* The first of the "n" pieces "p" that holds all of box [lo, hi) (rank "rank"), or NULL when

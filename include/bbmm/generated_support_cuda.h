@@ -407,19 +407,9 @@ static inline BBMM_GEN_UNUSED bool bbmm_cu_shape(const void* kernel, int dims, c
 
 /* --- Pieces ---------------------------------------------------------------------------- */
 
-/* The element "idx" of an array with "n" pieces (access-function split). */
-template <typename T, int R>
-static __device__ inline T* bbmm_cu_at(const bbmm_piece* p, int n, const int64_t (&idx)[R]) {
-  for (int k = 0; k < n; ++k) {
-    if (bbmm_piece_contains(&p[k], R, idx)) return (T*)bbmm_piece_at(&p[k], sizeof(T), R, idx);
-  }
-  printf("bbmm: internal error: an element is in none of the tile's %d pieces\n", n);
-  __trap();
-  return nullptr;
-}
-
-/* As bbmm_cu_at, trying first piece "last" (the piece of the reference's previous element in
-   this thread, 0 at first) and remembering the piece found there (bbmm_gen_at_from's twin). */
+/* The element "idx" of an array with "n" pieces (access-function split), trying first piece
+   "last" (the piece of the reference's previous element in this thread, 0 at first) and
+   remembering the piece found there (bbmm_gen_at_from's twin). */
 template <typename T, int R>
 static __device__ inline T* bbmm_cu_at_from(const bbmm_piece* p, int n, const int64_t (&idx)[R],
                                             int& last) {
@@ -432,7 +422,16 @@ static __device__ inline T* bbmm_cu_at_from(const bbmm_piece* p, int n, const in
       return (T*)bbmm_piece_at(&p[k], sizeof(T), R, idx);
     }
   }
-  return bbmm_cu_at<T, R>(p, n, idx); /* reports and traps */
+  printf("bbmm: internal error: an element is in none of the tile's %d pieces\n", n);
+  __trap();
+  return nullptr;
+}
+
+/* bbmm_cu_at_from with no previous element. */
+template <typename T, int R>
+static __device__ inline T* bbmm_cu_at(const bbmm_piece* p, int n, const int64_t (&idx)[R]) {
+  int first = 0;
+  return bbmm_cu_at_from<T, R>(p, n, idx, first);
 }
 
 /* The first of the "n" pieces that holds all of box [lo, hi), or NULL when none does or the

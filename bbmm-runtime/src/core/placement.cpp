@@ -155,21 +155,14 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
     return allocate_fresh(tile, part, fresh, pressure);
   };
 
-  // 2. Instances that overlap the rest partly.
-  cands_.clear();
-  for (size_t i = 0; i < rest.size(); ++i) {
-    a.for_each_overlapping(d, rest[i], [&](Instance* inst) {
-      if (std::find(cands_.begin(), cands_.end(), inst) == cands_.end()) cands_.push_back(inst);
-    });
-  }
-  if (cands_.empty()) return allocate_fresh(tile, part, rest, pressure);
   const size_t held_mark = tile.held.size(), piece_mark = part.pieces.size();
 
-  // 3. Grow: replace the instances overlapping `boxes` by their hull with
-  // them, when none is in use and the hull wastes little. The grown instance,
-  // null when growing is not worth it, or the error.
+  // 2-3. Grow: replace the instances overlapping `boxes` (grow_cands_) by
+  // their hull with them, when none is in use and the hull wastes little.
+  // The grown instance, null when growing is not worth it, or the error.
   auto grow = [&](const BoxSet& boxes) -> absl::StatusOr<Instance*> {
-    std::vector<Instance*> cands;
+    std::vector<Instance*>& cands = grow_cands_;
+    cands.clear();
     for (size_t i = 0; i < boxes.size(); ++i) {
       a.for_each_overlapping(d, boxes[i], [&](Instance* inst) {
         if (std::find(cands.begin(), cands.end(), inst) == cands.end()) cands.push_back(inst);
@@ -225,6 +218,8 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
   absl::StatusOr<Instance*> grown = grow(rest);
   if (!grown.ok()) return grown.status();
   if (*grown != nullptr) return absl::OkStatus();
+  // No instance overlaps the rest: all of it is fresh.
+  if (grow_cands_.empty()) return allocate_fresh(tile, part, rest, pressure);
   if (!kept_rest.empty() && !transient_rest.empty()) {
     grown = grow(kept_rest);
     if (!grown.ok()) return grown.status();

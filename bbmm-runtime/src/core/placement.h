@@ -62,7 +62,8 @@ class Placement {
   CopyPlanner& planner_;
   std::vector<bbmm_stats>& stats_;
   double threshold_;
-  std::vector<Instance*> cands_;  // scratch
+  std::vector<Instance*> cands_;       // scratch of the pieces
+  std::vector<Instance*> grow_cands_;  // scratch of growing: the instances it would merge
   // Scratch of place(): the part's boxes, its kept boxes, and whether each of
   // the former holds only transient reads.
   std::vector<Box> all_boxes_, kept_boxes_;
