@@ -270,6 +270,10 @@ typedef struct bbmm_stats {
   /* Views (one per tile and array) with more than one piece: their kernels address
    * each access in its piece (bbmmc's multi-piece kernels), slower than one piece. */
   uint64_t multi_piece_views;
+  /* Seconds bbmm_runtime_create took (total only): on CUDA the GPUs' contexts, pools,
+   * streams and workers; code that creates the runtime inside its timed region (bbmmc's
+   * generated code does, at its first scop) pays it there. */
+  double create_seconds;
 } bbmm_stats;
 bbmm_status bbmm_stats_get(const bbmm_runtime* rt, int device, bbmm_stats* out);
 /* Writes the statistics as a table, or as JSON. */

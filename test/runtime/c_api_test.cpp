@@ -578,6 +578,12 @@ TEST_F(CApi, StatsPrintTableAndJson) {
   }
   EXPECT_EQ(depth, 0) << json;
   EXPECT_EQ(objects, 4) << "outer, two devices, total: " << json;
+  EXPECT_TRUE(mentions(json, "\"create_seconds\":")) << json;
+  bbmm_stats total, dev0;
+  ASSERT_EQ(bbmm_stats_get(rt_, -1, &total), BBMM_OK);
+  ASSERT_EQ(bbmm_stats_get(rt_, 0, &dev0), BBMM_OK);
+  EXPECT_GT(total.create_seconds, 0.0) << "bbmm_runtime_create took some time";
+  EXPECT_EQ(dev0.create_seconds, 0.0) << "the runtime's figure, in the total only";
 
   EXPECT_EQ(bbmm_stats_print(nullptr, stdout), BBMM_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(bbmm_stats_print(rt_, nullptr), BBMM_ERROR_INVALID_ARGUMENT);

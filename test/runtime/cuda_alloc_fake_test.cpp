@@ -18,8 +18,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "bbmm/bbmm.h"
@@ -120,6 +122,42 @@ TEST_P(TilePathAllocations, TwoGpuStencilStepAllocatesNothing) {
   ASSERT_EQ(bbmm_synchronize(rt), BBMM_OK) << bbmm_last_error_message();
   ASSERT_EQ(bbmm_array_unregister(rt, arr[0]), BBMM_OK);
   ASSERT_EQ(bbmm_array_unregister(rt, arr[1]), BBMM_OK);
+  ASSERT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
+}
+
+// The statistics say what creating the runtime cost, and the CUDA backend
+// breaks it down by phase, every phase once, in order.
+TEST(CudaCreation, StatisticsReportCreationByPhase) {
+  bbmm_options o;
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+  o.backend = BBMM_BACKEND_CUDA;
+  o.devices = kDevices;
+  bbmm_runtime* rt = nullptr;
+  ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
+  bbmm_stats total, dev0;
+  ASSERT_EQ(bbmm_stats_get(rt, -1, &total), BBMM_OK);
+  ASSERT_EQ(bbmm_stats_get(rt, 0, &dev0), BBMM_OK);
+  EXPECT_GT(total.create_seconds, 0.0);
+  EXPECT_LT(total.create_seconds, 60.0);
+  EXPECT_EQ(dev0.create_seconds, 0.0) << "the runtime's figure, in the total only";
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(bbmm_stats_print(rt, f), BBMM_OK);
+  std::rewind(f);
+  std::string table;
+  for (int c; (c = std::fgetc(f)) != EOF;) table.push_back(static_cast<char>(c));
+  std::fclose(f);
+  const size_t at = table.find("created: ");
+  ASSERT_NE(at, std::string::npos) << table;
+  size_t prev = at;
+  for (const char* phase : {"driver ", "contexts ", "pools and peers ", "events ", "copy kernels ",
+                            "streams and workers ", "pool growers ", "threads "}) {
+    const size_t p = table.find(phase, at);
+    EXPECT_NE(p, std::string::npos) << phase << " in\n" << table;
+    EXPECT_GT(p, prev) << phase << " out of order in\n" << table;
+    prev = p;
+  }
+  EXPECT_NE(table.find("create_seconds"), std::string::npos) << table;
   ASSERT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
 }
 

@@ -1,6 +1,7 @@
 // The public C++ API (bbmm/runtime.h): thin handles over RuntimeCore.
 #include "bbmm/runtime.h"
 
+#include <chrono>
 #include <cstdio>
 
 #include "api/backend_factory.h"
@@ -85,9 +86,15 @@ Runtime::~Runtime() {
 absl::Status Runtime::shutdown() { return core_->shutdown(); }
 
 absl::StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<Backend>> backend = detail::make_backend(options);
   if (!backend.ok()) return backend.status();
-  return create_with_backend(*std::move(backend), options);
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = create_with_backend(*std::move(backend), options);
+  if (rt.ok()) {
+    (*rt)->core_->set_create_seconds(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return rt;
 }
 
 absl::StatusOr<std::unique_ptr<Runtime>> Runtime::create_with_backend(

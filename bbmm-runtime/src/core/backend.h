@@ -188,6 +188,10 @@ class Backend {
   virtual void set_tracer(Tracer* tracer) { tracer_ = tracer; }
   virtual void flush_trace() {}
 
+  // What creating the backend cost, phase by phase ("contexts 0.120 s, ..."),
+  // for the statistics; empty when the backend has nothing to say.
+  virtual std::string creation_report() const { return {}; }
+
  protected:
   Tracer* tracer_ = nullptr;
 };

@@ -55,6 +55,7 @@ class InstrumentedBackend : public Backend {
   absl::Status synchronize(int device) override;
   void set_tracer(Tracer* tracer) override;
   void flush_trace() override { up_->flush_trace(); }
+  std::string creation_report() const override { return up_->creation_report(); }
 
  private:
   // Counts one successful copy of `shape` from `src` to `dst`.

@@ -127,6 +127,8 @@ class RuntimeCore {
   absl::Status reserve_global(int device, Array* array, const Box& box);
 
   bbmm_stats stats(int device) const;
+  // The seconds Runtime::create took (reported as create_seconds).
+  void set_create_seconds(double seconds) { create_seconds_ = seconds; }
   std::string stats_table() const;
   std::string stats_json() const;
 
@@ -207,6 +209,7 @@ class RuntimeCore {
   int next_array_id_ = 0;
   double host_pin_seconds_ = 0;
   double host_unpin_seconds_ = 0;
+  double create_seconds_ = 0;
   uint64_t bytes_host_pinned_ = 0;
   bool shut_down_ = false;
   uint64_t bytes_sent_ranks_ = 0, bytes_received_ranks_ = 0;

@@ -52,6 +52,7 @@ constexpr SecondsField kSeconds[] = {
     {"reserve_seconds", &bbmm_stats::reserve_seconds},
     {"host_unpin_seconds", &bbmm_stats::host_unpin_seconds},
     {"host_tile_seconds", &bbmm_stats::host_tile_seconds},
+    {"create_seconds", &bbmm_stats::create_seconds},
 };
 
 }  // namespace
@@ -81,6 +82,7 @@ bbmm_stats RuntimeCore::stats(int device) const {
   total.bytes_host_pinned = bytes_host_pinned_;
   total.host_pin_seconds = host_pin_seconds_;
   total.host_unpin_seconds = host_unpin_seconds_;
+  total.create_seconds = create_seconds_;
   total.bytes_sent_ranks = bytes_sent_ranks_;
   total.bytes_received_ranks = bytes_received_ranks_;
   // Host tiles (BBMM_DEVICE_HOST): the calling threads' time in their calls too.
@@ -107,6 +109,9 @@ std::string RuntimeCore::stats_table() const {
     for (const bbmm_stats& s : cols) absl::StrAppendFormat(&out, " %14.6f", s.*f.member);
     out += "\n";
   }
+  if (const std::string r = backend_->creation_report(); !r.empty()) {
+    absl::StrAppend(&out, "created: ", r, "\n");
+  }
   return out;
 }
 
@@ -126,7 +131,8 @@ std::string RuntimeCore::stats_json() const {
     if (d > 0) out += ",";
     out += one(stats(d));
   }
-  absl::StrAppend(&out, "],\"total\":", one(stats(-1)), "}");
+  absl::StrAppend(&out, "],\"total\":", one(stats(-1)), ",\"created\":\"",
+                  json_escape(backend_->creation_report()), "\"}");
   return out;
 }
 

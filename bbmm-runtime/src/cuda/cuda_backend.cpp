@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/block_pool.h"
 #include "core/trace.h"
 #include "cuda/cuda_copy.h"
@@ -124,17 +126,28 @@ class CudaBackend final : public Backend {
     (void)cudaGetLastError();
   }
 
-  // Sets up `count` logical devices on `visible` GPUs: topology and pools,
-  // event pools, streams, capacities, then starts the issue workers.
-  absl::Status init(int count, int visible) {
+  // Sets up `count` logical devices on `visible` GPUs: contexts, topology and
+  // pools, event pools, streams, capacities, then starts the issue workers.
+  // `start`: when creation began (the driver's initialisation, before).
+  absl::Status init(int count, int visible, std::chrono::steady_clock::time_point start) {
+    phase_start_ = start;
+    phase_done("driver");
+    if (absl::Status s = create_contexts(std::min(count, visible)); !s.ok()) return s;
+    phase_done("contexts");
     absl::Status s = setup_topology(count, visible, options_.peer_access, &topology_);
     if (!s.ok()) return s;
+    phase_done("pools and peers");
     for (int g = 0; g < topology_.gpu_count; ++g) {
       gpus_.push_back(std::make_shared<GpuShared>(g));
       BBMM_CUDA(cudaSetDevice(g));
       BBMM_CUDA(gpus_.back()->events.reserve(kEventsPerGpu));
+    }
+    phase_done("events");
+    for (int g = 0; g < topology_.gpu_count; ++g) {
+      BBMM_CUDA(cudaSetDevice(g));
       BBMM_CUDA(preload_copy_kernels());
     }
+    phase_done("copy kernels");
     WorkerOptions wo;
     wo.copy_kernel = options_.copy_kernel;
     wo.peer_copy_kernel = options_.peer_copy_kernel;
@@ -166,6 +179,7 @@ class CudaBackend final : public Backend {
                                              topology_, pinner_, wo, &batch_api_rejections_);
       devices_.push_back(std::move(dev));
     }
+    phase_done("streams and workers");
     // Pool growers (cuda_pool_grower.h), primed before any work is queued.
     growers_.resize(topology_.gpu_count);
     if (options_.pool_headroom_bytes > 0) {
@@ -184,6 +198,7 @@ class CudaBackend final : public Backend {
         }
       }
     }
+    phase_done("pool growers");
     BBMM_CUDA(cudaSetDevice(0));
     for (auto& dev : devices_) {
       try {
@@ -194,8 +209,11 @@ class CudaBackend final : public Backend {
                          ": ", e.what()));
       }
     }
+    phase_done("threads");
     return absl::OkStatus();
   }
+
+  std::string creation_report() const override { return creation_; }
 
   BackendKind kind() const override { return BackendKind::kCuda; }
   std::string name() const override { return "cuda"; }
@@ -535,7 +553,18 @@ class CudaBackend final : public Backend {
   const uint32_t id_;
   // Before devices_: their workers read it.
   HostPinner pinner_;
+  // Adds "name S s" to creation_: the seconds since the previous phase ended.
+  void phase_done(const char* name) {
+    const auto now = std::chrono::steady_clock::now();
+    absl::StrAppendFormat(&creation_, "%s%s %.3f s", creation_.empty() ? "" : ", ", name,
+                          std::chrono::duration<double>(now - phase_start_).count());
+    phase_start_ = now;
+  }
+
   CudaTopology topology_;
+  // Creation, phase by phase (creation_report).
+  std::string creation_;
+  std::chrono::steady_clock::time_point phase_start_;
   std::vector<std::shared_ptr<GpuShared>> gpus_;
   // cudaMemcpy3DBatchAsync calls rejected in a row (cuda_copy.h).
   std::atomic<int> batch_api_rejections_{0};
@@ -585,6 +614,7 @@ absl::StatusOr<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOpti
                                                    options.pin_chunk_bytes, "; use >= 1 MiB"));
   }
   std::string why;
+  const auto start = std::chrono::steady_clock::now();
   const int visible = cuda_device_count(&why);
   if (visible == 0) return absl::UnavailableError(why);
   int n = visible;
@@ -597,7 +627,7 @@ absl::StatusOr<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOpti
     n = options.devices;
   }
   auto backend = std::make_unique<CudaBackend>(options);
-  absl::Status s = backend->init(n, visible);
+  absl::Status s = backend->init(n, visible, start);
   if (!s.ok()) return s;
   return std::unique_ptr<Backend>(std::move(backend));
 }

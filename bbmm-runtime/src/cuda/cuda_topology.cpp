@@ -25,13 +25,15 @@ std::set<std::pair<int, int>>& peers_enabled() {
   return s;
 }
 
-// Creates the primary contexts of GPUs 0..n-1 at once, one thread each
-// (cudaSetDevice creates a GPU's context since CUDA 12; it takes a tenth of a
-// second or more per GPU, and the loops below created them one after another:
-// PolyBench's smallest kernels took 0.24 s on one GPU and 0.5 s on two, 2 x
-// H100, ninth session). Not measured since (no device time was left).
+}  // namespace
+
 absl::Status create_contexts(int n) {
-  if (n <= 1) return absl::OkStatus();
+  if (n <= 0) return absl::OkStatus();
+  if (n == 1) {
+    const cudaError_t e = cudaSetDevice(0);
+    if (e == cudaSuccess) return absl::OkStatus();
+    return cuda_status("cudaSetDevice (creating the context of GPU 0)", e, __FILE__, __LINE__);
+  }
   std::vector<cudaError_t> errors(static_cast<size_t>(n), cudaSuccess);
   std::vector<std::thread> threads;
   try {
@@ -39,7 +41,7 @@ absl::Status create_contexts(int n) {
       threads.emplace_back([g, &errors] { errors[static_cast<size_t>(g)] = cudaSetDevice(g); });
     }
   } catch (const std::exception&) {
-    // No thread: the contexts are created one by one below, as before.
+    // No more threads: the first cudaSetDevice of the others creates theirs.
   }
   for (std::thread& t : threads) t.join();
   for (int g = 0; g < n; ++g) {
@@ -52,15 +54,12 @@ absl::Status create_contexts(int n) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
 absl::Status setup_topology(int count, int visible, bool peer_access, CudaTopology* out) {
   CudaTopology& t = *out;
   t.gpu_of.resize(count);
   for (int d = 0; d < count; ++d) t.gpu_of[d] = d % visible;
   t.gpu_count = std::min(count, visible);
   const int n = t.gpu_count;
-  if (absl::Status s = create_contexts(n); !s.ok()) return s;
   t.pool.assign(n, nullptr);
   t.peer.assign(static_cast<size_t>(n) * n, 0);
   for (int g = 0; g < n; ++g) {

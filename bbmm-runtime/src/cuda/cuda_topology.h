@@ -36,6 +36,12 @@ struct CudaTopology {
   }
 };
 
+// Creates the primary contexts of GPUs 0..n-1 at once, one thread each
+// (cudaSetDevice creates a GPU's context since CUDA 12, a tenth of a second
+// or more per GPU; one after another they made a second GPU cost as much
+// again at every start).
+absl::Status create_contexts(int n);
+
 // Maps `count` logical devices onto `visible` GPUs, raises each GPU's pool
 // release threshold (freed memory stays in the pool: allocation is a pool
 // hit, not a trip to the driver), enables peer access between every pair of
