@@ -349,7 +349,7 @@ mkdir -p "$out_dir/bin" "$out_dir/lib" || exit 2
   printf 'kernel\tbuilt\tserial\n'
   for k in "${kernels[@]}"; do printf '%s\t%s\t%s\n' "$k" "${built[$k]}" "${serial[$k]:--}"; done
 } >"$out_dir/build.tsv"
-cp "$root/bench/polybench/gpu_run.sh" "$out_dir/"
+cp "$root/bench/polybench/gpu_run.sh" "$root/bench/polybench/gpu_profile.sh" "$out_dir/"
 # Libraries a GPU machine (Ubuntu 24.04, CUDA 13) has: the C and C++ runtimes, the driver.
 system_libs='^(linux-vdso|linux-gate|ld-linux.*|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcuda|libnvidia-.*)\.so'
 missing=0
