@@ -261,10 +261,10 @@ class BoxesOracle {
     last_write_.clear();
     for (size_t e = 0; e < run_.ev.size(); ++e) {
       const Event& ev = run_.ev[e];
-      if (ev.write) last_write_[ev.array] = static_cast<int>(e);
+      if (ev.write) last_write_[{ev.array, ev.elem}] = static_cast<int>(e);
       if (ev.write || seq_writer_[e] < 0) {
         if (!ev.write && s_.is_private(placed_[ev.inst].phase, ev.array)) {
-          ADD_FAILURE() << what_ << ": scalar " << s_.arrays[ev.array].c_name << " is private in phase "
+          ADD_FAILURE() << what_ << ": " << s_.arrays[ev.array].c_name << " is private in phase "
                         << placed_[ev.inst].phase << " but a read there sees a value from before the scop";
         }
         continue;
@@ -275,7 +275,7 @@ class BoxesOracle {
       if (!wp && !rp) continue;
       ++t.private_flows;
       EXPECT_TRUE(placed_[w].phase == placed_[r].phase && iteration(w) == iteration(r))
-          << what_ << ": scalar " << s_.arrays[ev.array].c_name << " is private in phase "
+          << what_ << ": " << s_.arrays[ev.array].c_name << " is private in phase "
           << (wp ? placed_[w].phase : placed_[r].phase) << " but flows from phase " << placed_[w].phase
           << " iteration " << show_elem(iteration(w)) << " to phase " << placed_[r].phase << " iteration "
           << show_elem(iteration(r));
@@ -380,20 +380,25 @@ class BoxesOracle {
     const std::set<int> same_step(insts.begin(), insts.end());
     std::map<int, ElemSet> others;
     for (const Event& ev : run_.ev) {
-      if (same_step.count(ev.inst) && !mine.count(ev.inst) && !s_.arrays[ev.array].is_scalar)
+      // (Other tiles' private scalars and arrays are their own copies.)
+      if (same_step.count(ev.inst) && !mine.count(ev.inst) && !s_.arrays[ev.array].is_scalar &&
+          !s_.is_private(p, ev.array))
         others[ev.array].insert(ev.elem);
     }
     for (size_t e = 0; e < run_.ev.size(); ++e) {
       const Event& ev = run_.ev[e];
       if (!mine.count(ev.inst)) continue;
       // Scalars: read-only ones are arguments, private ones kernel locals; a promoted
-      // scalar elsewhere is the one element s[0]. The last write of a live-out scalar
-      // writes s[0] wherever it is (a private one is copied out).
+      // scalar elsewhere is the one element s[0]. Private arrays are kernel locals too.
+      // The last write of an element of a live-out scalar or array writes memory
+      // wherever it is (a private one is copied out).
       const ArrayInfo& arr = s_.arrays[ev.array];
-      const auto lw = last_write_.find(ev.array);
-      const bool last_value = arr.is_scalar && arr.live_out && lw != last_write_.end() &&
+      const auto lw = last_write_.find({ev.array, ev.elem});
+      const bool last_value = arr.live_out && lw != last_write_.end() &&
                               lw->second == static_cast<int>(e);
-      if (arr.is_scalar && !last_value && (!arr.promoted || s_.is_private(p, ev.array))) continue;
+      const bool priv = s_.is_private(p, ev.array);
+      if (arr.is_scalar && !last_value && (!arr.promoted || priv)) continue;
+      if (!arr.is_scalar && priv && !last_value) continue;
       const Elem elem = arr.is_scalar ? Elem{0} : ev.elem;
       (ev.write ? writes : reads)[ev.array].insert(elem);
       // A read of a value the tile produced itself needs no read-in.
@@ -537,7 +542,7 @@ class BoxesOracle {
   Execution run_;
   std::vector<Placement> placed_;
   std::vector<std::vector<int>> readers_;
-  std::map<int, int> last_write_;  // array -> its last write event
+  std::map<std::pair<int, Elem>, int> last_write_;  // (array, element) -> its last write event
   std::vector<int> seq_writer_;
 };
 

@@ -4,9 +4,9 @@
 // runs them in schedule order, records every memory access, and derives per loop
 // which arrays carry a dependence: two accesses to the same element, at least one a
 // write, from instances with equal outer iterators and different iterators at that
-// loop. Scalars are privatised by the oracle's own rule (every iteration writes the
-// scalar before reading it, and no later read outside the loop sees a value written
-// inside). The oracle never looks at isl's dependence computation.
+// loop. Scalars and small arrays are privatised by the oracle's own rule (every
+// iteration writes an element before reading it, and no later read outside the loop sees
+// a value written inside). The oracle never looks at isl's dependence computation.
 
 #include <gtest/gtest.h>
 
@@ -18,6 +18,7 @@
 #include "brute_force.h"
 #include "driver/pipeline.h"
 #include "poly/deps.h"
+#include "poly/scalars.h"
 #include "test_util.h"
 
 namespace bbmm::compiler {
@@ -29,6 +30,22 @@ using testing::Instance;
 using testing::execute;
 using testing::fix_params;
 using testing::random_program;
+
+// May "arr" have a private copy (the policy of poly/scalars.h, read here from the
+// declaration's text, not from isl): a scalar, or an array whose extents are integer
+// literals, of at most kMaxPrivateArrayBytes.
+bool small_enough_to_privatise(const ArrayInfo& arr) {
+  if (arr.is_scalar) return true;
+  if (arr.elem_size <= 0 || arr.extent_text.empty()) return false;
+  long bytes = arr.elem_size;
+  for (const std::string& t : arr.extent_text) {
+    if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos || t.size() > 6) {
+      return false;
+    }
+    bytes *= std::stol(t);
+  }
+  return bytes <= kMaxPrivateArrayBytes;
+}
 
 // Oracle verdicts per loop: the arrays with carried dependences after privatisation.
 std::vector<std::set<std::string>> oracle(const Scop& scop, const isl::set& fixed) {
@@ -56,7 +73,7 @@ std::vector<std::set<std::string>> oracle(const Scop& scop, const isl::set& fixe
           }
       }
 
-  // Privatisation of scalars, loop by loop.
+  // Privatisation of scalars and small arrays, loop by loop, element by element.
   for (const Loop& L : scop.loops) {
     auto inside = [&](int inst_index) {
       const Statement& st = scop.statements[inst[inst_index].stmt];
@@ -64,23 +81,26 @@ std::vector<std::set<std::string>> oracle(const Scop& scop, const isl::set& fixe
     };
     for (size_t a = 0; a < scop.arrays.size(); ++a) {
       const ArrayInfo& arr = scop.arrays[a];
-      if (!arr.is_scalar || !carried[L.id].count(arr.name)) continue;
-      // Live-out is fine: the phase copies the last value out (poly/scalars.h).
+      if (!small_enough_to_privatise(arr) || !carried[L.id].count(arr.name)) continue;
+      // Live-out is fine: the phase copies the last values out (poly/scalars.h).
       bool ok = true;
       bool written_inside = false;
-      std::set<std::vector<long>> seen;  // iterations that touched the scalar
-      int last_write = -1;
+      // (iteration of L, element) pairs already touched, and each element's last writer.
+      std::set<std::pair<std::vector<long>, std::vector<long>>> seen;
+      std::map<std::vector<long>, int> last_write;
       for (const Event& e : ev) {
         if (e.array != static_cast<int>(a)) continue;
-        bool in = inside(e.inst);
+        const bool in = inside(e.inst);
         if (in) {
           std::vector<long> k(inst[e.inst].it.begin(), inst[e.inst].it.begin() + L.depth + 1);
-          if (seen.insert(k).second && !e.write) ok = false;  // first access of an iteration reads
+          // The first access of an element in an iteration reads it.
+          if (seen.insert({k, e.elem}).second && !e.write) ok = false;
           written_inside = written_inside || e.write;
-        } else if (!e.write && last_write >= 0 && inside(last_write)) {
-          ok = false;  // a value written inside flows out
+        } else if (!e.write) {
+          auto lw = last_write.find(e.elem);
+          if (lw != last_write.end() && inside(lw->second)) ok = false;  // flows out of L
         }
-        if (e.write) last_write = e.inst;
+        if (e.write) last_write[e.elem] = e.inst;
       }
       if (ok && written_inside) carried[L.id].erase(arr.name);
     }

@@ -11,6 +11,7 @@
 #include "codegen/box_printer.h"
 #include "codegen/c_printer.h"
 #include "codegen/loop_ast.h"
+#include "poly/scalars.h"
 
 namespace bbmm::compiler {
 namespace {
@@ -52,7 +53,7 @@ KernelSignature kernel_signature(const Scop& scop, const ScopBoxes& boxes, int p
   for (size_t a = 0; a < scop.arrays.size(); ++a) {
     if (!used[a]) continue;
     const ArrayInfo& arr = scop.arrays[a];
-    if (arr.is_scalar && scop.is_private(phase, static_cast<int>(a))) {
+    if (scop.is_private(phase, static_cast<int>(a))) {
       sig.privates.push_back(static_cast<int>(a));
       // Its last value copied out: its memory too.
       for (const CopyOut& c : ph.copy_outs) {
@@ -73,12 +74,17 @@ KernelSignature kernel_signature(const Scop& scop, const ScopBoxes& boxes, int p
   return sig;
 }
 
-std::string private_scalar_decl(const Scop& scop, int array,
+std::string private_decl(const Scop& scop, int array,
                                 const std::function<std::string(const std::string&)>& type) {
   const ArrayInfo& arr = scop.arrays[array];
   // Every read sees a write of the same iteration (poly/scalars.h): the 0 is never read,
   // it only keeps compilers from warning.
-  return (type ? type(arr.elem_type) : arr.elem_type) + " " + arr.c_name + " = 0;";
+  const std::string t = type ? type(arr.elem_type) : arr.elem_type;
+  if (arr.is_scalar) return t + " " + arr.c_name + " = 0;  /* private scalar */";
+  // A private array (at most kMaxPrivateArrayBytes): a C array of its constant extents.
+  std::string dims;
+  for (int64_t n : constant_extents(arr)) dims += "[" + std::to_string(n) + "]";
+  return t + " " + arr.c_name + dims + " = {0};  /* private array */";
 }
 
 std::string kernel_arg_locals(const Scop& scop, const KernelSignature& sig, const std::string& from,
@@ -98,7 +104,7 @@ std::string kernel_arg_locals(const Scop& scop, const KernelSignature& sig, cons
       names.push_back(arr.c_name);
     }
     for (int a : sig.privates) {
-      os << "  " << private_scalar_decl(scop, a, type) << "  /* private scalar */\n";
+      os << "  " << private_decl(scop, a, type) << "\n";
       names.push_back(scop.arrays[a].c_name);
     }
   }
@@ -210,12 +216,25 @@ void statement_block(const Scop& scop, int stmt, const std::vector<std::string>&
   if (!bind.empty()) lines.push_back("  const " + iter_type + " " + join(bind, ", ") + ";");
   lines.push_back("  " + rewrite_statement(scop, stmt, access));
   for (const CopyOut* c : copy) {
-    // The last value of a live-out private scalar: into its memory (poly/scalars.h).
-    const int a = scop.accesses[c->access].array;
+    // The last value of a live-out private scalar, or of the element of a private array
+    // the statement wrote: into its memory (poly/scalars.h).
+    const Access& acc = scop.accesses[c->access];
+    const ArrayInfo& arr = scop.arrays[acc.array];
     const std::string guard = copy_out_guard(scop, *c);
+    std::vector<std::string> subs = {"0"};
+    std::string local = arr.c_name;
+    if (!arr.is_scalar) {
+      std::string base;
+      std::vector<const Expr*> sub_exprs;
+      access_subscripts(*acc.expr, base, sub_exprs);
+      subs.clear();
+      for (const Expr* e : sub_exprs) {
+        subs.push_back(print_c_expr(*e, [](const Expr&) { return std::string(); }));
+        local += "[" + subs.back() + "]";
+      }
+    }
     lines.push_back("  " + (guard == "1" ? std::string() : "if (" + guard + ") ") +
-                    access(scop.accesses[c->access], {"0"}) + " = " + scop.arrays[a].c_name +
-                    ";  /* last value */");
+                    access(acc, subs) + " = " + local + ";  /* last value */");
   }
   lines.push_back("}");
 }

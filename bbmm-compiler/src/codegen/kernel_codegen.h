@@ -45,8 +45,9 @@ std::string kernel_arg_locals(const Scop& scop, const KernelSignature& sig, cons
                               const std::function<std::string(const std::string&)>& type =
                                   nullptr);
 
-// The declaration "<type> t = 0;" of private scalar "array" ("type" as above).
-std::string private_scalar_decl(const Scop& scop, int array,
+// The declaration of a private scalar or array ("type" as above), with a comment:
+// "<type> t = 0;" or "<type> a[e0][e1] = {0};" (constant extents, poly/scalars.h).
+std::string private_decl(const Scop& scop, int array,
                                 const std::function<std::string(const std::string&)>& type = nullptr);
 
 // The C declaration of the argument block "struct <name>_args { ... };".

@@ -141,7 +141,7 @@ std::string kernel_source(const Scop& scop, const ScopBoxes& boxes, int phase,
        << " + (long)get_global_id(0);\n";
   }
   for (int a : sig.privates) {
-    os << "  " << private_scalar_decl(scop, a, cl_type) << "  /* private scalar */\n";
+    os << "  " << private_decl(scop, a, cl_type) << "\n";
   }
   auto access = [&](const Access& acc, const std::vector<std::string>& subs) -> std::string {
     const ArrayInfo& arr = scop.arrays[acc.array];
@@ -220,7 +220,7 @@ std::string pieces_kernel_source(const Scop& scop, const ScopBoxes& boxes, int p
        << " + (long)get_global_id(0);\n";
   }
   for (int a : sig.privates) {
-    os << "  " << private_scalar_decl(scop, a, cl_type) << "  /* private scalar */\n";
+    os << "  " << private_decl(scop, a, cl_type) << "\n";
   }
   // Each reference's piece, looked up on the host (slot 0 and offsets 0 when it has none:
   // bbmm_tab[0], bbmm_direct, is then 0 and they are not used).

@@ -112,13 +112,16 @@ bool legal(const Scop& scop, const Phase& ph, const std::vector<std::vector<int>
                  "] }")));
     names.push_back(st.name);
   }
-  // The phase's dependences (flow, anti, output), untagged. A private scalar (a copy per
-  // thread) keeps only those inside one iteration of the parallel loop: the thread that
-  // runs the iteration must run all of them.
+  // The phase's dependences (flow, anti, output), untagged. A private scalar or array
+  // has a copy per thread, and each thread runs a grid point's instances together, in
+  // program order: the anti and output dependences on it join different copies or stay
+  // inside one thread, so only its flow dependences (each within one iteration of the
+  // parallel loop, poly/scalars.h) must stay within a thread.
   const int phase = scop.statements[ph.statements[0]].phase;
-  const int agree = ns + (ph.parallel_loop >= 0 ? 1 : 0);
   isl::union_map deps = isl::union_map::empty(ctx);
-  for (const isl::union_map* um : {&scop.deps.raw, &scop.deps.war, &scop.deps.waw}) {
+  const isl::union_map* const kinds[] = {&scop.deps.raw, &scop.deps.war, &scop.deps.waw};
+  for (int kind = 0; kind < 3; ++kind) {
+    const isl::union_map* um = kinds[kind];
     if (um->is_null()) continue;
     for (const isl::map& m : sorted_maps(*um)) {
       isl::map u = untag(m);
@@ -130,10 +133,9 @@ bool legal(const Scop& scop, const Phase& ph, const std::vector<std::vector<int>
         continue;
       }
       const int src_access = scop.access_index_of_tag(tagged_ref(m.domain().space()));
-      if (src_access >= 0 && scop.is_private(phase, scop.accesses[src_access].array)) {
-        isl_map* x = u.release();
-        for (int d = 0; d < agree; ++d) x = isl_map_equate(x, isl_dim_in, d, isl_dim_out, d);
-        u = isl::manage(x);
+      if (kind != 0 && src_access >= 0 &&
+          scop.is_private(phase, scop.accesses[src_access].array)) {
+        continue;
       }
       deps = deps.unite(isl::union_map(u));
     }

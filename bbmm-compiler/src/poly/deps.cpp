@@ -186,7 +186,8 @@ std::vector<LoopAnalysis> analyse_loops(const Scop& scop, const isl::set* params
       if (it != priv.end()) return it->second;
       const ArrayInfo& a = scop.arrays[array];
       // (d) live-out is fine: the phase copies the last value out (poly/scalars.h).
-      bool ok = a.is_scalar;
+      // Scalars, and arrays small enough for a kernel-local copy.
+      bool ok = can_privatise(a);
       bool written_inside = false;
       for (const Access& acc : scop.accesses)
         if (acc.array == array && acc.kind == AccessKind::kWrite && in_loop(L, acc.statement))
@@ -217,7 +218,7 @@ std::vector<LoopAnalysis> analyse_loops(const Scop& scop, const isl::set* params
         if (!in_loop(L, s.statement) || !in_loop(L, k.statement)) continue;
         if (!carried_at(t.map, d)) continue;
         const ArrayInfo& a = scop.arrays[s.array];
-        if (a.is_scalar && privatisable(s.array)) {
+        if (privatisable(s.array)) {
           an.privatised.insert(a.name);
           continue;
         }

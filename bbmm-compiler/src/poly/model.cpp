@@ -77,8 +77,8 @@ bool Scop::is_private(int phase, int array) const {
 bool Scop::in_memory(int access) const {
   const Access& a = accesses[access];
   const ArrayInfo& arr = arrays[a.array];
-  if (!arr.is_scalar) return true;
-  return arr.promoted && !is_private(statements[a.statement].phase, a.array);
+  if (is_private(statements[a.statement].phase, a.array)) return false;
+  return !arr.is_scalar || arr.promoted;
 }
 
 isl::map Scop::memory_relation(int access) const {

@@ -122,12 +122,12 @@ struct Phase {
   std::vector<int> serial_loops;  // outermost first
   int parallel_loop = -1;         // -1: no parallel loop (runs serially)
   std::vector<int> statements;
-  // Scalars written inside the scop that this phase keeps in kernel locals (indices into
-  // Scop::arrays, increasing; see poly/scalars.h): every value they carry is produced and
-  // used within one iteration of the parallel loop (one execution of the phase when it
-  // has none), so each tile, work-item or thread has its own copy.
+  // Scalars written inside the scop, and small arrays, that this phase keeps in kernel
+  // locals (indices into Scop::arrays, increasing; see poly/scalars.h): every value they
+  // carry is produced and used within one iteration of the parallel loop (one execution
+  // of the phase when it has none), so each tile, work-item or thread has its own copy.
   std::vector<int> private_scalars;
-  std::vector<CopyOut> copy_outs;  // private scalars' last values (live-out ones)
+  std::vector<CopyOut> copy_outs;  // privates' last values (live-out ones)
 };
 
 struct Dependences {

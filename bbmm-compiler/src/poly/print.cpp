@@ -1,5 +1,6 @@
 #include "poly/print.h"
 
+#include <algorithm>
 #include <map>
 
 namespace bbmm::compiler {
@@ -142,7 +143,12 @@ void print_deps(std::ostream& os, const Scop& s) {
     for (const std::string& r : v.reasons) os << "      carries " << r << "\n";
     for (const std::string& b : v.blocking_scalars)
       os << "      scalar '" << b << "' cannot be privatised and makes the loop serial\n";
-    for (const std::string& p : v.privatised) os << "      privatised scalar '" << p << "'\n";
+    for (const std::string& p : v.privatised) {
+      const bool scalar = std::any_of(s.arrays.begin(), s.arrays.end(), [&](const ArrayInfo& a) {
+        return a.name == p && a.is_scalar;
+      });
+      os << "      privatised " << (scalar ? "scalar" : "array") << " '" << p << "'\n";
+    }
   }
   os << "  phases:\n";
   for (size_t i = 0; i < s.phases.size(); ++i) {
@@ -154,13 +160,16 @@ void print_deps(std::ostream& os, const Scop& s) {
     else os << "no parallel loop";
     os << ", statements";
     for (int st : p.statements) os << " " << s.statements[st].name;
-    if (!p.private_scalars.empty()) {
-      os << ", private scalars";
+    for (const bool scalars : {true, false}) {
+      bool first = true;
       for (int a : p.private_scalars) {
+        if (s.arrays[a].is_scalar != scalars) continue;
+        if (first) os << (scalars ? ", private scalars" : ", private arrays");
+        first = false;
         os << " " << s.arrays[a].name;
         for (const CopyOut& c : p.copy_outs) {
           if (s.accesses[c.access].array == a) {
-            os << " (last value copied out)";
+            os << (scalars ? " (last value copied out)" : " (last values copied out)");
             break;
           }
         }

@@ -2,6 +2,8 @@
 
 #include <isl/map.h>
 #include <isl/set.h>
+#include <isl/aff.h>
+#include <isl/val.h>
 
 #include <algorithm>
 #include <set>
@@ -19,6 +21,35 @@ bool differs_in_first(const isl::map& m, int k) {
 
 }  // namespace
 
+std::vector<int64_t> constant_extents(const ArrayInfo& arr) {
+  std::vector<int64_t> out;
+  if (arr.is_scalar || arr.extents.empty()) return out;
+  for (const isl::pw_aff& e : arr.extents) {
+    if (e.is_null() || !isl_pw_aff_is_cst(e.get())) return {};
+    isl_val* v = isl_pw_aff_max_val(e.copy());
+    const bool ok = v != nullptr && isl_val_is_int(v) && isl_val_is_pos(v);
+    const int64_t n = ok ? isl_val_get_num_si(v) : 0;
+    isl_val_free(v);
+    if (!ok || n <= 0) return {};
+    out.push_back(n);
+  }
+  return out;
+}
+
+bool can_privatise(const ArrayInfo& arr) {
+  if (arr.is_scalar) return true;
+  if (arr.elem_size <= 0) return false;
+  const std::vector<int64_t> ext = constant_extents(arr);
+  if (ext.empty()) return false;
+  int64_t bytes = arr.elem_size;
+  for (int64_t n : ext) {
+    if (n > kMaxPrivateArrayBytes) return false;
+    bytes *= n;
+    if (bytes > kMaxPrivateArrayBytes) return false;
+  }
+  return true;
+}
+
 void classify_scalars(Scop& scop) {
   for (Phase& p : scop.phases) {
     p.private_scalars.clear();
@@ -32,7 +63,7 @@ void classify_scalars(Scop& scop) {
   for (const isl::map& m : sorted_maps(scop.deps.raw)) {
     const int src = scop.access_index_of_tag(tagged_ref(m.domain().space()));
     const int snk = scop.access_index_of_tag(tagged_ref(m.range().space()));
-    if (src < 0 || snk < 0 || !scop.arrays[scop.accesses[src].array].is_scalar) continue;
+    if (src < 0 || snk < 0 || !can_privatise(scop.arrays[scop.accesses[src].array])) continue;
     raw.push_back({src, snk, untag(m)});
   }
   std::set<int> live_in_reads;
@@ -52,7 +83,7 @@ void classify_scalars(Scop& scop) {
 
   for (size_t a = 0; a < scop.arrays.size(); ++a) {
     ArrayInfo& arr = scop.arrays[a];
-    if (!arr.is_scalar || !arr.written) continue;
+    if (!arr.written || !can_privatise(arr)) continue;
     std::set<int> phases;
     for (const Access& acc : scop.accesses) {
       if (acc.array == static_cast<int>(a)) phases.insert(scop.statements[acc.statement].phase);
@@ -92,11 +123,19 @@ void classify_scalars(Scop& scop) {
         }
         if (!ok) copy.clear();
       }
+      // An array is private only where that makes the phase's loop parallel (the loop
+      // analysis privatised it for that loop): elsewhere it is an array in memory as
+      // always (a copy of gemm's C per thread would be correct, and absurd).
+      if (ok && !arr.is_scalar) {
+        const std::vector<std::string>* v =
+            ph.parallel_loop >= 0 ? &scop.loops[ph.parallel_loop].verdict.privatised : nullptr;
+        ok = v != nullptr && std::find(v->begin(), v->end(), arr.name) != v->end();
+      }
       if (ok) {
         scop.phases[p].private_scalars.push_back(static_cast<int>(a));
         for (CopyOut& c : copy) scop.phases[p].copy_outs.push_back(std::move(c));
       }
-      if (!ok || !copy.empty()) arr.promoted = true;
+      if (arr.is_scalar && (!ok || !copy.empty())) arr.promoted = true;
     }
     if (arr.promoted) {
       arr.extent_text = {"1"};

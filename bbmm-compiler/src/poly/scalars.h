@@ -21,10 +21,32 @@
 // Scop::memory_relation), so the phases touching it are ordered by its boxes like any
 // array's, and its value returns to the host variable when the scop ends.
 // Read-only scalars are neither: they are passed by value to every kernel.
+//
+// Small arrays follow the same rule (array privatisation: doitgen's `sum[NP]`, zeroed,
+// accumulated and read within each (r, q) iteration): an array whose extents are constants
+// and whose size is at most kMaxPrivateArrayBytes may be private to a phase with a
+// parallel loop (a kernel-local C array per tile, work-item or thread), with the last value
+// of each element copied out when the array is live-out. It is never promoted: it is a
+// registered array in every other phase.
 
 #include "poly/model.h"
 
+#include <cstdint>
+#include <vector>
+
 namespace bbmm::compiler {
+
+// The most bytes of an array privatised per thread: a kernel-local copy (CUDA local
+// memory, an OpenCL private array, a host tile's stack).
+constexpr int64_t kMaxPrivateArrayBytes = 4096;
+
+// Can "arr" have a private copy at all: a scalar, or an array whose extents are
+// constants (a C array declared in the kernel) of at most kMaxPrivateArrayBytes.
+bool can_privatise(const ArrayInfo& arr);
+
+// The extents of a privatisable array, outermost first (empty for a scalar or an array
+// whose extents are not constants).
+std::vector<int64_t> constant_extents(const ArrayInfo& arr);
 
 // Fills Phase::private_scalars and Phase::copy_outs of every phase and ArrayInfo::promoted
 // (with extents {1}) of every scalar of "scop" ("scop" has its dependences and phases,

@@ -16,6 +16,10 @@ void kernel_chain(int n, float alpha, float X[n], float Y[n], float Z[n], float 
 void kernel_chain_seq(int n, float alpha, float X[n], float Y[n], float Z[n], float out[4]);
 void kernel_declared(int n, double A[n], int out[1]);
 void kernel_declared_seq(int n, double A[n], int out[1]);
+void kernel_private_array(int nr, int nq, double A[nr][nq][8], double C4[8][8], double sum[8],
+                          double w[3][4]);
+void kernel_private_array_seq(int nr, int nq, double A[nr][nq][8], double C4[8][8],
+                              double sum[8], double w[3][4]);
 
 static int failures = 0;
 
@@ -91,6 +95,18 @@ int main(int argc, char** argv) {
     compare("kernel_declared: A", A, A2, sizeof(double) * n);
     compare("kernel_declared: c", c, c2, sizeof c);
     free(A), free(A2);
+  }
+  {
+    const int nr = n, nq = n / 2 + 1;
+    double *A = values((long)nr * nq * 8, 10), *C4 = values(64, 11);
+    double *sum = values(8, 12), *w = values(12, 13);
+    double *A2 = copy(A, (long)nr * nq * 8), *sum2 = copy(sum, 8), *w2 = copy(w, 12);
+    kernel_private_array_seq(nr, nq, (double(*)[nq][8])A, (double(*)[8])C4, sum, (double(*)[4])w);
+    kernel_private_array(nr, nq, (double(*)[nq][8])A2, (double(*)[8])C4, sum2, (double(*)[4])w2);
+    compare("kernel_private_array: A", A, A2, sizeof(double) * nr * nq * 8);
+    compare("kernel_private_array: sum", sum, sum2, sizeof(double) * 8);
+    compare("kernel_private_array: w", w, w2, sizeof(double) * 12);
+    free(A), free(C4), free(sum), free(w), free(A2), free(sum2), free(w2);
   }
   printf("scalars: n=%d: verification against the sequential program: %s\n", n,
          failures ? "FAILED" : "PASSED");

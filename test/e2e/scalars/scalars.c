@@ -111,3 +111,27 @@ void kernel_declared(int n, double A[n], int out[1]) {
   out[0] = c;
 #pragma endscop
 }
+
+/* Private arrays (array privatisation, doitgen's 'sum'): 'sum' is zeroed, accumulated and
+   read within each (r, q) iteration, so r and q are parallel with a copy of 'sum' per tile
+   or thread; it is live-out, so each element's last value (from the last r and q) must
+   reach memory. 'w' (2-D) is written in part only (rows 0-1, columns 0-2): its other
+   elements keep their values from before the scop, and no iteration reads them. */
+void kernel_private_array(int nr, int nq, double A[nr][nq][8], double C4[8][8], double sum[8],
+                          double w[3][4]) {
+#pragma scop
+  for (int r = 0; r < nr; r++)
+    for (int q = 0; q < nq; q++) {
+      for (int p = 0; p < 8; p++) {
+        sum[p] = 0.0;
+        for (int s = 0; s < 8; s++)
+          sum[p] += A[r][q][s] * C4[s][p];
+      }
+      for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 3; b++)
+          w[a][b] = A[r][q][a + b] * 0.5;
+      for (int p = 0; p < 8; p++)
+        A[r][q][p] = sum[p] + w[1][2] - w[0][1];
+    }
+#pragma endscop
+}
