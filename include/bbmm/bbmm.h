@@ -119,6 +119,17 @@ void bbmm_fatal(int code, const char* format, ...)
 /* Creates a runtime. Fails (BBMM_ERROR_INVALID_ARGUMENT) when `trace_file`
  * cannot be written. */
 bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out);
+/* Starts initialising the devices of the backend `opts` names (null: the BBMM_*
+ * environment) on a thread of its own and returns at once: on CUDA, the driver and
+ * the primary contexts of the GPUs a runtime of these options would use (0.25 s for
+ * one H100, 0.5 s for two), while the program does its own setup; the next
+ * bbmm_runtime_create waits for it and finds them ready (its create_seconds
+ * statistic is what remained). Nothing to do for the host and OpenCL backends. Call
+ * it early in main, after constructors (not from one: the CUDA runtime registers its
+ * kernels in constructors). Errors of the devices are reported by
+ * bbmm_runtime_create; this call fails only for bad options or when no thread starts.
+ * The code bbmmc generates calls it at the top of main (bbmm_gen_warm_up). */
+bbmm_status bbmm_warm_up(const bbmm_options* opts);
 /* Waits for outstanding work, writes the trace, frees everything, including
  * `rt`. Every array should be unregistered first (bbmm_array_unregister makes
  * its host copy valid): an array still registered is NOT synchronised to the

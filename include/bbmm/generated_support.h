@@ -207,6 +207,22 @@ static inline void bbmm_gen_exit(void) {
   bbmm_gen_rt = NULL;
 }
 
+/* Called first thing in main() by bbmmc (in the file that defines main, after these
+ * helpers): starts initialising the devices of the file's target in the background
+ * (bbmm_warm_up: on CUDA the driver and the GPUs' contexts, a quarter to half a second)
+ * while the program sets itself up, so that the first scop finds them ready. Off with
+ * BBMM_WARM_UP=0. Nothing is reported here: bad options and device errors are reported
+ * when the runtime is created (bbmm_gen_runtime). */
+static inline void bbmm_gen_warm_up(void) {
+  const char* w = getenv("BBMM_WARM_UP");
+  bbmm_options o;
+  if (w && strcmp(w, "0") == 0) return;
+  if (bbmm_options_init(&o) != BBMM_OK) return;
+  if (o.backend == BBMM_BACKEND_AUTO) o.backend = BBMM_GEN_TARGET;
+  if (o.backend != BBMM_GEN_TARGET) return;
+  (void)bbmm_warm_up(&o);
+}
+
 /* The runtime of this file, created on first use from the BBMM_* environment with the
  * backend of BBMM_GEN_TARGET (the kernels of a file run on that backend only), and
  * destroyed at exit. Ends the program, saying why, when BBMM_BACKEND names another backend,

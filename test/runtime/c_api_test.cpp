@@ -210,6 +210,21 @@ TEST_F(CApi, PhaseBoundaryRejectsANullRuntime) {
   EXPECT_TRUE(mentions(last(), "phase_boundary")) << last();
 }
 
+// bbmm_warm_up: nothing to start for the host backend, bad options named (as
+// bbmm_runtime_create names them), and a runtime created after it works.
+TEST_F(CApi, WarmUp) {
+  bbmm_options o;
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+  o.backend = BBMM_BACKEND_HOST;
+  o.devices = 2;
+  EXPECT_EQ(bbmm_warm_up(&o), BBMM_OK) << last();
+  ASSERT_EQ(bbmm_runtime_create(&o, &rt_), BBMM_OK) << last();
+  EXPECT_EQ(bbmm_device_count(rt_), 2);
+  o.backend = static_cast<bbmm_backend_kind>(99);
+  EXPECT_EQ(bbmm_warm_up(&o), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(last(), "unknown backend kind 99")) << last();
+}
+
 TEST_F(CApi, WriteBackRejectsNullArguments) {
   EXPECT_EQ(bbmm_array_write_back(nullptr, nullptr), BBMM_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(last().find("array_write_back"), std::string::npos) << last();

@@ -161,6 +161,30 @@ TEST(CudaCreation, StatisticsReportCreationByPhase) {
   ASSERT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
 }
 
+// bbmm_warm_up initialises the driver and the GPUs' contexts on a thread of its
+// own; the runtime created next waits for it and works as without it. A second
+// warm-up while one runs, or after, is harmless.
+TEST(CudaCreation, WarmUpThenCreate) {
+  bbmm_options o;
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+  o.backend = BBMM_BACKEND_CUDA;
+  o.devices = kDevices;
+  ASSERT_EQ(bbmm_warm_up(&o), BBMM_OK) << bbmm_last_error_message();
+  ASSERT_EQ(bbmm_warm_up(&o), BBMM_OK) << bbmm_last_error_message();
+  bbmm_runtime* rt = nullptr;
+  ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
+  EXPECT_EQ(bbmm_device_count(rt), kDevices);
+  std::vector<double> a(1024, 1.0);
+  const int64_t ext[1] = {1024};
+  bbmm_array* arr = nullptr;
+  ASSERT_EQ(bbmm_array_register(rt, "A", a.data(), 8, 1, ext, nullptr, 0, &arr), BBMM_OK);
+  ASSERT_EQ(bbmm_array_unregister(rt, arr), BBMM_OK);
+  ASSERT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
+  ASSERT_EQ(bbmm_warm_up(&o), BBMM_OK) << "a warm-up after a runtime";
+  ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
+  ASSERT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
+}
+
 INSTANTIATE_TEST_SUITE_P(PeerCopy, TilePathAllocations, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& p) {
                            return p.param ? "kernel" : "engine";

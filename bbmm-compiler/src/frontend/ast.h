@@ -100,6 +100,7 @@ struct Function {
   std::vector<Decl> params;
   std::vector<Decl> locals;  // declared anywhere in the body outside scops
   size_t body_begin = 0;     // token index of `{`
+  size_t body_offset = 0;    // byte offset of that `{` in the preprocessed text
   size_t body_end = 0;       // token index of the matching `}`
 };
 

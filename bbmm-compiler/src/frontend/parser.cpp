@@ -555,6 +555,7 @@ void Parser::parse_external() {
 
 void Parser::parse_function_body(Function& f, size_t open, size_t close, int fn_index) {
   f.body_begin = open;
+  f.body_offset = t_[open].offset;
   f.body_end = close;
   p_ = open + 1;
   bool stmt_start = true;

@@ -12,8 +12,9 @@
 
 #include "bbmm/bbmm.h"
 #include "bbmm/runtime.h"
-#include "core/array.h"
 #include "api/c_api_internal.h"
+#include "api/warm_up.h"
+#include "core/array.h"
 #include "core/runtime_core.h"
 
 namespace bbmm::detail {
@@ -239,43 +240,63 @@ bbmm_status bbmm_options_init(bbmm_options* opts) {
   });
 }
 
+namespace {
+
+// The runtime options of "opts" (null: the BBMM_* environment); BBMM_OK or a
+// failed status with the message set.
+bbmm_status to_runtime_options(const bbmm_options* opts, bbmm::RuntimeOptions* out) {
+  bbmm_options local;
+  if (opts == nullptr) {
+    bbmm_status s = bbmm_options_init(&local);
+    if (s != BBMM_OK) return s;
+    opts = &local;
+  }
+  const int backend = enum_bits(opts->backend);
+  if (backend < BBMM_BACKEND_AUTO || backend > BBMM_BACKEND_OPENCL) {
+    return fail(BBMM_ERROR_INVALID_ARGUMENT,
+                "runtime_create: unknown backend kind " + std::to_string(backend));
+  }
+  const int policy = enum_bits(opts->eviction_policy);
+  if (policy != BBMM_EVICT_LRU) {
+    return fail(BBMM_ERROR_INVALID_ARGUMENT,
+                "runtime_create: unknown eviction policy " + std::to_string(policy));
+  }
+  bbmm::RuntimeOptions& o = *out;
+  o.backend = static_cast<bbmm_backend_kind>(backend);
+  o.devices = opts->devices;
+  o.device_memory = opts->device_memory;
+  o.trace_file = opts->trace_file == nullptr ? "" : opts->trace_file;
+  o.eviction_policy = static_cast<bbmm_eviction_policy>(policy);
+  o.growth_threshold = opts->growth_threshold;
+  o.check = opts->check != 0;
+  o.peer_access = opts->peer_access != 0;
+  o.host_poison = opts->host_poison != 0;
+  o.cuda_devices_per_gpu = opts->cuda_devices_per_gpu < 1 ? 1 : opts->cuda_devices_per_gpu;
+  o.cuda_copy_kernel = opts->cuda_copy_kernel != 0;
+  o.cuda_peer_copy_kernel = opts->cuda_peer_copy_kernel != 0;
+  o.cuda_peer_push = opts->cuda_peer_push != 0;
+  o.cuda_pin_host = opts->cuda_pageable_host == 0;
+  // 0 (a zeroed struct): the default.
+  if (opts->cuda_copy_streams > 0) o.cuda_copy_streams = opts->cuda_copy_streams;
+  return BBMM_OK;
+}
+
+}  // namespace
+
+bbmm_status bbmm_warm_up(const bbmm_options* opts) {
+  return guarded([&] {
+    bbmm::RuntimeOptions o;
+    if (bbmm_status s = to_runtime_options(opts, &o); s != BBMM_OK) return s;
+    return to_c(bbmm::detail::start_warm_up(o));
+  });
+}
+
 bbmm_status bbmm_runtime_create(const bbmm_options* opts, bbmm_runtime** out) {
   return guarded([&] {
     if (out == nullptr) return fail(BBMM_ERROR_INVALID_ARGUMENT, "runtime_create: null out");
     *out = nullptr;
-    bbmm_options local;
-    if (opts == nullptr) {
-      bbmm_status s = bbmm_options_init(&local);
-      if (s != BBMM_OK) return s;
-      opts = &local;
-    }
-    const int backend = enum_bits(opts->backend);
-    if (backend < BBMM_BACKEND_AUTO || backend > BBMM_BACKEND_OPENCL) {
-      return fail(BBMM_ERROR_INVALID_ARGUMENT,
-                  "runtime_create: unknown backend kind " + std::to_string(backend));
-    }
-    const int policy = enum_bits(opts->eviction_policy);
-    if (policy != BBMM_EVICT_LRU) {
-      return fail(BBMM_ERROR_INVALID_ARGUMENT,
-                  "runtime_create: unknown eviction policy " + std::to_string(policy));
-    }
     bbmm::RuntimeOptions o;
-    o.backend = static_cast<bbmm_backend_kind>(backend);
-    o.devices = opts->devices;
-    o.device_memory = opts->device_memory;
-    o.trace_file = opts->trace_file == nullptr ? "" : opts->trace_file;
-    o.eviction_policy = static_cast<bbmm_eviction_policy>(policy);
-    o.growth_threshold = opts->growth_threshold;
-    o.check = opts->check != 0;
-    o.peer_access = opts->peer_access != 0;
-    o.host_poison = opts->host_poison != 0;
-    o.cuda_devices_per_gpu = opts->cuda_devices_per_gpu < 1 ? 1 : opts->cuda_devices_per_gpu;
-    o.cuda_copy_kernel = opts->cuda_copy_kernel != 0;
-    o.cuda_peer_copy_kernel = opts->cuda_peer_copy_kernel != 0;
-    o.cuda_peer_push = opts->cuda_peer_push != 0;
-    o.cuda_pin_host = opts->cuda_pageable_host == 0;
-    // 0 (a zeroed struct): the default.
-    if (opts->cuda_copy_streams > 0) o.cuda_copy_streams = opts->cuda_copy_streams;
+    if (bbmm_status s = to_runtime_options(opts, &o); s != BBMM_OK) return s;
     absl::StatusOr<std::unique_ptr<bbmm::Runtime>> rt = bbmm::Runtime::create(o);
     if (!rt.ok()) return to_c(rt.status());
     // A transport between ranks for every runtime (bbmm_mpi_use_by_default).

@@ -583,8 +583,19 @@ class CudaBackend final : public Backend {
 // until the device's first read-in had finished, and the other device's read-in waited
 // behind them). Unless the program chose, libbbmm asks for eager loading before CUDA
 // starts (no effect once the process has made its first CUDA call).
-int cuda_device_count(std::string* why) {
+void cuda_prepare_environment() {
   (void)setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
+}
+
+absl::Status cuda_warm_up(int devices) {
+  std::string why;
+  const int visible = cuda_device_count(&why);
+  if (visible == 0) return absl::UnavailableError(why);
+  return create_contexts(devices > 0 ? std::min(devices, visible) : visible);
+}
+
+int cuda_device_count(std::string* why) {
+  cuda_prepare_environment();
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {

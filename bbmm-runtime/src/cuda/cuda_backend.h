@@ -189,6 +189,17 @@ struct CudaBackendOptions {
 // reason in `why` when 0.
 int cuda_device_count(std::string* why);
 
+// Sets the CUDA environment libbbmm relies on (eager module loading) unless
+// the user set it; call before the process's first CUDA call, from a thread
+// while no other reads the environment (cuda_device_count calls it too).
+void cuda_prepare_environment();
+
+// Initialises the driver and creates the primary contexts of the GPUs a
+// backend of `devices` devices (0: all) would use, as make_cuda_backend does,
+// so that a later make_cuda_backend finds them ready (the contexts stay while
+// the process lives). kUnavailable when no GPU is visible.
+absl::Status cuda_warm_up(int devices);
+
 // Creates the CUDA backend and starts its issue workers. kUnavailable when no
 // GPU is present (the message says why), kInvalidArgument for bad options,
 // the failing CUDA call's status otherwise.
