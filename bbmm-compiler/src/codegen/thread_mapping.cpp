@@ -55,7 +55,11 @@ std::vector<int> candidates(const Scop& scop, const Phase& ph, int s) {
   auto used = [&](int loop) { return std::find(r.begin(), r.end(), loop) != r.end(); };
   for (int a : st.accesses) {
     const Access& acc = scop.accesses[a];
-    if (acc.kind != AccessKind::kWrite || scop.arrays[acc.array].is_scalar) continue;
+    // Writes in memory (a private array's are thread-local).
+    if (acc.kind != AccessKind::kWrite || scop.arrays[acc.array].is_scalar ||
+        !scop.in_memory(a)) {
+      continue;
+    }
     const int rank = static_cast<int>(isl_map_dim(acc.relation.get(), isl_dim_out));
     for (int d = rank - 1; d >= 0; --d) {
       // The innermost loop with a unit coefficient, else any nonzero one.
@@ -177,6 +181,22 @@ ThreadMapping map_threads(const Scop& scop, const ScopBoxes& boxes, int phase,
   // the statements' next candidates and tries again.
   std::vector<std::vector<int>> cand;
   for (int s : ph.statements) cand.push_back(candidates(scop, ph, s));
+  // The loops around every statement of the phase, inside its serial loops: the
+  // parallel loop first, then the others innermost first.
+  std::vector<int> common;
+  if (ph.parallel_loop >= 0) common.push_back(ph.parallel_loop);
+  if (!ph.statements.empty()) {
+    const std::vector<int>& first = scop.statements[ph.statements[0]].loops;
+    for (size_t k = first.size(); k-- > ph.serial_loops.size();) {
+      const int loop = first[k];
+      bool everywhere = loop != ph.parallel_loop;
+      for (int s : ph.statements) {
+        const std::vector<int>& sl = scop.statements[s].loops;
+        everywhere = everywhere && std::find(sl.begin(), sl.end(), loop) != sl.end();
+      }
+      if (everywhere) common.push_back(loop);
+    }
+  }
   std::vector<std::string> skipped;
   auto unused = [&](size_t i, int loop) {
     return std::find(m.loops[i].begin(), m.loops[i].end(), loop) == m.loops[i].end();
@@ -190,26 +210,30 @@ ThreadMapping map_threads(const Scop& scop, const ScopBoxes& boxes, int phase,
                     cand[i].end());
       exhausted = exhausted || cand[i].empty();
     }
-    if (exhausted) break;
     std::vector<std::vector<int>> trial = m.loops;
-    for (size_t i = 0; i < trial.size(); ++i) trial[i].push_back(cand[i][0]);
-    bool ok = legal(scop, ph, trial);
-    if (!ok && ph.parallel_loop >= 0) {
-      bool common = true;
+    bool ok = false;
+    if (!exhausted) {
+      for (size_t i = 0; i < trial.size(); ++i) trial[i].push_back(cand[i][0]);
+      ok = legal(scop, ph, trial);
+    }
+    // Else a loop around every statement: the phase's parallel loop, then the others
+    // inside the serial loops, innermost first (doitgen's q, around statements whose
+    // only writes are to a private array).
+    for (size_t c = 0; !ok && c < common.size(); ++c) {
       trial = m.loops;
+      bool fresh = true;
       for (size_t i = 0; i < trial.size(); ++i) {
-        const std::vector<int>& sl = scop.statements[ph.statements[i]].loops;
-        common = common && unused(i, ph.parallel_loop) &&
-                 std::find(sl.begin(), sl.end(), ph.parallel_loop) != sl.end();
-        trial[i].push_back(ph.parallel_loop);
+        fresh = fresh && unused(i, common[c]);
+        trial[i].push_back(common[c]);
       }
-      ok = common && legal(scop, ph, trial);
+      ok = fresh && legal(scop, ph, trial);
     }
     if (ok) {
       m.loops = trial;
       ++m.dims;
       continue;
     }
+    if (exhausted) break;
     skipped.push_back(scop.loops[cand[0][0]].c_name);
     for (std::vector<int>& c : cand) c.erase(c.begin());
   }

@@ -3,15 +3,17 @@
 // kernel launch (up to 3 dimensions, x first), per statement.
 //
 // Candidates, per statement: the loops inside the phase (not the serial ones) whose
-// iterator appears in a subscript of the statement's write, from the last (contiguous)
-// subscript outward, then the phase's parallel loop; so the loop indexing the contiguous
-// dimension goes to x and a warp touches consecutive addresses. Grid dimension k takes
-// every statement's k-th candidate; a dimension is kept only when it is legal: no
-// dependence (flow, anti or output) between two instances of the phase in one iteration
-// of the serial loops joins different grid coordinates (checked with isl on the
-// dependences of the model; iterations of a loop asserted parallel with `#pragma bbmm
-// parallel` are taken as independent, as the partition does). A candidate that is not
-// legal is skipped and the next one tried. Every thread then runs, in the original order,
+// iterator appears in a subscript of the statement's write in memory (not a private
+// array's), from the last (contiguous) subscript outward, then the phase's parallel loop;
+// so the loop indexing the contiguous dimension goes to x and a warp touches consecutive
+// addresses. Grid dimension k takes every statement's next candidate, or else a loop
+// around every statement of the phase (its parallel loop, then the others innermost
+// first); a dimension is kept only when it is legal: no dependence (flow, anti or output;
+// for a private scalar or array only flow, each thread having its own copy) between two
+// instances of the phase in one iteration of the serial loops joins different grid
+// coordinates (checked with isl on the dependences of the model; iterations of a loop
+// asserted parallel with `#pragma bbmm parallel` are taken as independent, as the
+// partition does). A candidate that is not legal is skipped and the next one tried. Every thread then runs, in the original order,
 // the statement instances whose mapped iterators equal its coordinates; loops that are
 // not mapped (a reduction such as gemm's k, a serial inner loop) run inside the thread.
 
