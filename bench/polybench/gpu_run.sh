@@ -14,6 +14,8 @@
 #                    Kernels with a loop nest that bbmmc runs serially (build.tsv) run last,
 #                    and not on 2 GPUs once they timed out on 1.
 #   PB_GPU_KERNELS   only these kernels, comma-separated (default: every staged kernel)
+#   PB_GPU_ENV       "VAR=value ..." added to every run (e.g. BBMM_SPLIT=step), after the
+#                    BBMM_* variables are unset
 #   PB_GPU_BACKEND   cuda (default), or host for a dry run without a GPU (binaries staged with
 #                    gpu_stage.sh --target=host; BBMM_DEVICES=1 and 2 instead of
 #                    CUDA_VISIBLE_DEVICES)
@@ -150,11 +152,12 @@ run_one() {
   else
     env_run="BBMM_DEVICES=$n"
   fi
-  logln "== $k on $n: env BBMM_BACKEND=$backend $env_run timeout -k 5 $limit $prog"
+  logln "== $k on $n: env BBMM_BACKEND=$backend $env_run ${PB_GPU_ENV:+$PB_GPU_ENV }timeout -k 5 $limit $prog"
   rm -f "$tmp/err" "$tmp/out"
   t0=$EPOCHREALTIME
   # (The subshell's own stderr, where bash reports a crash, is dropped: the verdict says it.)
-  md5="$( (env BBMM_BACKEND="$backend" "$env_run" timeout -k 5 "$limit" "$prog" 2>&1 >"$tmp/out"
+  # shellcheck disable=SC2086 # PB_GPU_ENV is a list of assignments
+  md5="$( (env BBMM_BACKEND="$backend" "$env_run" ${PB_GPU_ENV:-} timeout -k 5 "$limit" "$prog" 2>&1 >"$tmp/out"
            echo $? >"$tmp/rc") 2>/dev/null | split_dump "$tmp/err" | md5sum | cut -d' ' -f1)"
   wall="$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')"
   rc="$(cat "$tmp/rc")"

@@ -283,7 +283,8 @@ function(pb_kernel name dir)
                         BBMMC_ARGS ${defs} -I${PB_DIR}/utilities -I${PB_DIR}/${dir}
                         CUDA_OPTIONS -fmad=false)
     target_sources(${name}_${kind} PRIVATE $<TARGET_OBJECTS:pb_util>)
-    target_compile_definitions(${name}_${kind} PRIVATE ${PB_DEFS})
+    # The host kernels count their statement instances per device (the balance column).
+    target_compile_definitions(${name}_${kind} PRIVATE ${PB_DEFS} BBMM_GEN_COUNT_INSTANCES)
     target_include_directories(${name}_${kind} PRIVATE ${PB_DIR}/utilities ${PB_DIR}/${dir})
   endforeach()
 endfunction()
@@ -508,7 +509,7 @@ verdict() {
       note[$k.$name]="passes, but is listed in $(basename "$expected_file"): remove the line" ;;
   esac
 }
-declare -A balance=() libpct=()
+declare -A balance=() ibalance=() libpct=()
 for k in "${ok_kernels[@]}"; do
   all=1
   for c in "${configs[@]}"; do
@@ -522,8 +523,16 @@ for k in "${ok_kernels[@]}"; do
   [[ $all -eq 1 ]] || failures=$((failures + 1))
   # Balance on 4 devices: the busiest device's tiles over a fair share (total / 4).
   r="$work/runs/$k.4dev"
-  balance[$k]="-"; libpct[$k]="-"
+  balance[$k]="-"; ibalance[$k]="-"; libpct[$k]="-"
   if [[ ${cell[$k.4dev]} == PASS && -f "$r.out" ]]; then
+    # The statement instances each device ran (the programs count them, BBMM_GEN_COUNT_
+    # INSTANCES: host tiles first, then devices 0-3) over a fair share of the devices' total.
+    inst="$(grep -o '"bbmm_instances":\[[0-9,]*\]' "$r.out" | tr -dc '0-9,\n' | tail -n1)"
+    if [[ -n "$inst" ]]; then
+      ibalance[$k]="$(awk -v l="$inst" 'BEGIN { n = split(l, v, ","); if (n != 5) { print "-"; exit }
+        t = v[2] + v[3] + v[4] + v[5]; m = v[2]; for (i = 3; i <= 5; ++i) if (v[i] > m) m = v[i];
+        if (t > 0) printf "%.2f (%d/%d/%d/%d)", m / (t / 4), v[2], v[3], v[4], v[5]; else print "-" }')"
+    fi
     mapfile -t tiles < <(json_values "$r.out" tiles)
     if [[ ${#tiles[@]} -eq 5 && ${tiles[4]} -gt 0 ]]; then
       balance[$k]="$(awk -v a="${tiles[0]}" -v b="${tiles[1]}" -v c="${tiles[2]}" -v d="${tiles[3]}" \
@@ -568,14 +577,14 @@ for k in "${ok_kernels[@]}"; do
   done
   [[ $v -eq 1 ]] && n_verified=$((n_verified + 1))
 done
-header=(kernel compiled "${cfg_names[@]}" "balance 4dev (tiles)" "libbbmm 4dev")
+header=(kernel compiled "${cfg_names[@]}" "balance 4dev (tiles)" "balance 4dev (statement instances)" "libbbmm 4dev")
 {
   (IFS=$'\t'; echo "${header[*]}")
   for k in "${kernels[@]}"; do
     if [[ ${compiled[$k]} == yes ]]; then
       printf '%s\tyes\t' "$k"
       for n in "${cfg_names[@]}"; do printf '%s\t' "${cell[$k.$n]}"; done
-      printf '%s\t%s\n' "${balance[$k]}" "${libpct[$k]}"
+      printf '%s\t%s\t%s\n' "${balance[$k]}" "${ibalance[$k]}" "${libpct[$k]}"
     else
       printf '%s\tno: %s\n' "$k" "${diag[$k]}"
     fi

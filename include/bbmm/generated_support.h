@@ -144,6 +144,23 @@ static inline int bbmm_gen_parse_tile_order(const char* text, int* out) {
   return 1;
 }
 
+/* How a partitioned loop whose range moves with the serial iterators (a triangular
+ * range: lu's, cholesky's, trisolv's rows below the pivot) is split, at every serial
+ * iteration: the range of all iterations, each tile clamped to this iteration's range
+ * (0, BBMM_SPLIT=whole, the default: an element's device never changes, but the devices
+ * whose rows are done fall idle), or this iteration's range itself (1, BBMM_SPLIT=step:
+ * every device gets an equal share at every step; rows move between devices as the range
+ * shrinks). Set with the runtime. */
+static int bbmm_gen_split_step = 0;
+
+/* "step" -> 1, "whole" -> 0 in *out; 0 for anything else. */
+static inline int bbmm_gen_parse_split(const char* text, int* out) {
+  if (strcmp(text, "step") == 0) *out = 1;
+  else if (strcmp(text, "whole") == 0) *out = 0;
+  else return 0;
+  return 1;
+}
+
 /* How multi-piece kernels find an element's piece: once per access reference (0, the
  * default, BBMM_PIECE_LOOKUP=reference) or for every element (1, BBMM_PIECE_LOOKUP=element:
  * slower, the same results; the tests run both). Set with the runtime, before any kernel. */
@@ -193,14 +210,55 @@ static inline int bbmm_gen_serial_device(bbmm_runtime* rt, uint64_t bytes, uint6
   return 0;
 }
 
-/* At exit: prints the statistics when BBMM_STATS is "table", "1" or "json", then
- * destroys the runtime. */
+/* --- Statement instances per device (balance) -------------------------------------------
+ * Compiled with -DBBMM_GEN_COUNT_INSTANCES, the host target's kernels count the statement
+ * instances they run, per device (BBMM_GEN_INSTANCE() after each statement,
+ * BBMM_GEN_INSTANCES_END adding a tile's count to its device's), and the statistics at exit
+ * say how many each device ran: the work balance (bench/polybench/run.sh compiles its
+ * programs so for its balance column). Off, the macros are nothing. */
+#define BBMM_GEN_MAX_COUNTED_DEVICES 64
+#ifdef BBMM_GEN_COUNT_INSTANCES
+/* [0]: host tiles; [1 + d]: device d. */
+static uint64_t bbmm_gen_instances[BBMM_GEN_MAX_COUNTED_DEVICES + 1];
+#define BBMM_GEN_INSTANCES_BEGIN() uint64_t bbmm_count = 0
+#define BBMM_GEN_INSTANCE() (++bbmm_count)
+#define BBMM_GEN_INSTANCES_END(info) bbmm_gen_count_instances((info), bbmm_count)
+static inline void bbmm_gen_count_instances(const bbmm_launch_info* info, uint64_t n) {
+  const int d = info->device == BBMM_DEVICE_HOST ? 0 : info->device + 1;
+  if (d >= 0 && d <= BBMM_GEN_MAX_COUNTED_DEVICES) {
+    __atomic_fetch_add(&bbmm_gen_instances[d], n, __ATOMIC_RELAXED);
+  }
+}
+#else
+#define BBMM_GEN_INSTANCES_BEGIN() ((void)0)
+#define BBMM_GEN_INSTANCE() ((void)0)
+#define BBMM_GEN_INSTANCES_END(info) ((void)0)
+#endif
+
+/* At exit: prints the statistics when BBMM_STATS is "table", "1" or "json" (with
+ * -DBBMM_GEN_COUNT_INSTANCES, then a line of statement instances per device: "bbmm:
+ * statement instances: host H, dev0 A, ...", or as JSON {"bbmm_instances":[H, A, ...]}),
+ * then destroys the runtime. */
 static inline void bbmm_gen_exit(void) {
   const char* s = getenv("BBMM_STATS");
   if (bbmm_gen_rt && s && *s && strcmp(s, "0") != 0) {
     fflush(stdout);
     if (strcmp(s, "json") == 0) bbmm_stats_print_json(bbmm_gen_rt, stdout);
     else bbmm_stats_print(bbmm_gen_rt, stdout);
+#ifdef BBMM_GEN_COUNT_INSTANCES
+    {
+      int n = bbmm_device_count(bbmm_gen_rt), d;
+      if (n > BBMM_GEN_MAX_COUNTED_DEVICES) n = BBMM_GEN_MAX_COUNTED_DEVICES;
+      const int json = strcmp(s, "json") == 0;
+      printf(json ? "{\"bbmm_instances\":[%llu" : "bbmm: statement instances: host %llu",
+             (unsigned long long)bbmm_gen_instances[0]);
+      for (d = 0; d < n; ++d) {
+        if (json) printf(",%llu", (unsigned long long)bbmm_gen_instances[d + 1]);
+        else printf(", dev%d %llu", d, (unsigned long long)bbmm_gen_instances[d + 1]);
+      }
+      printf(json ? "]}\n" : "\n");
+    }
+#endif
     fflush(stdout);
   }
   if (bbmm_gen_rt) bbmm_runtime_destroy(bbmm_gen_rt);
@@ -226,8 +284,8 @@ static inline void bbmm_gen_warm_up(void) {
 /* The runtime of this file, created on first use from the BBMM_* environment with the
  * backend of BBMM_GEN_TARGET (the kernels of a file run on that backend only), and
  * destroyed at exit. Ends the program, saying why, when BBMM_BACKEND names another backend,
- * when BBMM_TILES_PER_DEVICE, BBMM_PIECE_LOOKUP, BBMM_EDGE_TILES, BBMM_TILE_ORDER or
- * BBMM_SERIAL is malformed, or when the runtime cannot
+ * when BBMM_TILES_PER_DEVICE, BBMM_PIECE_LOOKUP, BBMM_EDGE_TILES, BBMM_TILE_ORDER,
+ * BBMM_SPLIT or BBMM_SERIAL is malformed, or when the runtime cannot
  * be created. */
 static inline bbmm_runtime* bbmm_gen_runtime(void) {
   if (!bbmm_gen_rt) {
@@ -258,6 +316,10 @@ static inline bbmm_runtime* bbmm_gen_runtime(void) {
     t = getenv("BBMM_TILE_ORDER");
     if (t && *t && !bbmm_gen_parse_tile_order(t, &bbmm_gen_tile_order_alternate)) {
       bbmm_fatal(1, "BBMM_TILE_ORDER='%s' is not 'alternate' or 'forward'", t);
+    }
+    t = getenv("BBMM_SPLIT");
+    if (t && *t && !bbmm_gen_parse_split(t, &bbmm_gen_split_step)) {
+      bbmm_fatal(1, "BBMM_SPLIT='%s' is not 'whole' or 'step'", t);
     }
     t = getenv("BBMM_SERIAL");
     if (t && *t && !bbmm_gen_parse_serial(t, &bbmm_gen_serial)) {

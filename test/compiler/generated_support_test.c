@@ -13,6 +13,8 @@
  *   its share, edge tiles as documented; BBMM_EDGE_TILES's parser), and
  *   bbmm_gen_tile_too_large's
  *   note (once, at the first tile that does not fit);
+ * - BBMM_SPLIT's parser; the statement-instance counters (BBMM_GEN_COUNT_INSTANCES) per
+ *   device and for host tiles;
  * - bbmm_gen_require and bbmm_gen_flow_out on the host backend (2 devices): empty boxes
  *   are skipped (not counted, not required, nothing flowed out), nonempty ones reach the
  *   runtime (the flowed-out row is on the other device before its tile asks for it).
@@ -20,6 +22,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #define BBMM_GEN_TARGET BBMM_BACKEND_HOST
+#define BBMM_GEN_COUNT_INSTANCES 1
 #include "bbmm/generated_support.h"
 
 #if defined(__unix__)
@@ -283,6 +286,33 @@ static void test_parse_tile_order(void) {
   CHECK(bbmm_gen_parse_tile_order("forward", &v) && v == 0);
   CHECK(!bbmm_gen_parse_tile_order("Forward", &v) && v == 0);
   CHECK(!bbmm_gen_parse_tile_order("", &v) && v == 0);
+}
+
+static void test_parse_split(void) {
+  int v = 0;
+  CHECK(bbmm_gen_parse_split("step", &v) && v == 1);
+  CHECK(bbmm_gen_parse_split("whole", &v) && v == 0);
+  CHECK(!bbmm_gen_parse_split("steps", &v) && v == 0);
+  CHECK(!bbmm_gen_parse_split("", &v) && v == 0);
+}
+
+/* A host kernel as bbmmc prints it with -DBBMM_GEN_COUNT_INSTANCES: "n" instances. */
+static void counting_kernel(const bbmm_launch_info* bbmm_info, int n) {
+  int i;
+  BBMM_GEN_INSTANCES_BEGIN();
+  for (i = 0; i < n; ++i) BBMM_GEN_INSTANCE();
+  BBMM_GEN_INSTANCES_END(bbmm_info);
+}
+
+static void test_count_instances(void) {
+  const bbmm_launch_info dev1 = {1, NULL}, host = {BBMM_DEVICE_HOST, NULL}, far = {999, NULL};
+  const uint64_t h0 = bbmm_gen_instances[0], d0 = bbmm_gen_instances[2];
+  counting_kernel(&dev1, 5);
+  counting_kernel(&dev1, 2);
+  counting_kernel(&host, 3);
+  counting_kernel(&far, 4); /* beyond the counted devices: ignored, no overflow */
+  CHECK(bbmm_gen_instances[2] - d0 == 7);
+  CHECK(bbmm_gen_instances[0] - h0 == 3);
 }
 
 static void test_parse_serial(void) {
@@ -663,6 +693,8 @@ int main(void) {
   test_parse_tiles_per_device();
   test_parse_tile_order();
   test_parse_serial();
+  test_parse_split();
+  test_count_instances();
   test_tile_bounds();
   test_runtime_environment(); /* forks: before this process starts runtime threads */
   test_serial_device();

@@ -574,9 +574,14 @@ class ScopGenerator {
       isl::pw_aff mn = isl::manage(isl_set_dim_min(range.copy(), 0));
       isl_pw_aff* mx = isl_set_dim_max(range.copy(), 0);
       mx = isl_pw_aff_add_constant_val(mx, isl_val_one(isl_pw_aff_get_ctx(mx)));
+      // With BBMM_SPLIT=step, a range that moves with the serial iterators is split anew
+      // at every iteration: a device's tiles are not one block, and it reserves nothing.
+      std::string glo, ghi;
+      const bool moves = whole_range(part, 0, glo, ghi);
       os << "    /* Allocation hints of partition " << part.id
          << ": each device's hull of the boxes its tiles require, over all iterations. */\n";
-      os << "    if (bbmm_gen_reserve_enabled()) {\n";
+      os << "    if (bbmm_gen_reserve_enabled()" << (moves ? " && !bbmm_gen_split_step" : "")
+         << ") {\n";
       os << "      const int64_t bbmm_from = " << cx(c_expr_from_pw_aff(mn, s_.context))
          << ", bbmm_to = " << cx(c_expr_from_pw_aff(isl::manage(mx), s_.context)) << ";\n";
       os << "      for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {\n";
@@ -812,8 +817,11 @@ class ScopGenerator {
         // iterations instead, so that an element's owner never changes between iterations
         // (no two devices write the same data between synchronisation points), and clamp
         // each tile to this iteration's range.
-        os << "  /* tiles of the whole range over all serial iterations, clamped */\n";
-        os << "  const int64_t bbmm_all_from = " << glo << ", bbmm_all_to = " << ghi << ";\n";
+        // BBMM_SPLIT=step splits this iteration's range instead (bbmm_gen_split_step).
+        os << "  /* tiles of the whole range over all serial iterations, clamped (or of this "
+              "iteration's range: BBMM_SPLIT=step) */\n";
+        os << "  const int64_t bbmm_all_from = bbmm_gen_split_step ? bbmm_from0 : " << glo
+           << ", bbmm_all_to = bbmm_gen_split_step ? bbmm_to0 : " << ghi << ";\n";
         split_1d(os, part, name, serial_args, "bbmm_all_from", "bbmm_all_to", true, has_flow_out(p));
       } else {
         split_1d(os, part, name, serial_args, "bbmm_from0", "bbmm_to0", false, has_flow_out(p));

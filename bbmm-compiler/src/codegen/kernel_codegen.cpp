@@ -198,7 +198,7 @@ std::vector<const CopyOut*> copy_outs_of(const Scop& scop, int stmt) {
 
 void statement_block(const Scop& scop, int stmt, const std::vector<std::string>& bind0,
                      const std::string& iter_type, const AccessPrinter& access,
-                     std::vector<std::string>& lines) {
+                     std::vector<std::string>& lines, bool count) {
   const Statement& st = scop.statements[stmt];
   // Only the iterators the statement uses (`t = 0;` inside a loop uses none): an unused
   // constant is a warning, an error for nvcc -Werror all-warnings.
@@ -215,6 +215,7 @@ void statement_block(const Scop& scop, int stmt, const std::vector<std::string>&
   lines.push_back("  /* " + st.name + ": " + comment_safe(st.text) + " */");
   if (!bind.empty()) lines.push_back("  const " + iter_type + " " + join(bind, ", ") + ";");
   lines.push_back("  " + rewrite_statement(scop, stmt, access));
+  if (count) lines.push_back("  BBMM_GEN_INSTANCE();");
   for (const CopyOut* c : copy) {
     // The last value of a live-out private scalar, or of the element of a private array
     // the statement wrote: into its memory (poly/scalars.h).
@@ -576,6 +577,7 @@ std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int 
       locals.push_back(p + "_p");
     }
     if (pieces) os << ref_piece_lookups(scop, boxes, phase, "bbmm_gen_piece_of", "bbmm_gen_per_element", "  ", locals);
+    os << "  BBMM_GEN_INSTANCES_BEGIN();\n";
     os << "  (void)bbmm_info;\n";
     for (const std::string& l : locals) os << "  (void)" << l << ";\n";
 
@@ -596,7 +598,7 @@ std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int 
     auto print_loops_with = [&](const AccessPrinter& printer, int indent) {
       return loops.print(
           [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
-            statement_block(scop, s, bind, "int64_t", printer, lines);
+            statement_block(scop, s, bind, "int64_t", printer, lines, /*count=*/true);
           },
           indent);
     };
@@ -608,6 +610,7 @@ std::string host_kernel_functions(const Scop& scop, const ScopBoxes& boxes, int 
     } else {
       os << print_loops_with(access, 2);
     }
+    os << "  BBMM_GEN_INSTANCES_END(bbmm_info);\n";
     os << "}\n\n";
   }
   return os.str();

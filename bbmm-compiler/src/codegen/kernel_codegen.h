@@ -122,9 +122,11 @@ using AccessPrinter =
 // The block a kernel runs for one instance of statement "stmt": its source in a comment,
 // its iterators bound ("const <iter_type> i = ..., j = ...;" from "bind") and the statement
 // with its accesses replaced by "access"; appended to "lines".
+// "count": the block also counts the instance (host-target kernels: BBMM_GEN_INSTANCE(),
+// bbmm/generated_support.h).
 void statement_block(const Scop& scop, int stmt, const std::vector<std::string>& bind,
                      const std::string& iter_type, const AccessPrinter& access,
-                     std::vector<std::string>& lines);
+                     std::vector<std::string>& lines, bool count = false);
 
 // The statement "stmt" with each access in memory (Scop::in_memory: arrays and promoted
 // scalars, whose one subscript is "0") replaced by "access(acc, subscripts)"; private and

@@ -41,6 +41,7 @@ static void bbmm_s0_p0_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) 
   double* const bbmm_A_d = (double*)((char*)bbmm_A_p->data + bbmm_A_p->offset);
   const int64_t bbmm_A_s0 = bbmm_A_p->stride[0];
   const int64_t bbmm_A_o = -(bbmm_A_p->lo[0] * bbmm_A_s0 + bbmm_A_p->lo[1]);
+  BBMM_GEN_INSTANCES_BEGIN();
   (void)bbmm_info;
   (void)n;
   (void)bbmm_it0;
@@ -52,7 +53,9 @@ static void bbmm_s0_p0_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) 
       /* S4: A[i][i] = sqrt(A[i][i]); */
       const int64_t i = bbmm_it0;
       bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (i)] = sqrt(bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (i)]);
+      BBMM_GEN_INSTANCE();
     }
+  BBMM_GEN_INSTANCES_END(bbmm_info);
 }
 
 /* Any number of pieces per array: each access finds its piece. */
@@ -93,6 +96,7 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
     bbmm_ref12_o = -(bbmm_ref12->lo[0] * bbmm_ref12_s0 + bbmm_ref12->lo[1]);
   }
   const int bbmm_direct = bbmm_ref11 != NULL && bbmm_ref12 != NULL;
+  BBMM_GEN_INSTANCES_BEGIN();
   (void)bbmm_info;
   (void)n;
   (void)bbmm_it0;
@@ -113,6 +117,7 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
         /* S4: A[i][i] = sqrt(A[i][i]); */
         const int64_t i = bbmm_it0;
         bbmm_ref11_d[bbmm_ref11_o + (i) * bbmm_ref11_s0 + (i)] = sqrt(bbmm_ref12_d[bbmm_ref12_o + (i) * bbmm_ref12_s0 + (i)]);
+        BBMM_GEN_INSTANCE();
       }
   } else {
     if (n >= bbmm_it0 + 1 && bbmm_it0 >= 0)
@@ -120,8 +125,10 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
         /* S4: A[i][i] = sqrt(A[i][i]); */
         const int64_t i = bbmm_it0;
         (*(bbmm_ref11_d ? &bbmm_ref11_d[bbmm_ref11_o + (i) * bbmm_ref11_s0 + (i)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, i}, sizeof(double), "A", &bbmm_ref11_k))) = sqrt((*(bbmm_ref12_d ? &bbmm_ref12_d[bbmm_ref12_o + (i) * bbmm_ref12_s0 + (i)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, i}, sizeof(double), "A", &bbmm_ref12_k))));
+        BBMM_GEN_INSTANCE();
       }
   }
+  BBMM_GEN_INSTANCES_END(bbmm_info);
 }
 
 /* The OpenCL C source of phase 0's kernels (built at run time). */
@@ -347,6 +354,7 @@ static void bbmm_s0_p1_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) 
   double* const bbmm_A_d = (double*)((char*)bbmm_A_p->data + bbmm_A_p->offset);
   const int64_t bbmm_A_s0 = bbmm_A_p->stride[0];
   const int64_t bbmm_A_o = -(bbmm_A_p->lo[0] * bbmm_A_s0 + bbmm_A_p->lo[1]);
+  BBMM_GEN_INSTANCES_BEGIN();
   (void)bbmm_info;
   (void)n;
   (void)bbmm_it0;
@@ -359,13 +367,16 @@ static void bbmm_s0_p1_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) 
         /* S2: A[i][j] /= A[j][j]; */
         const int64_t j = bbmm_it0, i = bbmm_k1;
         bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (j)] /= bbmm_A_d[bbmm_A_o + (j) * bbmm_A_s0 + (j)];
+        BBMM_GEN_INSTANCE();
       }
       {
         /* S3: A[i][i] -= A[i][k] * A[i][k]; */
         const int64_t k = bbmm_it0, i = bbmm_k1;
         bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (i)] -= bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (k)] * bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (k)];
+        BBMM_GEN_INSTANCE();
       }
     }
+  BBMM_GEN_INSTANCES_END(bbmm_info);
 }
 
 /* Any number of pieces per array: each access finds its piece. */
@@ -451,6 +462,7 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
     bbmm_ref10_o = -(bbmm_ref10->lo[0] * bbmm_ref10_s0 + bbmm_ref10->lo[1]);
   }
   const int bbmm_direct = bbmm_ref4 != NULL && bbmm_ref6 != NULL && bbmm_ref7 != NULL && bbmm_ref9 != NULL && bbmm_ref10 != NULL;
+  BBMM_GEN_INSTANCES_BEGIN();
   (void)bbmm_info;
   (void)n;
   (void)bbmm_it0;
@@ -484,11 +496,13 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
           /* S2: A[i][j] /= A[j][j]; */
           const int64_t j = bbmm_it0, i = bbmm_k1;
           bbmm_ref4_d[bbmm_ref4_o + (i) * bbmm_ref4_s0 + (j)] /= bbmm_ref6_d[bbmm_ref6_o + (j) * bbmm_ref6_s0 + (j)];
+          BBMM_GEN_INSTANCE();
         }
         {
           /* S3: A[i][i] -= A[i][k] * A[i][k]; */
           const int64_t k = bbmm_it0, i = bbmm_k1;
           bbmm_ref7_d[bbmm_ref7_o + (i) * bbmm_ref7_s0 + (i)] -= bbmm_ref9_d[bbmm_ref9_o + (i) * bbmm_ref9_s0 + (k)] * bbmm_ref10_d[bbmm_ref10_o + (i) * bbmm_ref10_s0 + (k)];
+          BBMM_GEN_INSTANCE();
         }
       }
   } else {
@@ -498,14 +512,17 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
           /* S2: A[i][j] /= A[j][j]; */
           const int64_t j = bbmm_it0, i = bbmm_k1;
           (*(bbmm_ref4_d ? &bbmm_ref4_d[bbmm_ref4_o + (i) * bbmm_ref4_s0 + (j)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, j}, sizeof(double), "A", &bbmm_ref4_k))) /= (*(bbmm_ref6_d ? &bbmm_ref6_d[bbmm_ref6_o + (j) * bbmm_ref6_s0 + (j)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){j, j}, sizeof(double), "A", &bbmm_ref6_k)));
+          BBMM_GEN_INSTANCE();
         }
         {
           /* S3: A[i][i] -= A[i][k] * A[i][k]; */
           const int64_t k = bbmm_it0, i = bbmm_k1;
           (*(bbmm_ref7_d ? &bbmm_ref7_d[bbmm_ref7_o + (i) * bbmm_ref7_s0 + (i)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, i}, sizeof(double), "A", &bbmm_ref7_k))) -= (*(bbmm_ref9_d ? &bbmm_ref9_d[bbmm_ref9_o + (i) * bbmm_ref9_s0 + (k)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, k}, sizeof(double), "A", &bbmm_ref9_k))) * (*(bbmm_ref10_d ? &bbmm_ref10_d[bbmm_ref10_o + (i) * bbmm_ref10_s0 + (k)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, k}, sizeof(double), "A", &bbmm_ref10_k)));
+          BBMM_GEN_INSTANCE();
         }
       }
   }
+  BBMM_GEN_INSTANCES_END(bbmm_info);
 }
 
 /* The OpenCL C source of phase 1's kernels (built at run time). */
@@ -1040,8 +1057,8 @@ static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
   bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = bbmm_it0 + 2, bbmm_to0 = n;
   if (bbmm_from0 >= bbmm_to0) return;
-  /* tiles of the whole range over all serial iterations, clamped */
-  const int64_t bbmm_all_from = 2, bbmm_all_to = n;
+  /* tiles of the whole range over all serial iterations, clamped (or of this iteration's range: BBMM_SPLIT=step) */
+  const int64_t bbmm_all_from = bbmm_gen_split_step ? bbmm_from0 : 2, bbmm_all_to = bbmm_gen_split_step ? bbmm_to0 : n;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
   if (bbmm_n > bbmm_all_to - bbmm_all_from) bbmm_n = bbmm_all_to - bbmm_all_from;
   while (bbmm_x->capacity > 0) {

@@ -242,8 +242,8 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t k) {
   bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = k + 1, bbmm_to0 = n;
   if (bbmm_from0 >= bbmm_to0) return;
-  /* tiles of the whole range over all serial iterations, clamped */
-  const int64_t bbmm_all_from = 1, bbmm_all_to = n;
+  /* tiles of the whole range over all serial iterations, clamped (or of this iteration's range: BBMM_SPLIT=step) */
+  const int64_t bbmm_all_from = bbmm_gen_split_step ? bbmm_from0 : 1, bbmm_all_to = bbmm_gen_split_step ? bbmm_to0 : n;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
   if (bbmm_n > bbmm_all_to - bbmm_all_from) bbmm_n = bbmm_all_to - bbmm_all_from;
   while (bbmm_x->capacity > 0) {
@@ -533,8 +533,8 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t k) {
   bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = k + 1, bbmm_to0 = n;
   if (bbmm_from0 >= bbmm_to0) return;
-  /* tiles of the whole range over all serial iterations, clamped */
-  const int64_t bbmm_all_from = 1, bbmm_all_to = n;
+  /* tiles of the whole range over all serial iterations, clamped (or of this iteration's range: BBMM_SPLIT=step) */
+  const int64_t bbmm_all_from = bbmm_gen_split_step ? bbmm_from0 : 1, bbmm_all_to = bbmm_gen_split_step ? bbmm_to0 : n;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
   if (bbmm_n > bbmm_all_to - bbmm_all_from) bbmm_n = bbmm_all_to - bbmm_all_from;
   while (bbmm_x->capacity > 0) {

@@ -41,6 +41,7 @@ static void bbmm_s0_p0_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) 
   const bbmm_piece* bbmm_scale_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
   double* const bbmm_scale_d = (double*)((char*)bbmm_scale_p->data + bbmm_scale_p->offset);
   const int64_t bbmm_scale_o = -(bbmm_scale_p->lo[0]);
+  BBMM_GEN_INSTANCES_BEGIN();
   (void)bbmm_info;
   (void)n;
   (void)m;
@@ -50,7 +51,9 @@ static void bbmm_s0_p0_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) 
   {
     /* S1: scale = 2.0; */
     bbmm_scale_d[bbmm_scale_o + (0)] = 2.0;
+    BBMM_GEN_INSTANCE();
   }
+  BBMM_GEN_INSTANCES_END(bbmm_info);
 }
 
 /* Any number of pieces per array: each access finds its piece. */
@@ -75,6 +78,7 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
     bbmm_ref0_o = -(bbmm_ref0->lo[0]);
   }
   const int bbmm_direct = bbmm_ref0 != NULL;
+  BBMM_GEN_INSTANCES_BEGIN();
   (void)bbmm_info;
   (void)n;
   (void)m;
@@ -88,13 +92,16 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
     {
       /* S1: scale = 2.0; */
       bbmm_ref0_d[bbmm_ref0_o + (0)] = 2.0;
+      BBMM_GEN_INSTANCE();
     }
   } else {
     {
       /* S1: scale = 2.0; */
       (*(bbmm_ref0_d ? &bbmm_ref0_d[bbmm_ref0_o + (0)] : (double*)bbmm_gen_at_from(bbmm_scale_p, bbmm_scale_n, 1, (const int64_t[]){0}, sizeof(double), "scale", &bbmm_ref0_k))) = 2.0;
+      BBMM_GEN_INSTANCE();
     }
   }
+  BBMM_GEN_INSTANCES_END(bbmm_info);
 }
 
 /* The OpenCL C source of phase 0's kernels (built at run time). */
@@ -315,6 +322,7 @@ static void bbmm_s0_p1_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) 
   const bbmm_piece* bbmm_R_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[2]);
   double* const bbmm_R_d = (double*)((char*)bbmm_R_p->data + bbmm_R_p->offset);
   const int64_t bbmm_R_o = -(bbmm_R_p->lo[0]);
+  BBMM_GEN_INSTANCES_BEGIN();
   (void)bbmm_info;
   (void)n;
   (void)m;
@@ -332,18 +340,22 @@ static void bbmm_s0_p1_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) 
     {
       /* S2: nrm = 0.0; */
       bbmm_nrm_d[bbmm_nrm_o + (0)] = 0.0;
+      BBMM_GEN_INSTANCE();
     }
     for (int64_t bbmm_k1 = 0; bbmm_k1 < m; bbmm_k1 += 1)
       {
         /* S3: nrm += A[k][i] * A[k][i]; */
         const int64_t i = bbmm_k1;
         bbmm_nrm_d[bbmm_nrm_o + (0)] += bbmm_A_d[bbmm_A_o + (k) * bbmm_A_s0 + (i)] * bbmm_A_d[bbmm_A_o + (k) * bbmm_A_s0 + (i)];
+        BBMM_GEN_INSTANCE();
       }
     {
       /* S4: R[k] = sqrt(nrm); */
       bbmm_R_d[bbmm_R_o + (k)] = sqrt(bbmm_nrm_d[bbmm_nrm_o + (0)]);
+      BBMM_GEN_INSTANCE();
     }
   }
+  BBMM_GEN_INSTANCES_END(bbmm_info);
 }
 
 /* Any number of pieces per array: each access finds its piece. */
@@ -445,6 +457,7 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
     bbmm_ref7_o = -(bbmm_ref7->lo[0]);
   }
   const int bbmm_direct = bbmm_ref1 != NULL && bbmm_ref2 != NULL && bbmm_ref4 != NULL && bbmm_ref5 != NULL && bbmm_ref6 != NULL && bbmm_ref7 != NULL;
+  BBMM_GEN_INSTANCES_BEGIN();
   (void)bbmm_info;
   (void)n;
   (void)m;
@@ -481,16 +494,19 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
       {
         /* S2: nrm = 0.0; */
         bbmm_ref1_d[bbmm_ref1_o + (0)] = 0.0;
+        BBMM_GEN_INSTANCE();
       }
       for (int64_t bbmm_k1 = 0; bbmm_k1 < m; bbmm_k1 += 1)
         {
           /* S3: nrm += A[k][i] * A[k][i]; */
           const int64_t i = bbmm_k1;
           bbmm_ref2_d[bbmm_ref2_o + (0)] += bbmm_ref4_d[bbmm_ref4_o + (k) * bbmm_ref4_s0 + (i)] * bbmm_ref5_d[bbmm_ref5_o + (k) * bbmm_ref5_s0 + (i)];
+          BBMM_GEN_INSTANCE();
         }
       {
         /* S4: R[k] = sqrt(nrm); */
         bbmm_ref6_d[bbmm_ref6_o + (k)] = sqrt(bbmm_ref7_d[bbmm_ref7_o + (0)]);
+        BBMM_GEN_INSTANCE();
       }
     }
   } else {
@@ -498,19 +514,23 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
       {
         /* S2: nrm = 0.0; */
         (*(bbmm_ref1_d ? &bbmm_ref1_d[bbmm_ref1_o + (0)] : (double*)bbmm_gen_at_from(bbmm_nrm_p, bbmm_nrm_n, 1, (const int64_t[]){0}, sizeof(double), "nrm", &bbmm_ref1_k))) = 0.0;
+        BBMM_GEN_INSTANCE();
       }
       for (int64_t bbmm_k1 = 0; bbmm_k1 < m; bbmm_k1 += 1)
         {
           /* S3: nrm += A[k][i] * A[k][i]; */
           const int64_t i = bbmm_k1;
           (*(bbmm_ref2_d ? &bbmm_ref2_d[bbmm_ref2_o + (0)] : (double*)bbmm_gen_at_from(bbmm_nrm_p, bbmm_nrm_n, 1, (const int64_t[]){0}, sizeof(double), "nrm", &bbmm_ref2_k))) += (*(bbmm_ref4_d ? &bbmm_ref4_d[bbmm_ref4_o + (k) * bbmm_ref4_s0 + (i)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){k, i}, sizeof(double), "A", &bbmm_ref4_k))) * (*(bbmm_ref5_d ? &bbmm_ref5_d[bbmm_ref5_o + (k) * bbmm_ref5_s0 + (i)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){k, i}, sizeof(double), "A", &bbmm_ref5_k)));
+          BBMM_GEN_INSTANCE();
         }
       {
         /* S4: R[k] = sqrt(nrm); */
         (*(bbmm_ref6_d ? &bbmm_ref6_d[bbmm_ref6_o + (k)] : (double*)bbmm_gen_at_from(bbmm_R_p, bbmm_R_n, 1, (const int64_t[]){k}, sizeof(double), "R", &bbmm_ref6_k))) = sqrt((*(bbmm_ref7_d ? &bbmm_ref7_d[bbmm_ref7_o + (0)] : (double*)bbmm_gen_at_from(bbmm_nrm_p, bbmm_nrm_n, 1, (const int64_t[]){0}, sizeof(double), "nrm", &bbmm_ref7_k))));
+        BBMM_GEN_INSTANCE();
       }
     }
   }
+  BBMM_GEN_INSTANCES_END(bbmm_info);
 }
 
 /* The OpenCL C source of phase 1's kernels (built at run time). */

@@ -38,6 +38,7 @@ static void bbmm_s0_p0_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) 
   const bbmm_piece* bbmm_Y_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]);
   double* const bbmm_Y_d = (double*)((char*)bbmm_Y_p->data + bbmm_Y_p->offset);
   const int64_t bbmm_Y_o = -(bbmm_Y_p->lo[0]);
+  BBMM_GEN_INSTANCES_BEGIN();
   (void)bbmm_info;
   (void)N;
   (void)bbmm_X_d;
@@ -51,7 +52,9 @@ static void bbmm_s0_p0_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) 
       /* S1: X[2 * i] = Y[i]; */
       const int64_t i = bbmm_k1;
       bbmm_X_d[bbmm_X_o + (2 * i)] = bbmm_Y_d[bbmm_Y_o + (i)];
+      BBMM_GEN_INSTANCE();
     }
+  BBMM_GEN_INSTANCES_END(bbmm_info);
 }
 
 /* Any number of pieces per array: each access finds its piece. */
@@ -91,6 +94,7 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
     bbmm_ref1_o = -(bbmm_ref1->lo[0]);
   }
   const int bbmm_direct = bbmm_ref0 != NULL && bbmm_ref1 != NULL;
+  BBMM_GEN_INSTANCES_BEGIN();
   (void)bbmm_info;
   (void)N;
   (void)bbmm_X_n;
@@ -110,6 +114,7 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
         /* S1: X[2 * i] = Y[i]; */
         const int64_t i = bbmm_k1;
         bbmm_ref0_d[bbmm_ref0_o + (2 * i)] = bbmm_ref1_d[bbmm_ref1_o + (i)];
+        BBMM_GEN_INSTANCE();
       }
   } else {
     for (int64_t bbmm_k1 = 0; bbmm_k1 < N; bbmm_k1 += 1)
@@ -117,8 +122,10 @@ static void bbmm_s0_p0_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
         /* S1: X[2 * i] = Y[i]; */
         const int64_t i = bbmm_k1;
         (*(bbmm_ref0_d ? &bbmm_ref0_d[bbmm_ref0_o + (2 * i)] : (double*)bbmm_gen_at_from(bbmm_X_p, bbmm_X_n, 1, (const int64_t[]){2 * i}, sizeof(double), "X", &bbmm_ref0_k))) = (*(bbmm_ref1_d ? &bbmm_ref1_d[bbmm_ref1_o + (i)] : (double*)bbmm_gen_at_from(bbmm_Y_p, bbmm_Y_n, 1, (const int64_t[]){i}, sizeof(double), "Y", &bbmm_ref1_k)));
+        BBMM_GEN_INSTANCE();
       }
   }
+  BBMM_GEN_INSTANCES_END(bbmm_info);
 }
 
 /* The OpenCL C source of phase 0's kernels (built at run time). */

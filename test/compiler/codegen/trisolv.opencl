@@ -325,6 +325,7 @@ static void bbmm_s0_p1_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) 
   double* const bbmm_L_d = (double*)((char*)bbmm_L_p->data + bbmm_L_p->offset);
   const int64_t bbmm_L_s0 = bbmm_L_p->stride[0];
   const int64_t bbmm_L_o = -(bbmm_L_p->lo[0] * bbmm_L_s0 + bbmm_L_p->lo[1]);
+  BBMM_GEN_INSTANCES_BEGIN();
   (void)bbmm_info;
   (void)n;
   (void)bbmm_it1;
@@ -339,7 +340,9 @@ static void bbmm_s0_p1_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) 
       /* S3: x[i] = x[i] / L[i][i]; */
       const int64_t i = bbmm_it1;
       bbmm_x_d[bbmm_x_o + (i)] = bbmm_x_d[bbmm_x_o + (i)] / bbmm_L_d[bbmm_L_o + (i) * bbmm_L_s0 + (i)];
+      BBMM_GEN_INSTANCE();
     }
+  BBMM_GEN_INSTANCES_END(bbmm_info);
 }
 
 /* Any number of pieces per array: each access finds its piece. */
@@ -395,6 +398,7 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
     bbmm_ref8_o = -(bbmm_ref8->lo[0] * bbmm_ref8_s0 + bbmm_ref8->lo[1]);
   }
   const int bbmm_direct = bbmm_ref6 != NULL && bbmm_ref7 != NULL && bbmm_ref8 != NULL;
+  BBMM_GEN_INSTANCES_BEGIN();
   (void)bbmm_info;
   (void)n;
   (void)bbmm_it1;
@@ -419,6 +423,7 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
         /* S3: x[i] = x[i] / L[i][i]; */
         const int64_t i = bbmm_it1;
         bbmm_ref6_d[bbmm_ref6_o + (i)] = bbmm_ref7_d[bbmm_ref7_o + (i)] / bbmm_ref8_d[bbmm_ref8_o + (i) * bbmm_ref8_s0 + (i)];
+        BBMM_GEN_INSTANCE();
       }
   } else {
     if (n >= bbmm_it1 + 1 && bbmm_it1 >= 0)
@@ -426,8 +431,10 @@ static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm
         /* S3: x[i] = x[i] / L[i][i]; */
         const int64_t i = bbmm_it1;
         (*(bbmm_ref6_d ? &bbmm_ref6_d[bbmm_ref6_o + (i)] : (double*)bbmm_gen_at_from(bbmm_x_p, bbmm_x_n, 1, (const int64_t[]){i}, sizeof(double), "x", &bbmm_ref6_k))) = (*(bbmm_ref7_d ? &bbmm_ref7_d[bbmm_ref7_o + (i)] : (double*)bbmm_gen_at_from(bbmm_x_p, bbmm_x_n, 1, (const int64_t[]){i}, sizeof(double), "x", &bbmm_ref7_k))) / (*(bbmm_ref8_d ? &bbmm_ref8_d[bbmm_ref8_o + (i) * bbmm_ref8_s0 + (i)] : (double*)bbmm_gen_at_from(bbmm_L_p, bbmm_L_n, 2, (const int64_t[]){i, i}, sizeof(double), "L", &bbmm_ref8_k)));
+        BBMM_GEN_INSTANCE();
       }
   }
+  BBMM_GEN_INSTANCES_END(bbmm_info);
 }
 
 /* The OpenCL C source of phase 1's kernels (built at run time). */
@@ -951,8 +958,8 @@ static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it1) {
   bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = bbmm_it1 + 1, bbmm_to0 = n;
   if (bbmm_from0 >= bbmm_to0) return;
-  /* tiles of the whole range over all serial iterations, clamped */
-  const int64_t bbmm_all_from = 1, bbmm_all_to = n;
+  /* tiles of the whole range over all serial iterations, clamped (or of this iteration's range: BBMM_SPLIT=step) */
+  const int64_t bbmm_all_from = bbmm_gen_split_step ? bbmm_from0 : 1, bbmm_all_to = bbmm_gen_split_step ? bbmm_to0 : n;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
   if (bbmm_n > bbmm_all_to - bbmm_all_from) bbmm_n = bbmm_all_to - bbmm_all_from;
   while (bbmm_x->capacity > 0) {
