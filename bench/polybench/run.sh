@@ -52,6 +52,8 @@ BBMM_* variables are unset):
   serial.host          2 devices, 2 tiles per device, checking mode, every phase without a
                        parallel loop as a host tile (BBMM_SERIAL=host; by default only whole
                        serial loop nests and tiles that do not fit a device)
+  split.step           4 devices, 2 tiles per device, checking mode, ranges that move with
+                       the serial loops split anew at every iteration (BBMM_SPLIT=step)
   opencl               --target=opencl on the OpenCL backend (PoCL), 2 tiles per device
   cuda                 --target=cuda (kernels built with -fmad=false), default tiles
 A run passes when it exits 0 and its dump equals the oracle's byte for byte; a crash, a
@@ -391,6 +393,7 @@ configs=(
   "4KiB.4dev|host|BBMM_DEVICES=4 BBMM_TILES_PER_DEVICE=2 BBMM_DEVICE_MEMORY=4KiB"
   "check|host|BBMM_DEVICES=4 BBMM_TILES_PER_DEVICE=2 BBMM_CHECK=1"
   "serial.host|host|BBMM_DEVICES=2 BBMM_TILES_PER_DEVICE=2 BBMM_CHECK=1 BBMM_SERIAL=host"
+  "split.step|host|BBMM_DEVICES=4 BBMM_TILES_PER_DEVICE=2 BBMM_CHECK=1 BBMM_SPLIT=step"
   "opencl|opencl|BBMM_TILES_PER_DEVICE=2"
   "cuda|cuda|"
 )
