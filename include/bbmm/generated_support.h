@@ -107,6 +107,23 @@ static inline int bbmm_gen_parse_tiles_per_device(const char* text, int* out) {
  * 0.787 s with 4, docs/performance.md; 1 elsewhere). */
 static bbmm_runtime* bbmm_gen_rt;
 static int bbmm_gen_tiles_per_device = BBMM_GEN_TARGET == BBMM_BACKEND_CUDA ? 2 : 1;
+/* 1 when BBMM_TILES_PER_DEVICE set the count (else the default, which small tiles lower). */
+static int bbmm_gen_tiles_per_device_set = 0;
+
+/* With the default tiles per device (BBMM_TILES_PER_DEVICE unset), a phase call whose tiles,
+ * one per device, each require at most this many bytes takes one tile per device: copies
+ * that short gain nothing from running under another tile's kernel, and a second tile
+ * costs its launch, its boxes and its exchanges. PolyBench at LARGE (arrays of 1-40 MB) on
+ * 2 x H100, 2026-11-27, one tile per GPU against two: correlation 0.781 s against 2.048 s
+ * on 2 GPUs, cholesky 0.335 against 0.562, symm 0.498 against 0.718 on one GPU, the others
+ * within the runs' spread (docs/performance.md, eleventh session). */
+#define BBMM_GEN_SMALL_TILE_BYTES ((uint64_t)32 << 20)
+
+/* 1 when a phase call whose largest tile, at one tile per device, requires "bytes" should
+ * keep one tile per device (see BBMM_GEN_SMALL_TILE_BYTES). */
+static inline int bbmm_gen_small_tiles(uint64_t bytes) {
+  return !bbmm_gen_tiles_per_device_set && bytes <= BBMM_GEN_SMALL_TILE_BYTES;
+}
 
 /* How a device's share of a 1-D partition is split into its tiles: with E > 0
  * (BBMM_EDGE_TILES=E) and at least 3 tiles per device on 2 or more devices, the first and
@@ -305,6 +322,7 @@ static inline bbmm_runtime* bbmm_gen_runtime(void) {
     if (t && *t && !bbmm_gen_parse_tiles_per_device(t, &bbmm_gen_tiles_per_device)) {
       bbmm_fatal(1, "BBMM_TILES_PER_DEVICE='%s' is not an integer in [1, 4096]", t);
     }
+    bbmm_gen_tiles_per_device_set = t && *t;
     t = getenv("BBMM_PIECE_LOOKUP");
     if (t && *t && !bbmm_gen_parse_piece_lookup(t, &bbmm_gen_per_element)) {
       bbmm_fatal(1, "BBMM_PIECE_LOOKUP='%s' is not 'reference' or 'element'", t);

@@ -13,7 +13,8 @@
  *   its share, edge tiles as documented; BBMM_EDGE_TILES's parser), and
  *   bbmm_gen_tile_too_large's
  *   note (once, at the first tile that does not fit);
- * - BBMM_SPLIT's parser; the statement-instance counters (BBMM_GEN_COUNT_INSTANCES) per
+ * - BBMM_SPLIT's parser; bbmm_gen_small_tiles (one tile per device for small tiles, unless
+ *   BBMM_TILES_PER_DEVICE is set); the statement-instance counters (BBMM_GEN_COUNT_INSTANCES) per
  *   device and for host tiles;
  * - bbmm_gen_require and bbmm_gen_flow_out on the host backend (2 devices): empty boxes
  *   are skipped (not counted, not required, nothing flowed out), nonempty ones reach the
@@ -302,6 +303,17 @@ static void counting_kernel(const bbmm_launch_info* bbmm_info, int n) {
   BBMM_GEN_INSTANCES_BEGIN();
   for (i = 0; i < n; ++i) BBMM_GEN_INSTANCE();
   BBMM_GEN_INSTANCES_END(bbmm_info);
+}
+
+static void test_small_tiles(void) {
+  const int saved = bbmm_gen_tiles_per_device_set;
+  bbmm_gen_tiles_per_device_set = 0; /* the default count */
+  CHECK(bbmm_gen_small_tiles(0));
+  CHECK(bbmm_gen_small_tiles(BBMM_GEN_SMALL_TILE_BYTES));
+  CHECK(!bbmm_gen_small_tiles(BBMM_GEN_SMALL_TILE_BYTES + 1));
+  bbmm_gen_tiles_per_device_set = 1; /* BBMM_TILES_PER_DEVICE set: the user's count */
+  CHECK(!bbmm_gen_small_tiles(0));
+  bbmm_gen_tiles_per_device_set = saved;
 }
 
 static void test_count_instances(void) {
@@ -695,6 +707,7 @@ int main(void) {
   test_parse_serial();
   test_parse_split();
   test_count_instances();
+  test_small_tiles();
   test_tile_bounds();
   test_runtime_environment(); /* forks: before this process starts runtime threads */
   test_serial_device();

@@ -701,6 +701,24 @@ class ScopGenerator {
     };
     os << "  int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;\n";
     os << "  if (bbmm_n > " << to << " - " << from << ") bbmm_n = " << to << " - " << from << ";\n";
+    // With the default tiles per device, small tiles stay one per device
+    // (bbmm_gen_small_tiles).
+    os << "  if (bbmm_n > bbmm_x->devices) {\n";
+    os << "    const int64_t bbmm_n1 = bbmm_min(bbmm_x->devices, " << to << " - " << from << ");\n";
+    os << "    uint64_t bbmm_big = 0;\n";
+    os << "    for (int64_t bbmm_k = 0; bbmm_k < bbmm_n1; ++bbmm_k) {\n";
+    os << "      int64_t " << lo << ", " << hi << ";\n";
+    os << "      bbmm_gen_tile_bounds(" << from << ", " << to << ", bbmm_n1, bbmm_x->devices, bbmm_k, &"
+       << lo << ", &" << hi << ");\n";
+    if (clamp) {
+      os << "      " << lo << " = bbmm_max(bbmm_from0, " << lo << ");\n";
+      os << "      " << hi << " = bbmm_min(bbmm_to0, " << hi << ");\n";
+    }
+    os << "      if (" << lo << " < " << hi << ") bbmm_big = bbmm_max_u64(bbmm_big, " << name
+       << "_bytes(bbmm_x" << serial_args << ", " << lo << ", " << hi << "));\n";
+    os << "    }\n";
+    os << "    if (bbmm_gen_small_tiles(bbmm_big)) bbmm_n = bbmm_n1;\n";
+    os << "  }\n";
     os << "  while (bbmm_x->capacity > 0) {\n";
     os << "    uint64_t bbmm_worst = 0;\n";
     os << "    for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {\n";

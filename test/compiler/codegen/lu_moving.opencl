@@ -246,6 +246,18 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t k) {
   const int64_t bbmm_all_from = bbmm_gen_split_step ? bbmm_from0 : 1, bbmm_all_to = bbmm_gen_split_step ? bbmm_to0 : n;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
   if (bbmm_n > bbmm_all_to - bbmm_all_from) bbmm_n = bbmm_all_to - bbmm_all_from;
+  if (bbmm_n > bbmm_x->devices) {
+    const int64_t bbmm_n1 = bbmm_min(bbmm_x->devices, bbmm_all_to - bbmm_all_from);
+    uint64_t bbmm_big = 0;
+    for (int64_t bbmm_k = 0; bbmm_k < bbmm_n1; ++bbmm_k) {
+      int64_t bbmm_lo, bbmm_hi;
+      bbmm_gen_tile_bounds(bbmm_all_from, bbmm_all_to, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
+      bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
+      if (bbmm_lo < bbmm_hi) bbmm_big = bbmm_max_u64(bbmm_big, bbmm_s0_p0_bytes(bbmm_x, k, bbmm_lo, bbmm_hi));
+    }
+    if (bbmm_gen_small_tiles(bbmm_big)) bbmm_n = bbmm_n1;
+  }
   while (bbmm_x->capacity > 0) {
     uint64_t bbmm_worst = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
@@ -537,6 +549,18 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t k) {
   const int64_t bbmm_all_from = bbmm_gen_split_step ? bbmm_from0 : 1, bbmm_all_to = bbmm_gen_split_step ? bbmm_to0 : n;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
   if (bbmm_n > bbmm_all_to - bbmm_all_from) bbmm_n = bbmm_all_to - bbmm_all_from;
+  if (bbmm_n > bbmm_x->devices) {
+    const int64_t bbmm_n1 = bbmm_min(bbmm_x->devices, bbmm_all_to - bbmm_all_from);
+    uint64_t bbmm_big = 0;
+    for (int64_t bbmm_k = 0; bbmm_k < bbmm_n1; ++bbmm_k) {
+      int64_t bbmm_lo, bbmm_hi;
+      bbmm_gen_tile_bounds(bbmm_all_from, bbmm_all_to, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
+      bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
+      if (bbmm_lo < bbmm_hi) bbmm_big = bbmm_max_u64(bbmm_big, bbmm_s0_p1_bytes(bbmm_x, k, bbmm_lo, bbmm_hi));
+    }
+    if (bbmm_gen_small_tiles(bbmm_big)) bbmm_n = bbmm_n1;
+  }
   while (bbmm_x->capacity > 0) {
     uint64_t bbmm_worst = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {

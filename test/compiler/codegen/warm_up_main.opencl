@@ -214,6 +214,16 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
   if (bbmm_from0 >= bbmm_to0) return;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
   if (bbmm_n > bbmm_to0 - bbmm_from0) bbmm_n = bbmm_to0 - bbmm_from0;
+  if (bbmm_n > bbmm_x->devices) {
+    const int64_t bbmm_n1 = bbmm_min(bbmm_x->devices, bbmm_to0 - bbmm_from0);
+    uint64_t bbmm_big = 0;
+    for (int64_t bbmm_k = 0; bbmm_k < bbmm_n1; ++bbmm_k) {
+      int64_t bbmm_lo, bbmm_hi;
+      bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      if (bbmm_lo < bbmm_hi) bbmm_big = bbmm_max_u64(bbmm_big, bbmm_s0_p0_bytes(bbmm_x, bbmm_lo, bbmm_hi));
+    }
+    if (bbmm_gen_small_tiles(bbmm_big)) bbmm_n = bbmm_n1;
+  }
   while (bbmm_x->capacity > 0) {
     uint64_t bbmm_worst = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
