@@ -174,6 +174,17 @@ TEST(CudaCreation, WarmUpThenCreate) {
   bbmm_runtime* rt = nullptr;
   ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
   EXPECT_EQ(bbmm_device_count(rt), kDevices);
+  // The creation says how long it waited for the warm-up, before the backend's phases.
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(bbmm_stats_print(rt, f), BBMM_OK);
+  std::rewind(f);
+  std::string table;
+  for (int c; (c = std::fgetc(f)) != EOF;) table.push_back(static_cast<char>(c));
+  std::fclose(f);
+  const size_t waited = table.find("created: waiting for bbmm_warm_up ");
+  EXPECT_NE(waited, std::string::npos) << table;
+  EXPECT_GT(table.find(", driver "), waited) << table;
   std::vector<double> a(1024, 1.0);
   const int64_t ext[1] = {1024};
   bbmm_array* arr = nullptr;

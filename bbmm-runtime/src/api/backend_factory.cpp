@@ -13,7 +13,7 @@
 namespace bbmm::detail {
 
 absl::StatusOr<std::unique_ptr<Backend>> make_backend(const RuntimeOptions& options) {
-  finish_warm_up();  // the devices a warm-up is initialising
+  (void)finish_warm_up();  // the devices a warm-up is initialising
   bbmm_backend_kind kind = options.backend;
   if (kind == BBMM_BACKEND_AUTO) {
     kind = BBMM_BACKEND_HOST;

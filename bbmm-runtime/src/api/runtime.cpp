@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "api/backend_factory.h"
+#include "api/warm_up.h"
 #include "core/runtime_core.h"
 
 namespace bbmm {
@@ -87,12 +88,13 @@ absl::Status Runtime::shutdown() { return core_->shutdown(); }
 
 absl::StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  const double waited = detail::finish_warm_up();  // bbmm_warm_up's thread, if any
   absl::StatusOr<std::unique_ptr<Backend>> backend = detail::make_backend(options);
   if (!backend.ok()) return backend.status();
   absl::StatusOr<std::unique_ptr<Runtime>> rt = create_with_backend(*std::move(backend), options);
   if (rt.ok()) {
     (*rt)->core_->set_create_seconds(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), waited);
   }
   return rt;
 }

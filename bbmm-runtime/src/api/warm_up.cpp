@@ -1,5 +1,6 @@
 #include "api/warm_up.h"
 
+#include <chrono>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -57,11 +58,16 @@ absl::Status start_warm_up(const RuntimeOptions& options) {
   return absl::OkStatus();
 }
 
-void finish_warm_up() {
+double finish_warm_up() {
 #ifdef BBMM_HAVE_CUDA
   WarmUp& w = state();
   std::lock_guard<std::mutex> lock(w.mu);
-  if (w.thread.joinable()) w.thread.join();
+  if (!w.thread.joinable()) return 0;
+  const auto start = std::chrono::steady_clock::now();
+  w.thread.join();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+#else
+  return 0;
 #endif
 }
 

@@ -15,8 +15,9 @@ namespace bbmm::detail {
 absl::Status start_warm_up(const RuntimeOptions& options);
 
 // Waits for the warm-up, if one was started (make_backend calls it first:
-// the runtime then finds the devices ready). Its failure, if any, is not
-// reported here: creating the backend meets the same error and reports it.
-void finish_warm_up();
+// the runtime then finds the devices ready), and returns the seconds it
+// waited (0 when none ran). Its failure, if any, is not reported here:
+// creating the backend meets the same error and reports it.
+double finish_warm_up();
 
 }  // namespace bbmm::detail

@@ -127,8 +127,15 @@ class RuntimeCore {
   absl::Status reserve_global(int device, Array* array, const Box& box);
 
   bbmm_stats stats(int device) const;
-  // The seconds Runtime::create took (reported as create_seconds).
-  void set_create_seconds(double seconds) { create_seconds_ = seconds; }
+  // The seconds Runtime::create took (reported as create_seconds), of which
+  // `warm_up_wait` waiting for bbmm_warm_up's thread.
+  void set_create_seconds(double seconds, double warm_up_wait = 0) {
+    create_seconds_ = seconds;
+    warm_up_wait_seconds_ = warm_up_wait;
+  }
+  // The creation by phase: the wait for bbmm_warm_up's thread, then the
+  // backend's (Backend::creation_report).
+  std::string creation_report() const;
   std::string stats_table() const;
   std::string stats_json() const;
 
@@ -210,6 +217,7 @@ class RuntimeCore {
   double host_pin_seconds_ = 0;
   double host_unpin_seconds_ = 0;
   double create_seconds_ = 0;
+  double warm_up_wait_seconds_ = 0;
   uint64_t bytes_host_pinned_ = 0;
   bool shut_down_ = false;
   uint64_t bytes_sent_ranks_ = 0, bytes_received_ranks_ = 0;

@@ -92,6 +92,15 @@ bbmm_stats RuntimeCore::stats(int device) const {
   return total;
 }
 
+std::string RuntimeCore::creation_report() const {
+  std::string r = backend_->creation_report();
+  if (warm_up_wait_seconds_ > 0) {
+    r = absl::StrFormat("waiting for bbmm_warm_up %.3f s%s%s", warm_up_wait_seconds_,
+                        r.empty() ? "" : ", ", r);
+  }
+  return r;
+}
+
 std::string RuntimeCore::stats_table() const {
   std::vector<bbmm_stats> cols;
   for (int d = 0; d < device_count(); ++d) cols.push_back(stats(d));
@@ -109,7 +118,7 @@ std::string RuntimeCore::stats_table() const {
     for (const bbmm_stats& s : cols) absl::StrAppendFormat(&out, " %14.6f", s.*f.member);
     out += "\n";
   }
-  if (const std::string r = backend_->creation_report(); !r.empty()) {
+  if (const std::string r = creation_report(); !r.empty()) {
     absl::StrAppend(&out, "created: ", r, "\n");
   }
   return out;
@@ -132,7 +141,7 @@ std::string RuntimeCore::stats_json() const {
     out += one(stats(d));
   }
   absl::StrAppend(&out, "],\"total\":", one(stats(-1)), ",\"created\":\"",
-                  json_escape(backend_->creation_report()), "\"}");
+                  json_escape(creation_report()), "\"}");
   return out;
 }
 
