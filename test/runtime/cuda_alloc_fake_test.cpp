@@ -44,6 +44,19 @@ struct KernelArgs {
 };
 void kernel(const bbmm_launch_info*, void*) {}
 
+// What bbmm_stats_print writes for "rt" (empty if it fails).
+std::string stats_table(const bbmm_runtime* rt) {
+  std::string table;
+  std::FILE* f = std::tmpfile();
+  if (f == nullptr) return table;
+  if (bbmm_stats_print(rt, f) == BBMM_OK) {
+    std::rewind(f);
+    for (int c; (c = std::fgetc(f)) != EOF;) table.push_back(static_cast<char>(c));
+  }
+  std::fclose(f);
+  return table;
+}
+
 class TilePathAllocations : public ::testing::TestWithParam<bool> {};  // peer copy kernel
 
 TEST_P(TilePathAllocations, TwoGpuStencilStepAllocatesNothing) {
@@ -140,13 +153,7 @@ TEST(CudaCreation, StatisticsReportCreationByPhase) {
   EXPECT_GT(total.create_seconds, 0.0);
   EXPECT_LT(total.create_seconds, 60.0);
   EXPECT_EQ(dev0.create_seconds, 0.0) << "the runtime's figure, in the total only";
-  std::FILE* f = std::tmpfile();
-  ASSERT_NE(f, nullptr);
-  ASSERT_EQ(bbmm_stats_print(rt, f), BBMM_OK);
-  std::rewind(f);
-  std::string table;
-  for (int c; (c = std::fgetc(f)) != EOF;) table.push_back(static_cast<char>(c));
-  std::fclose(f);
+  const std::string table = stats_table(rt);
   const size_t at = table.find("created: ");
   ASSERT_NE(at, std::string::npos) << table;
   size_t prev = at;
@@ -175,13 +182,7 @@ TEST(CudaCreation, WarmUpThenCreate) {
   ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
   EXPECT_EQ(bbmm_device_count(rt), kDevices);
   // The creation says how long it waited for the warm-up, before the backend's phases.
-  std::FILE* f = std::tmpfile();
-  ASSERT_NE(f, nullptr);
-  ASSERT_EQ(bbmm_stats_print(rt, f), BBMM_OK);
-  std::rewind(f);
-  std::string table;
-  for (int c; (c = std::fgetc(f)) != EOF;) table.push_back(static_cast<char>(c));
-  std::fclose(f);
+  const std::string table = stats_table(rt);
   const size_t waited = table.find("created: waiting for bbmm_warm_up ");
   EXPECT_NE(waited, std::string::npos) << table;
   EXPECT_GT(table.find(", driver "), waited) << table;

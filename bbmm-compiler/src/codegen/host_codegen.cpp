@@ -690,10 +690,11 @@ class ScopGenerator {
                 const std::string& serial_args, const std::string& from, const std::string& to,
                 bool clamp, bool order) {
     const std::string lo = part.dims[0].lo_param, hi = part.dims[0].hi_param;
-    auto bounds = [&](const std::string& ind) {
+    // Tile bbmm_k of "n" tiles (a variable of the generated code).
+    auto bounds = [&](const std::string& ind, const char* n = "bbmm_n") {
       os << ind << "int64_t " << lo << ", " << hi << ";\n";
-      os << ind << "bbmm_gen_tile_bounds(" << from << ", " << to
-         << ", bbmm_n, bbmm_x->devices, bbmm_k, &" << lo << ", &" << hi << ");\n";
+      os << ind << "bbmm_gen_tile_bounds(" << from << ", " << to << ", " << n
+         << ", bbmm_x->devices, bbmm_k, &" << lo << ", &" << hi << ");\n";
       if (clamp) {
         os << ind << lo << " = bbmm_max(bbmm_from0, " << lo << ");\n";
         os << ind << hi << " = bbmm_min(bbmm_to0, " << hi << ");\n";
@@ -707,13 +708,7 @@ class ScopGenerator {
     os << "    const int64_t bbmm_n1 = bbmm_min(bbmm_x->devices, " << to << " - " << from << ");\n";
     os << "    uint64_t bbmm_big = 0;\n";
     os << "    for (int64_t bbmm_k = 0; bbmm_k < bbmm_n1; ++bbmm_k) {\n";
-    os << "      int64_t " << lo << ", " << hi << ";\n";
-    os << "      bbmm_gen_tile_bounds(" << from << ", " << to << ", bbmm_n1, bbmm_x->devices, bbmm_k, &"
-       << lo << ", &" << hi << ");\n";
-    if (clamp) {
-      os << "      " << lo << " = bbmm_max(bbmm_from0, " << lo << ");\n";
-      os << "      " << hi << " = bbmm_min(bbmm_to0, " << hi << ");\n";
-    }
+    bounds("      ", "bbmm_n1");
     os << "      if (" << lo << " < " << hi << ") bbmm_big = bbmm_max_u64(bbmm_big, " << name
        << "_bytes(bbmm_x" << serial_args << ", " << lo << ", " << hi << "));\n";
     os << "    }\n";

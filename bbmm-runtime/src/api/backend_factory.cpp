@@ -1,7 +1,6 @@
 #include "api/backend_factory.h"
 
 #include "absl/strings/str_cat.h"
-#include "api/warm_up.h"
 #include "host/host_backend.h"
 #ifdef BBMM_HAVE_CUDA
 #include "cuda/cuda_backend.h"
@@ -13,7 +12,6 @@
 namespace bbmm::detail {
 
 absl::StatusOr<std::unique_ptr<Backend>> make_backend(const RuntimeOptions& options) {
-  (void)finish_warm_up();  // the devices a warm-up is initialising
   bbmm_backend_kind kind = options.backend;
   if (kind == BBMM_BACKEND_AUTO) {
     kind = BBMM_BACKEND_HOST;

@@ -14,8 +14,8 @@ namespace bbmm::detail {
 // call while a warm-up runs does nothing. Fails only when no thread starts.
 absl::Status start_warm_up(const RuntimeOptions& options);
 
-// Waits for the warm-up, if one was started (make_backend calls it first:
-// the runtime then finds the devices ready), and returns the seconds it
+// Waits for the warm-up, if one was started (Runtime::create calls it before
+// making the backend, which then finds the devices ready), and returns the seconds it
 // waited (0 when none ran). Its failure, if any, is not reported here:
 // creating the backend meets the same error and reports it.
 double finish_warm_up();
