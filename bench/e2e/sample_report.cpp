@@ -29,8 +29,12 @@
 //
 // Which device runs which iterations mirrors the generated phase functions
 // (codegen/host_codegen.cpp): a 1-D partition's whole range [from, to) is cut into
-// n = min(D x BBMM_TILES_PER_DEVICE, to - from) equal tiles, tile k on device k*D/n; a phase
-// without a parallel loop runs on device 0. 2-D partitions are not reported.
+// n = min(D x BBMM_TILES_PER_DEVICE, to - from) tiles, tile k on device k*D/n: tiles of equal
+// work where bbmmc generates a work function for the partition (codegen/split_weights.h;
+// the same bbmm_gen_split of bbmm/generated_support.h over the statement instances of each
+// iteration, counted here by isl; BBMM_SPLIT_BY=iterations turns it off as in the
+// programs), else of equal iterations; a phase without a parallel loop runs on device 0.
+// 2-D partitions are not reported.
 //
 //   build/bench/e2e/bbmm_sample_report [--devices 4] [--markdown FILE] [SAMPLE...]
 //   build/bench/e2e/bbmm_sample_report --ranks 3 --devices 1 [--max-rank-error 0.01]
@@ -56,6 +60,9 @@
 #include <string>
 #include <vector>
 
+#define BBMM_GEN_TARGET BBMM_BACKEND_HOST
+#include "bbmm/generated_support.h"
+#include "codegen/split_weights.h"
 #include "driver/pipeline.h"
 #include "poly/box_util.h"
 #include "poly/boxes.h"
@@ -106,6 +113,24 @@ isl::set drop_params(const isl::set& s) {
   return isl::manage(isl_set_project_out(s.copy(), isl_dim_param, 0, np));
 }
 
+// The statement instances of one iteration of a partition's split loop (isl counts), for
+// bbmm_gen_weights_init.
+struct RowCounter {
+  const Scop* s;
+  isl::set fixed;
+  std::vector<std::pair<int, int>> stmt_depth;  // (statement, position of the split loop)
+  static int64_t call(const void* x, int64_t row) {
+    const RowCounter* c = static_cast<const RowCounter*>(x);
+    int64_t n = 0;
+    for (auto [st, d] : c->stmt_depth) {
+      isl_set* dom = c->s->statements[st].domain.intersect_params(c->fixed).release();
+      dom = isl_set_fix_si(dom, isl_dim_set, d, static_cast<int>(row));
+      n += count(isl::manage(dom));
+    }
+    return n;
+  }
+};
+
 // The tiles of each device: per phase, the interval of its partitioned iterator.
 class Placement {
  public:
@@ -142,11 +167,32 @@ class Placement {
       int64_t from = value(isl::manage(isl_set_dim_min(vals.copy(), 0)));
       int64_t to = value(isl::manage(isl_set_dim_max(vals.copy(), 0))) + 1;
       int64_t n = std::min<int64_t>(static_cast<int64_t>(devices) * tpd, to - from);
+      // Split points of equal work where the program has them (its work function).
+      const char* by = std::getenv("BBMM_SPLIT_BY");
+      bbmm_gen_split_by_work = !(by && std::string(by) == "iterations");
+      const bool weighted = !row_work_function(s, part, "w", "struct c", "").empty();
+      bbmm_gen_weights w{};
+      if (weighted) {
+        RowCounter counter{&s, fixed, stmt_depth};
+        isl_stride_info* si = isl_set_get_stride_info(vals.get(), 0);
+        isl_val* sv = isl_stride_info_get_stride(si);
+        const int64_t stride = isl_val_get_num_si(sv);
+        isl_val_free(sv);
+        int64_t offset = 0;
+        if (stride > 1) {
+          isl_pw_aff* off = isl_pw_aff_from_aff(isl_stride_info_get_offset(si));
+          offset = value(isl::manage(isl_pw_aff_project_domain_on_params(off)));
+        }
+        isl_stride_info_free(si);
+        bbmm_gen_weights_init(&w, from, to, stride, offset, &RowCounter::call, &counter);
+      }
       std::vector<std::pair<int64_t, int64_t>> per_device(devices, {0, 0});
       std::vector<std::vector<std::pair<int64_t, int64_t>>> tiles(devices);
       for (int64_t k = 0; k < n; ++k) {
         int dev = static_cast<int>(k * devices / n);
-        tiles[dev].push_back({from + (to - from) * k / n, from + (to - from) * (k + 1) / n});
+        int64_t lo, hi;
+        bbmm_gen_split(weighted ? &w : nullptr, from, to, n, devices, k, &lo, &hi);
+        if (lo < hi) tiles[dev].push_back({lo, hi});
       }
       for (auto [st, d] : stmt_depth) {
         split_depth_[st] = d;

@@ -178,6 +178,22 @@ static inline int bbmm_gen_parse_split(const char* text, int* out) {
   return 1;
 }
 
+/* Where a 1-D partition splits its range: at equal shares of the work (1,
+ * BBMM_SPLIT_BY=work, the default), the statement instances of each iteration counted by
+ * a function bbmmc generates for partitions whose iterations carry unequal work (a
+ * triangular inner loop: syrk, correlation; a range that moves with the serial loops: lu's
+ * rows below the pivot, summed over all pivots; bbmm_gen_weights below), or at equal
+ * shares of the iterations (0, BBMM_SPLIT_BY=iterations). Set with the runtime. */
+static int bbmm_gen_split_by_work = 1;
+
+/* "work" -> 1, "iterations" -> 0 in *out; 0 for anything else. */
+static inline int bbmm_gen_parse_split_by(const char* text, int* out) {
+  if (strcmp(text, "work") == 0) *out = 1;
+  else if (strcmp(text, "iterations") == 0) *out = 0;
+  else return 0;
+  return 1;
+}
+
 /* How multi-piece kernels find an element's piece: once per access reference (0, the
  * default, BBMM_PIECE_LOOKUP=reference) or for every element (1, BBMM_PIECE_LOOKUP=element:
  * slower, the same results; the tests run both). Set with the runtime, before any kernel. */
@@ -302,7 +318,7 @@ static inline void bbmm_gen_warm_up(void) {
  * backend of BBMM_GEN_TARGET (the kernels of a file run on that backend only), and
  * destroyed at exit. Ends the program, saying why, when BBMM_BACKEND names another backend,
  * when BBMM_TILES_PER_DEVICE, BBMM_PIECE_LOOKUP, BBMM_EDGE_TILES, BBMM_TILE_ORDER,
- * BBMM_SPLIT or BBMM_SERIAL is malformed, or when the runtime cannot
+ * BBMM_SPLIT, BBMM_SPLIT_BY or BBMM_SERIAL is malformed, or when the runtime cannot
  * be created. */
 static inline bbmm_runtime* bbmm_gen_runtime(void) {
   if (!bbmm_gen_rt) {
@@ -338,6 +354,10 @@ static inline bbmm_runtime* bbmm_gen_runtime(void) {
     t = getenv("BBMM_SPLIT");
     if (t && *t && !bbmm_gen_parse_split(t, &bbmm_gen_split_step)) {
       bbmm_fatal(1, "BBMM_SPLIT='%s' is not 'whole' or 'step'", t);
+    }
+    t = getenv("BBMM_SPLIT_BY");
+    if (t && *t && !bbmm_gen_parse_split_by(t, &bbmm_gen_split_by_work)) {
+      bbmm_fatal(1, "BBMM_SPLIT_BY='%s' is not 'work' or 'iterations'", t);
     }
     t = getenv("BBMM_SERIAL");
     if (t && *t && !bbmm_gen_parse_serial(t, &bbmm_gen_serial)) {
@@ -452,6 +472,91 @@ static inline void bbmm_gen_tile_bounds(int64_t from, int64_t to, int64_t n, int
   }
   *lo = from + span * k / n;
   *hi = from + span * (k + 1) / n;
+}
+
+/* The work along the range [from, to) of a 1-D partition's split loop, for split points at
+ * equal shares of it. The loop's iterations are the rows r of the range with
+ * r = offset (mod stride) (stride 1 but for a loop stepping by more). They are cut into
+ * "segments" consecutive segments (one per iteration when there are at most
+ * BBMM_GEN_WEIGHT_SEGMENTS), each segment's work taken from the generated function's count
+ * at its first and last iteration, interpolated linearly in between (exact for the linear
+ * and nearly so for the quadratic work of PolyBench's triangular loops), and the work
+ * before each segment. "segments" is 0 when the range is empty, carries no work or
+ * BBMM_SPLIT_BY=iterations: splits are then even. Computed once per scop execution
+ * (bbmm_gen_weights_init), before the tiles. */
+#define BBMM_GEN_WEIGHT_SEGMENTS 128
+typedef struct bbmm_gen_weights {
+  int64_t from, to, stride;
+  int segments;
+  /* Segment j is [row[j], row[j + 1]), row[j] an iteration (but row[segments] = to). */
+  int64_t row[BBMM_GEN_WEIGHT_SEGMENTS + 1];
+  double before[BBMM_GEN_WEIGHT_SEGMENTS + 1];  /* the work before row[j] */
+} bbmm_gen_weights;
+
+/* Fills *w for the iterations of [from, to) congruent to "offset" modulo "stride" (>= 1)
+ * with "work"(x, row), the statement instances of iteration "row" (a function bbmmc
+ * generates), bbmm_gen_split_by_work permitting. */
+static inline void bbmm_gen_weights_init(bbmm_gen_weights* w, int64_t from, int64_t to,
+                                         int64_t stride, int64_t offset,
+                                         int64_t (*work)(const void*, int64_t), const void* x) {
+  w->from = from;
+  w->to = to;
+  w->stride = stride;
+  w->segments = 0;
+  if (!bbmm_gen_split_by_work || from >= to || stride < 1) return;
+  const int64_t first = from + (((offset - from) % stride) + stride) % stride;
+  if (first >= to) return;
+  const int64_t count = (to - 1 - first) / stride + 1; /* iterations */
+  const int n = count < BBMM_GEN_WEIGHT_SEGMENTS ? (int)count : BBMM_GEN_WEIGHT_SEGMENTS;
+  w->before[0] = 0;
+  for (int j = 0; j < n; ++j) {
+    const int64_t a = count * j / n, b = count * (j + 1) / n; /* iterations [a, b) */
+    w->row[j] = first + stride * a;
+    const double lo = (double)work(x, first + stride * a);
+    const double seg = b - a == 1 ? lo : 0.5 * (double)(b - a) * (lo + (double)work(x, first + stride * (b - 1)));
+    w->before[j + 1] = w->before[j] + seg;
+  }
+  w->row[n] = to;
+  if (w->before[n] > 0) w->segments = n;
+}
+
+/* The first iteration of the split at fraction "f" in [0, 1] of the work of *w (segments
+ * > 0): the work before it is f of the whole, interpolated linearly inside its segment.
+ * Nondecreasing in f; w->from at 0 and w->to at 1. */
+static inline int64_t bbmm_gen_weighted_point(const bbmm_gen_weights* w, double f) {
+  if (f <= 0) return w->from;
+  if (f >= 1) return w->to;
+  const double target = f * w->before[w->segments];
+  /* The first segment j with before[j + 1] >= target (before[j] < target). */
+  int lo = 0, hi = w->segments - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (w->before[mid + 1] >= target) hi = mid;
+    else lo = mid + 1;
+  }
+  /* Iterations r of the segment are row[lo] (or the first iteration after it) + stride * m. */
+  const double frac = (target - w->before[lo]) / (w->before[lo + 1] - w->before[lo]);
+  const int64_t steps = (w->row[lo + 1] - w->row[lo] + w->stride - 1) / w->stride;
+  int64_t r = w->row[lo] + w->stride * (int64_t)(frac * (double)steps + 0.5);
+  if (r > w->row[lo + 1]) r = w->row[lo + 1];
+  return r;
+}
+
+/* bbmm_gen_tile_bounds with the split points of *w (NULL: none) where they apply: the range
+ * is the one *w was computed for, it carries work, there are fewer tiles than iterations
+ * and no edge tiles. Tile k covers the work between fractions k / n and (k + 1) / n, so a
+ * device's tiles (k * devices / n) cover its share d / devices .. (d + 1) / devices for any
+ * multiple n of "devices". A tile may be empty. */
+static inline void bbmm_gen_split(const bbmm_gen_weights* w, int64_t from, int64_t to,
+                                  int64_t n, int64_t devices, int64_t k, int64_t* lo,
+                                  int64_t* hi) {
+  if (w && w->segments > 0 && from == w->from && to == w->to && n < to - from &&
+      bbmm_gen_edge_tiles == 0) {
+    *lo = bbmm_gen_weighted_point(w, (double)k / (double)n);
+    *hi = bbmm_gen_weighted_point(w, (double)(k + 1) / (double)n);
+    return;
+  }
+  bbmm_gen_tile_bounds(from, to, n, devices, k, lo, hi);
 }
 
 /* A tile of a phase and the bytes it flows out, for the order of issue. */

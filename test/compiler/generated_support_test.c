@@ -281,6 +281,106 @@ static void test_tile_bounds(void) {
   CHECK(!bbmm_gen_parse_edge_tiles("", &v) && v == 64);
 }
 
+/* Work functions for bbmm_gen_weights: "x" points at the shape. */
+enum { kLinear, kQuadratic, kDecreasing, kEmptyRows, kNone };
+static int64_t shape_work(const void* x, int64_t row) {
+  switch (*(const int*)x) {
+    case kLinear: return row + 1;
+    case kQuadratic: return row * row;
+    case kDecreasing: return 1000 - row;
+    case kEmptyRows: return row % 7 == 2 ? 50 + row : 0; /* a loop stepping by 7 from 2 */
+    default: return 0;
+  }
+}
+
+/* Split points weighted by work, against prefix sums of the work computed here: tiles are
+ * consecutive and cover the range, a device's block is the same for 1, 2 and 3 tiles per
+ * device, and the busiest device's work is within 2% (plus one row's work, a tile being
+ * whole rows) of a fair share; even splits where weights do not apply. */
+static void test_weighted_split(void) {
+  char what[200];
+  for (int shape = kLinear; shape <= kNone; ++shape) {
+    for (int64_t span = 5; span <= 3000; span = span * 3 + 1) {
+      const int64_t from = shape == kDecreasing ? 0 : 3, to = from + span;
+      bbmm_gen_weights w;
+      const int64_t stride = shape == kEmptyRows ? 7 : 1;
+      bbmm_gen_weights_init(&w, from, to, stride, 2, shape_work, &shape);
+      double total = 0, rowmax = 0;
+      for (int64_t r = from; r < to; ++r) {
+        total += (double)shape_work(&shape, r);
+        if ((double)shape_work(&shape, r) > rowmax) rowmax = (double)shape_work(&shape, r);
+      }
+      CHECK_EQ(w.segments > 0, total > 0, "a range with work has segments");
+      for (int64_t devices = 1; devices <= 4; ++devices) {
+        int64_t block_lo[4] = {0}, block_hi[4] = {0};
+        for (int64_t t = 1; t <= 3; ++t) {
+          const int64_t n = devices * t;
+          int64_t prev_hi = from;
+          double busiest = 0, mine = 0;
+          for (int64_t k = 0; k < n; ++k) {
+            int64_t lo = -999, hi = -999;
+            bbmm_gen_split(&w, from, to, n, devices, k, &lo, &hi);
+            snprintf(what, sizeof what, "shape %d, tile %lld of %lld on %lld devices, [%lld, %lld)",
+                     shape, (long long)k, (long long)n, (long long)devices, (long long)from,
+                     (long long)to);
+            CHECK_EQ(lo, prev_hi, what);
+            CHECK(hi >= lo);
+            prev_hi = hi;
+            const int64_t d = k * devices / n;
+            /* Blocks are compared where every count splits by work (n < span). */
+            const int weighted = devices * 3 < span;
+            if (k % t == 0) {
+              if (t == 1) block_lo[d] = lo;
+              if (weighted) CHECK_EQ(lo, block_lo[d], what);
+              mine = 0;
+            }
+            for (int64_t r = lo; r < hi; ++r) mine += (double)shape_work(&shape, r);
+            if (k % t == t - 1) {
+              if (t == 1) block_hi[d] = hi;
+              if (weighted) CHECK_EQ(hi, block_hi[d], what);
+              if (mine > busiest) busiest = mine;
+            }
+            if (total == 0 || n >= span) {
+              int64_t elo, ehi;
+              bbmm_gen_tile_bounds(from, to, n, devices, k, &elo, &ehi);
+              CHECK_EQ(lo, elo, "even split without weights");
+              CHECK_EQ(hi, ehi, "even split without weights");
+            }
+          }
+          CHECK_EQ(prev_hi, to, "the last tile ends at the range's end");
+          if (total > 0 && n < span && n <= (span + stride - 1) / stride) {
+            snprintf(what, sizeof what, "shape %d on %lld devices x %lld over %lld rows: busiest %.0f, fair %.0f",
+                     shape, (long long)devices, (long long)t, (long long)span, busiest,
+                     total / (double)devices);
+            if (!(busiest <= 1.02 * total / (double)devices + rowmax)) {
+              fprintf(stderr, "check failed: %s\n", what);
+              ++failures;
+            }
+            ++checks;
+          }
+        }
+      }
+      /* Another range (BBMM_SPLIT=step's per-iteration range): even. */
+      int64_t lo, hi, elo, ehi;
+      bbmm_gen_split(&w, from + 1, to, 2, 2, 1, &lo, &hi);
+      bbmm_gen_tile_bounds(from + 1, to, 2, 2, 1, &elo, &ehi);
+      CHECK(lo == elo && hi == ehi);
+    }
+  }
+  /* BBMM_SPLIT_BY=iterations: no segments, even splits. */
+  int shape = kLinear;
+  bbmm_gen_weights w;
+  bbmm_gen_split_by_work = 0;
+  bbmm_gen_weights_init(&w, 0, 100, 1, 0, shape_work, &shape);
+  CHECK_EQ(w.segments, 0, "BBMM_SPLIT_BY=iterations");
+  bbmm_gen_split_by_work = 1;
+  int v = 7;
+  CHECK(bbmm_gen_parse_split_by("iterations", &v) && v == 0);
+  CHECK(bbmm_gen_parse_split_by("work", &v) && v == 1);
+  CHECK(!bbmm_gen_parse_split_by("Work", &v) && v == 1);
+  CHECK(!bbmm_gen_parse_split_by("", &v) && v == 1);
+}
+
 static void test_parse_tile_order(void) {
   int v = 7;
   CHECK(bbmm_gen_parse_tile_order("alternate", &v) && v == 1);
@@ -448,6 +548,7 @@ static void test_runtime_environment(void) {
               "backend only (unset BBMM_BACKEND or set it to 'host')\n");
   check_child("BBMM_BACKEND", "host", 0, "tiles per device 1");
   check_child("BBMM_SERIAL", "gpu", 1, "bbmm: BBMM_SERIAL='gpu' is not 'auto', 'host' or 'device'\n");
+  check_child("BBMM_SPLIT_BY", "rows", 1, "bbmm: BBMM_SPLIT_BY='rows' is not 'work' or 'iterations'\n");
 #else
   printf("generated_support_test: no fork() here: bbmm_gen_runtime's exits are not tested\n");
 #endif
@@ -709,6 +810,7 @@ int main(void) {
   test_count_instances();
   test_small_tiles();
   test_tile_bounds();
+  test_weighted_split();
   test_runtime_environment(); /* forks: before this process starts runtime threads */
   test_serial_device();
   test_require_and_flow_out();

@@ -15,6 +15,7 @@
 #include "codegen/kernel_codegen.h"
 #include "codegen/loop_ast.h"
 #include "codegen/opencl_codegen.h"
+#include "codegen/split_weights.h"
 #include "poly/box_util.h"
 
 namespace bbmm::compiler {
@@ -96,7 +97,18 @@ class ScopGenerator {
     k << "/* ---- bbmmc: scop " << s_.index << " of " << s_.function << " (lines " << s_.begin_loc.line
       << "-" << s_.end_loc.line << "), target " << target_name(opts_.target)
       << " ---- */\n\n";
+    for (const Partition& part : b_.partitions) {
+      bool single = false;
+      for (int p : part.phases) single = single || b_.phases[p].single_device;
+      if (single) continue;
+      const std::string fn = pre_ + "_part" + std::to_string(part.id) + "_work";
+      std::string text = row_work_function(s_, part, fn, "struct " + pre_ + "_ctx", param_locals("  "));
+      if (text.empty()) continue;
+      work_fn_[part.id] = fn;
+      work_text_ += text;
+    }
     k << context_struct();
+    k << work_text_;
     if (opts_.target == Target::kCuda) {
       device_ << "/* ---- bbmmc: scop " << s_.index << " of " << s_.function << " (lines "
               << s_.begin_loc.line << "-" << s_.end_loc.line << "): CUDA kernels ---- */\n\n";
@@ -179,6 +191,9 @@ class ScopGenerator {
     std::vector<std::string> arr;
     for (int a : arrays()) arr.push_back("*" + s_.arrays[a].c_name);
     if (!arr.empty()) os << "  bbmm_array " << join(arr, ", ") << ";\n";
+    for (const auto& [id, fn] : work_fn_) {
+      os << "  bbmm_gen_weights w" << id << ";  /* partition " << id << "'s work (" << fn << ") */\n";
+    }
     os << "};\n\n";
     return os.str();
   }
@@ -431,29 +446,6 @@ class ScopGenerator {
     return os.str();
   }
 
-  // The values of partition dimension "d"'s loops over every instance of the partition's
-  // phases (all serial iterations): a 1-D set over the scop parameters (null if none).
-  isl::set all_iterations(const Partition& part, size_t d) const {
-    isl::set vals;
-    for (size_t slot = 0; slot < part.phases.size(); ++slot) {
-      if (slot >= part.dims[d].loops.size()) continue;
-      const int loop = part.dims[d].loops[slot];
-      for (int st_i : s_.phases[part.phases[slot]].statements) {
-        const Statement& st = s_.statements[st_i];
-        for (size_t dd = 0; dd < st.loops.size(); ++dd) {
-          if (st.loops[dd] != loop) continue;
-          const int depth = static_cast<int>(st.iterators.size());
-          isl_set* x = isl_set_project_out(st.domain.copy(), isl_dim_set, dd + 1, depth - dd - 1);
-          x = isl_set_project_out(x, isl_dim_set, 0, dd);
-          x = isl_set_reset_tuple_id(x);
-          isl::set v = isl::manage(x);
-          vals = vals.is_null() ? v : vals.unite(v);
-        }
-      }
-    }
-    return vals.is_null() ? vals : vals.coalesce();
-  }
-
   // Whether "u" (an array's boxes over a device's block [lo_p, hi_p) of the partition range
   // "range") is convex. Exact and cheap when its simple hull (the pieces' constraints, each
   // moved out to hold for all of them) lies inside it. Otherwise the parametric convex hull
@@ -528,7 +520,7 @@ class ScopGenerator {
       bool single = false;
       for (int p : part.phases) single = single || b_.phases[p].single_device;
       if (single) continue;
-      const isl::set range = all_iterations(part, 0);
+      const isl::set range = split_range(s_, part, 0);
       if (range.is_null()) continue;
       const std::string lo_p = part.dims[0].lo_param, hi_p = part.dims[0].hi_param;
       // Per array: the union over phases and required boxes, serial iterators projected.
@@ -585,10 +577,10 @@ class ScopGenerator {
       os << "      const int64_t bbmm_from = " << cx(c_expr_from_pw_aff(mn, s_.context))
          << ", bbmm_to = " << cx(c_expr_from_pw_aff(isl::manage(mx), s_.context)) << ";\n";
       os << "      for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {\n";
-      os << "        const int64_t " << lo_p
-         << " = bbmm_from + (bbmm_to - bbmm_from) * bbmm_d / bbmm_ctx.devices;\n";
-      os << "        const int64_t " << hi_p
-         << " = bbmm_from + (bbmm_to - bbmm_from) * (bbmm_d + 1) / bbmm_ctx.devices;\n";
+      os << "        int64_t " << lo_p << ", " << hi_p << ";\n";
+      os << "        " << split_call(part, "&bbmm_ctx.", "bbmm_from", "bbmm_to", "bbmm_ctx.devices",
+                                     "bbmm_ctx.devices", "bbmm_d", lo_p, hi_p)
+         << ";\n";
       os << "        if (" << lo_p << " >= " << hi_p << ") continue;\n";
       std::vector<std::string> boxes;
       int k = 0;
@@ -636,7 +628,7 @@ class ScopGenerator {
   // The same range as C expressions [lo, hi) over the scop parameters. False when the
   // range does not depend on the serial iterators' values.
   bool whole_range(const Partition& part, size_t d, std::string& lo, std::string& hi) {
-    isl::set vals = all_iterations(part, d);
+    isl::set vals = split_range(s_, part, d);
     if (vals.is_null()) return false;
     isl::pw_aff mn = isl::manage(isl_set_dim_min(vals.copy(), 0));
     isl_pw_aff* mx = isl_set_dim_max(vals.copy(), 0);
@@ -693,8 +685,8 @@ class ScopGenerator {
     // Tile bbmm_k of "n" tiles (a variable of the generated code).
     auto bounds = [&](const std::string& ind, const char* n = "bbmm_n") {
       os << ind << "int64_t " << lo << ", " << hi << ";\n";
-      os << ind << "bbmm_gen_tile_bounds(" << from << ", " << to << ", " << n
-         << ", bbmm_x->devices, bbmm_k, &" << lo << ", &" << hi << ");\n";
+      os << ind << split_call(part, "&bbmm_x->", from, to, n, "bbmm_x->devices", "bbmm_k", lo, hi)
+         << ";\n";
       if (clamp) {
         os << ind << lo << " = bbmm_max(bbmm_from0, " << lo << ");\n";
         os << ind << hi << " = bbmm_min(bbmm_to0, " << hi << ");\n";
@@ -753,7 +745,20 @@ class ScopGenerator {
       os << "  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {\n";
     }
     bounds("    ");
-    if (clamp) os << "    if (" << lo << " >= " << hi << ") continue;\n";
+    // Split points weighted by work may leave a tile empty.
+    if (clamp || work_fn_.count(part.id)) os << "    if (" << lo << " >= " << hi << ") continue;\n";
+  }
+
+  // The C call setting [lo, hi) to tile "k" of "n" splitting [from, to) over "devices":
+  // at equal shares of the work when partition "part" has a work function (its weights
+  // are "<ctx>w<id>"), else of the iterations.
+  std::string split_call(const Partition& part, const std::string& ctx, const std::string& from,
+                         const std::string& to, const std::string& n, const std::string& devices,
+                         const std::string& k, const std::string& lo, const std::string& hi) const {
+    const std::string tail = from + ", " + to + ", " + n + ", " + devices + ", " + k + ", &" + lo +
+                             ", &" + hi + ")";
+    if (!work_fn_.count(part.id)) return "bbmm_gen_tile_bounds(" + tail;
+    return "bbmm_gen_split(" + ctx + "w" + std::to_string(part.id) + ", " + tail;
   }
 
   std::string phase_function(int p, const KernelSignature& sig, const std::string& name) {
@@ -910,6 +915,7 @@ class ScopGenerator {
          << arr.c_name << "), \"bbmm_array_register(" << arr.c_name << ")\");\n";
       os << "    }\n";
     }
+    os << weights();
     os << reservations();
     os << loops();
     os << "    /* The host copies become current (the write-backs of all arrays start before any\n"
@@ -924,6 +930,28 @@ class ScopGenerator {
          << "), \"bbmm_array_unregister(" << s_.arrays[a].c_name << ")\");\n";
     }
     os << "  }\n";
+    return os.str();
+  }
+
+  // The work along the range of each partition with a work function, for its split points.
+  std::string weights() {
+    std::ostringstream os;
+    for (const Partition& part : b_.partitions) {
+      if (!work_fn_.count(part.id)) continue;
+      const int id = part.id;
+      const std::string& fn = work_fn_.at(id);
+      const isl::set range = split_range(s_, part, 0);
+      isl::pw_aff mn = isl::manage(isl_set_dim_min(range.copy(), 0));
+      isl_pw_aff* mx = isl_set_dim_max(range.copy(), 0);
+      mx = isl_pw_aff_add_constant_val(mx, isl_val_one(isl_pw_aff_get_ctx(mx)));
+      os << "    /* Partition " << id << " splits its range at equal shares of the work. */\n";
+      std::string offset;
+      const int64_t stride = split_stride(range, s_.context, offset);
+      os << "    bbmm_gen_weights_init(&bbmm_ctx.w" << id << ", "
+         << cx(c_expr_from_pw_aff(mn, s_.context)) << ", "
+         << cx(c_expr_from_pw_aff(isl::manage(mx), s_.context)) << ", " << stride << ", "
+         << offset << ", " << fn << ", &bbmm_ctx);\n";
+    }
     return os.str();
   }
 
@@ -984,6 +1012,8 @@ class ScopGenerator {
   std::string pre_;
   std::ostringstream device_;  // CUDA: the scop's part of STEM.cu
   std::string phase_label_;    // "phase 0 of scop 0 in kernel_gemm", for run-time notes
+  std::map<int, std::string> work_fn_;  // partition id -> its work function (split_weights.h)
+  std::string work_text_;               // their definitions
 };
 
 // Byte offset in "text" of the start of the line holding byte "pos".

@@ -20,7 +20,23 @@ struct bbmm_s0_ctx {
   int64_t* ordered;  /* ordered phase calls so far (bbmm_gen_order_tiles) */
   int64_t n;
   bbmm_array *A;
+  bbmm_gen_weights w2;  /* partition 2's work (bbmm_s0_part2_work) */
 };
+
+/* Partition 2: the statement instances of iteration bbmm_row of its split
+   loop, over all its phases and serial iterations (split points weighted by work). */
+static int64_t bbmm_s0_part2_work(const void* bbmm_xv, int64_t bbmm_row) {
+  const struct bbmm_s0_ctx* bbmm_x = (const struct bbmm_s0_ctx*)bbmm_xv;
+  (void)bbmm_x;
+  const int64_t n = bbmm_x->n;
+  (void)n;
+  int64_t bbmm_w = 0;
+  /* S1: A[i][j] -= A[i][k] * A[j][k]; */
+  if (n >= bbmm_row + 1)
+    for (int64_t bbmm_q0 = 0; bbmm_q0 < bbmm_row - 1; bbmm_q0 += 1)
+      { const int64_t bbmm_o0 = bbmm_q0; bbmm_w += bbmm_row - bbmm_o0 - 1; }
+  return bbmm_w;
+}
 
 /* Phase 0: statements S4 inside serial loops bbmm_it0; partition 0. */
 /*   S4: A[i][i] = sqrt(A[i][i]); */
@@ -1066,7 +1082,7 @@ static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
     uint64_t bbmm_big = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n1; ++bbmm_k) {
       int64_t bbmm_lo, bbmm_hi;
-      bbmm_gen_tile_bounds(bbmm_all_from, bbmm_all_to, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_gen_split(&bbmm_x->w2, bbmm_all_from, bbmm_all_to, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
       bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
       bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
       if (bbmm_lo < bbmm_hi) bbmm_big = bbmm_max_u64(bbmm_big, bbmm_s0_p2_bytes(bbmm_x, bbmm_it0, bbmm_lo, bbmm_hi));
@@ -1077,7 +1093,7 @@ static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
     uint64_t bbmm_worst = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
       int64_t bbmm_lo, bbmm_hi;
-      bbmm_gen_tile_bounds(bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_gen_split(&bbmm_x->w2, bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
       bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
       bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
       if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p2_bytes(bbmm_x, bbmm_it0, bbmm_lo, bbmm_hi));
@@ -1092,7 +1108,7 @@ static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
   bbmm_gen_tile_rank* bbmm_rank = (bbmm_gen_tile_rank*)bbmm_gen_calloc((size_t)bbmm_n * sizeof(bbmm_gen_tile_rank));
   for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
     int64_t bbmm_lo, bbmm_hi;
-    bbmm_gen_tile_bounds(bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+    bbmm_gen_split(&bbmm_x->w2, bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
     bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
     bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
     bbmm_rank[bbmm_k].k = bbmm_k;
@@ -1105,7 +1121,7 @@ static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
   for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {
     const int64_t bbmm_k = bbmm_rank[bbmm_j].k;
     int64_t bbmm_lo, bbmm_hi;
-    bbmm_gen_tile_bounds(bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+    bbmm_gen_split(&bbmm_x->w2, bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
     bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
     bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
     if (bbmm_lo >= bbmm_hi) continue;
@@ -1131,6 +1147,8 @@ void cholesky(int n, double A[n][n]) {
       const int64_t bbmm_ext[2] = {n, n};
       bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "A", (void*)(A), sizeof(double), 2, bbmm_ext, NULL, 0, &bbmm_ctx.A), "bbmm_array_register(A)");
     }
+    /* Partition 2 splits its range at equal shares of the work. */
+    bbmm_gen_weights_init(&bbmm_ctx.w2, 2, n, 1, 0, bbmm_s0_part2_work, &bbmm_ctx);
     for (int64_t bbmm_c1 = 0; bbmm_c1 < n; bbmm_c1 += 1) {
       bbmm_s0_phase0(&bbmm_ctx, bbmm_c1);
       if (n >= bbmm_c1 + 2) {

@@ -22,7 +22,29 @@ struct bbmm_s0_ctx {
   double beta;
   double alpha;
   bbmm_array *C, *A, *B;
+  bbmm_gen_weights w0;  /* partition 0's work (bbmm_s0_part0_work) */
 };
+
+/* Partition 0: the statement instances of iteration bbmm_row of its split
+   loop, over all its phases and serial iterations (split points weighted by work). */
+static int64_t bbmm_s0_part0_work(const void* bbmm_xv, int64_t bbmm_row) {
+  const struct bbmm_s0_ctx* bbmm_x = (const struct bbmm_s0_ctx*)bbmm_xv;
+  (void)bbmm_x;
+  const int64_t ni = bbmm_x->ni;
+  (void)ni;
+  const int64_t nj = bbmm_x->nj;
+  (void)nj;
+  const int64_t nk = bbmm_x->nk;
+  (void)nk;
+  int64_t bbmm_w = 0;
+  /* S1: C[i][j] *= beta; */
+  if (nj >= 1 && ni >= bbmm_row + 1 && bbmm_row >= 0) bbmm_w += nj;
+  /* S2: C[i][j] += alpha * A[i][k] * B[k][j]; */
+  if (nj >= 1 && ni >= bbmm_row + 1 && bbmm_row >= 0)
+    for (int64_t bbmm_q0 = 0; bbmm_q0 < nk; bbmm_q0 += 1)
+      { bbmm_w += nj; }
+  return bbmm_w;
+}
 
 /* Phase 0: statements S1 S2, parallel loop i; partition 0. */
 /*   S1: C[i][j] *= beta; */
@@ -365,7 +387,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
     uint64_t bbmm_big = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n1; ++bbmm_k) {
       int64_t bbmm_lo, bbmm_hi;
-      bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_gen_split(&bbmm_x->w0, bbmm_from0, bbmm_to0, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
       if (bbmm_lo < bbmm_hi) bbmm_big = bbmm_max_u64(bbmm_big, bbmm_s0_p0_bytes(bbmm_x, bbmm_lo, bbmm_hi));
     }
     if (bbmm_gen_small_tiles(bbmm_big)) bbmm_n = bbmm_n1;
@@ -374,7 +396,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
     uint64_t bbmm_worst = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
       int64_t bbmm_lo, bbmm_hi;
-      bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_gen_split(&bbmm_x->w0, bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
       if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p0_bytes(bbmm_x, bbmm_lo, bbmm_hi));
     }
     if (bbmm_worst <= bbmm_x->capacity / 2) break;
@@ -386,7 +408,8 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
   }
   for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
     int64_t bbmm_lo, bbmm_hi;
-    bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+    bbmm_gen_split(&bbmm_x->w0, bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+    if (bbmm_lo >= bbmm_hi) continue;
     bbmm_s0_p0_tile(bbmm_x, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
   }
 }
@@ -422,12 +445,14 @@ void kernel_gemm(int ni, int nj, int nk, double alpha, double beta, double C[ni]
       const int64_t bbmm_ext[2] = {nk, nj};
       bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "B", (void*)(B), sizeof(double), 2, bbmm_ext, NULL, BBMM_ARRAY_READ_ONLY, &bbmm_ctx.B), "bbmm_array_register(B)");
     }
+    /* Partition 0 splits its range at equal shares of the work. */
+    bbmm_gen_weights_init(&bbmm_ctx.w0, 0, ni, 1, 0, bbmm_s0_part0_work, &bbmm_ctx);
     /* Allocation hints of partition 0: each device's hull of the boxes its tiles require, over all iterations. */
     if (bbmm_gen_reserve_enabled()) {
       const int64_t bbmm_from = 0, bbmm_to = ni;
       for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {
-        const int64_t bbmm_lo = bbmm_from + (bbmm_to - bbmm_from) * bbmm_d / bbmm_ctx.devices;
-        const int64_t bbmm_hi = bbmm_from + (bbmm_to - bbmm_from) * (bbmm_d + 1) / bbmm_ctx.devices;
+        int64_t bbmm_lo, bbmm_hi;
+        bbmm_gen_split(&bbmm_ctx.w0, bbmm_from, bbmm_to, bbmm_ctx.devices, bbmm_ctx.devices, bbmm_d, &bbmm_lo, &bbmm_hi);
         if (bbmm_lo >= bbmm_hi) continue;
         const int bbmm_h0_ok = ni >= 1 && nj >= 1 && ni >= bbmm_lo + 1 && bbmm_hi >= 1;
         const int64_t bbmm_h0_lo[2] = {bbmm_lo <= -1 && bbmm_hi >= 1 ? 0 : bbmm_lo, 0};

@@ -788,8 +788,8 @@ void kernel_jacobi_2d(int T, int N, double A[N][N], double B[N][N]) {
     if (bbmm_gen_reserve_enabled()) {
       const int64_t bbmm_from = 1, bbmm_to = N - 1;
       for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {
-        const int64_t bbmm_lo = bbmm_from + (bbmm_to - bbmm_from) * bbmm_d / bbmm_ctx.devices;
-        const int64_t bbmm_hi = bbmm_from + (bbmm_to - bbmm_from) * (bbmm_d + 1) / bbmm_ctx.devices;
+        int64_t bbmm_lo, bbmm_hi;
+        bbmm_gen_tile_bounds(bbmm_from, bbmm_to, bbmm_ctx.devices, bbmm_ctx.devices, bbmm_d, &bbmm_lo, &bbmm_hi);
         if (bbmm_lo >= bbmm_hi) continue;
         const int bbmm_h0_ok = T >= 1 && N >= 3 && N >= bbmm_lo + 2 && bbmm_hi >= 2;
         const int64_t bbmm_h0_lo[2] = {bbmm_lo <= 0 && bbmm_hi >= 2 ? 0 : bbmm_lo - 1, 0};

@@ -274,8 +274,8 @@ void scale(int n, double A[n]) {
     if (bbmm_gen_reserve_enabled()) {
       const int64_t bbmm_from = 0, bbmm_to = n;
       for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {
-        const int64_t bbmm_lo = bbmm_from + (bbmm_to - bbmm_from) * bbmm_d / bbmm_ctx.devices;
-        const int64_t bbmm_hi = bbmm_from + (bbmm_to - bbmm_from) * (bbmm_d + 1) / bbmm_ctx.devices;
+        int64_t bbmm_lo, bbmm_hi;
+        bbmm_gen_tile_bounds(bbmm_from, bbmm_to, bbmm_ctx.devices, bbmm_ctx.devices, bbmm_d, &bbmm_lo, &bbmm_hi);
         if (bbmm_lo >= bbmm_hi) continue;
         const int bbmm_h0_ok = n >= 1 && n >= bbmm_lo + 1 && bbmm_hi >= 1;
         const int64_t bbmm_h0_lo[1] = {bbmm_lo <= -1 && bbmm_hi >= 1 ? 0 : bbmm_lo};

@@ -21,7 +21,39 @@ struct bbmm_s0_ctx {
   int64_t n, m;
   double alpha;
   bbmm_array *C, *B, *A;
+  bbmm_gen_weights w0;  /* partition 0's work (bbmm_s0_part0_work) */
 };
+
+/* Partition 0: the statement instances of iteration bbmm_row of its split
+   loop, over all its phases and serial iterations (split points weighted by work). */
+static int64_t bbmm_s0_part0_work(const void* bbmm_xv, int64_t bbmm_row) {
+  const struct bbmm_s0_ctx* bbmm_x = (const struct bbmm_s0_ctx*)bbmm_xv;
+  (void)bbmm_x;
+  const int64_t n = bbmm_x->n;
+  (void)n;
+  const int64_t m = bbmm_x->m;
+  (void)m;
+  int64_t bbmm_w = 0;
+  /* S1: acc = 0.0; */
+  if (n >= 1 && m >= bbmm_row + 1 && bbmm_row >= 0) bbmm_w += n;
+  /* S2: C[k][j] += alpha * B[i][j] * A[i][k]; */
+  if (m >= bbmm_row + 1 && bbmm_row >= 0)
+    for (int64_t bbmm_q0 = 1; bbmm_q0 < n; bbmm_q0 += 1)
+      { const int64_t bbmm_o0 = bbmm_q0; bbmm_w += bbmm_o0; }
+  /* S3: acc += B[k][j] * A[i][k]; */
+  if (m >= bbmm_row + 1 && bbmm_row >= 0)
+    for (int64_t bbmm_q0 = 1; bbmm_q0 < n; bbmm_q0 += 1)
+      { const int64_t bbmm_o0 = bbmm_q0; bbmm_w += bbmm_o0; }
+  /* S4: double t = alpha * acc; */
+  if (n >= 1 && m >= bbmm_row + 1 && bbmm_row >= 0) bbmm_w += n;
+  /* S5: b = t + B[i][j]; */
+  if (n >= 1 && m >= bbmm_row + 1 && bbmm_row >= 0) bbmm_w += n;
+  /* S6: a = b; */
+  if (n >= 1 && m >= bbmm_row + 1 && bbmm_row >= 0) bbmm_w += n;
+  /* S7: C[i][j] = a * b; */
+  if (n >= 1 && m >= bbmm_row + 1 && bbmm_row >= 0) bbmm_w += n;
+  return bbmm_w;
+}
 
 /* Phase 0: statements S1 S2 S3 S4 S5 S6 S7, parallel loop j inside serial loops i; partition 0. */
 /*   S1: acc = 0.0; */
@@ -507,7 +539,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t i) {
     uint64_t bbmm_big = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n1; ++bbmm_k) {
       int64_t bbmm_lo, bbmm_hi;
-      bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_gen_split(&bbmm_x->w0, bbmm_from0, bbmm_to0, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
       if (bbmm_lo < bbmm_hi) bbmm_big = bbmm_max_u64(bbmm_big, bbmm_s0_p0_bytes(bbmm_x, i, bbmm_lo, bbmm_hi));
     }
     if (bbmm_gen_small_tiles(bbmm_big)) bbmm_n = bbmm_n1;
@@ -516,7 +548,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t i) {
     uint64_t bbmm_worst = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
       int64_t bbmm_lo, bbmm_hi;
-      bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_gen_split(&bbmm_x->w0, bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
       if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p0_bytes(bbmm_x, i, bbmm_lo, bbmm_hi));
     }
     if (bbmm_worst <= bbmm_x->capacity / 2) break;
@@ -529,7 +561,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t i) {
   bbmm_gen_tile_rank* bbmm_rank = (bbmm_gen_tile_rank*)bbmm_gen_calloc((size_t)bbmm_n * sizeof(bbmm_gen_tile_rank));
   for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
     int64_t bbmm_lo, bbmm_hi;
-    bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+    bbmm_gen_split(&bbmm_x->w0, bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
     bbmm_rank[bbmm_k].k = bbmm_k;
     const int64_t bbmm_dk = bbmm_k * bbmm_x->devices / bbmm_n;
     const int bbmm_edge = (bbmm_k > 0 && (bbmm_k - 1) * bbmm_x->devices / bbmm_n != bbmm_dk) ||
@@ -540,7 +572,8 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t i) {
   for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {
     const int64_t bbmm_k = bbmm_rank[bbmm_j].k;
     int64_t bbmm_lo, bbmm_hi;
-    bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+    bbmm_gen_split(&bbmm_x->w0, bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+    if (bbmm_lo >= bbmm_hi) continue;
     bbmm_s0_p0_tile(bbmm_x, i, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
   }
   free(bbmm_rank);
@@ -842,6 +875,8 @@ void kernel(int n, int m, double alpha, double C[n][m], double A[n][n], double B
       const int64_t bbmm_ext[2] = {n, n};
       bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "A", (void*)(A), sizeof(double), 2, bbmm_ext, NULL, BBMM_ARRAY_READ_ONLY, &bbmm_ctx.A), "bbmm_array_register(A)");
     }
+    /* Partition 0 splits its range at equal shares of the work. */
+    bbmm_gen_weights_init(&bbmm_ctx.w0, 0, m, 1, 0, bbmm_s0_part0_work, &bbmm_ctx);
     {
       if (m >= 1)
         for (int64_t bbmm_c1 = 0; bbmm_c1 < n; bbmm_c1 += 1)

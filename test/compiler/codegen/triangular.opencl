@@ -17,7 +17,21 @@ struct bbmm_s0_ctx {
   int64_t* ordered;  /* ordered phase calls so far (bbmm_gen_order_tiles) */
   int64_t N;
   bbmm_array *L, *A;
+  bbmm_gen_weights w0;  /* partition 0's work (bbmm_s0_part0_work) */
 };
+
+/* Partition 0: the statement instances of iteration bbmm_row of its split
+   loop, over all its phases and serial iterations (split points weighted by work). */
+static int64_t bbmm_s0_part0_work(const void* bbmm_xv, int64_t bbmm_row) {
+  const struct bbmm_s0_ctx* bbmm_x = (const struct bbmm_s0_ctx*)bbmm_xv;
+  (void)bbmm_x;
+  const int64_t N = bbmm_x->N;
+  (void)N;
+  int64_t bbmm_w = 0;
+  /* S1: L[i][j] = A[i][j] + A[j][i]; */
+  if (N >= bbmm_row + 1 && bbmm_row >= 0) bbmm_w += bbmm_row + 1;
+  return bbmm_w;
+}
 
 /* Phase 0: statements S1, parallel loop i; partition 0. */
 /*   S1: L[i][j] = A[i][j] + A[j][i]; */
@@ -279,7 +293,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
     uint64_t bbmm_big = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n1; ++bbmm_k) {
       int64_t bbmm_lo, bbmm_hi;
-      bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_gen_split(&bbmm_x->w0, bbmm_from0, bbmm_to0, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
       if (bbmm_lo < bbmm_hi) bbmm_big = bbmm_max_u64(bbmm_big, bbmm_s0_p0_bytes(bbmm_x, bbmm_lo, bbmm_hi));
     }
     if (bbmm_gen_small_tiles(bbmm_big)) bbmm_n = bbmm_n1;
@@ -288,7 +302,7 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
     uint64_t bbmm_worst = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
       int64_t bbmm_lo, bbmm_hi;
-      bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_gen_split(&bbmm_x->w0, bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
       if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p0_bytes(bbmm_x, bbmm_lo, bbmm_hi));
     }
     if (bbmm_worst <= bbmm_x->capacity / 2) break;
@@ -300,7 +314,8 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
   }
   for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
     int64_t bbmm_lo, bbmm_hi;
-    bbmm_gen_tile_bounds(bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+    bbmm_gen_split(&bbmm_x->w0, bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+    if (bbmm_lo >= bbmm_hi) continue;
     bbmm_s0_p0_tile(bbmm_x, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
   }
 }
@@ -326,12 +341,14 @@ void kernel_tri(int N, double L[N][N], double A[N][N]) {
       const int64_t bbmm_ext[2] = {N, N};
       bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "A", (void*)(A), sizeof(double), 2, bbmm_ext, NULL, BBMM_ARRAY_READ_ONLY, &bbmm_ctx.A), "bbmm_array_register(A)");
     }
+    /* Partition 0 splits its range at equal shares of the work. */
+    bbmm_gen_weights_init(&bbmm_ctx.w0, 0, N, 1, 0, bbmm_s0_part0_work, &bbmm_ctx);
     /* Allocation hints of partition 0: each device's hull of the boxes its tiles require, over all iterations. */
     if (bbmm_gen_reserve_enabled()) {
       const int64_t bbmm_from = 0, bbmm_to = N;
       for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {
-        const int64_t bbmm_lo = bbmm_from + (bbmm_to - bbmm_from) * bbmm_d / bbmm_ctx.devices;
-        const int64_t bbmm_hi = bbmm_from + (bbmm_to - bbmm_from) * (bbmm_d + 1) / bbmm_ctx.devices;
+        int64_t bbmm_lo, bbmm_hi;
+        bbmm_gen_split(&bbmm_ctx.w0, bbmm_from, bbmm_to, bbmm_ctx.devices, bbmm_ctx.devices, bbmm_d, &bbmm_lo, &bbmm_hi);
         if (bbmm_lo >= bbmm_hi) continue;
         const int bbmm_h0_ok = N >= 1 && N >= bbmm_lo + 1 && bbmm_hi >= 1;
         const int64_t bbmm_h0_lo[2] = {bbmm_lo <= -1 && bbmm_hi >= 1 ? 0 : bbmm_lo, 0};

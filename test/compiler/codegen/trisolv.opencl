@@ -19,7 +19,21 @@ struct bbmm_s0_ctx {
   int64_t* ordered;  /* ordered phase calls so far (bbmm_gen_order_tiles) */
   int64_t n;
   bbmm_array *x, *b, *L;
+  bbmm_gen_weights w2;  /* partition 2's work (bbmm_s0_part2_work) */
 };
+
+/* Partition 2: the statement instances of iteration bbmm_row of its split
+   loop, over all its phases and serial iterations (split points weighted by work). */
+static int64_t bbmm_s0_part2_work(const void* bbmm_xv, int64_t bbmm_row) {
+  const struct bbmm_s0_ctx* bbmm_x = (const struct bbmm_s0_ctx*)bbmm_xv;
+  (void)bbmm_x;
+  const int64_t n = bbmm_x->n;
+  (void)n;
+  int64_t bbmm_w = 0;
+  /* S2: x[i] -= L[i][j] * x[j]; */
+  if (bbmm_row >= 1 && n >= bbmm_row + 1) bbmm_w += bbmm_row;
+  return bbmm_w;
+}
 
 /* Phase 0: statements S1, parallel loop i; partition 0. */
 /*   S1: x[i] = b[i]; */
@@ -977,7 +991,7 @@ static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it1) {
     uint64_t bbmm_big = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n1; ++bbmm_k) {
       int64_t bbmm_lo, bbmm_hi;
-      bbmm_gen_tile_bounds(bbmm_all_from, bbmm_all_to, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_gen_split(&bbmm_x->w2, bbmm_all_from, bbmm_all_to, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
       bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
       bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
       if (bbmm_lo < bbmm_hi) bbmm_big = bbmm_max_u64(bbmm_big, bbmm_s0_p2_bytes(bbmm_x, bbmm_it1, bbmm_lo, bbmm_hi));
@@ -988,7 +1002,7 @@ static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it1) {
     uint64_t bbmm_worst = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
       int64_t bbmm_lo, bbmm_hi;
-      bbmm_gen_tile_bounds(bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_gen_split(&bbmm_x->w2, bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
       bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
       bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
       if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p2_bytes(bbmm_x, bbmm_it1, bbmm_lo, bbmm_hi));
@@ -1003,7 +1017,7 @@ static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it1) {
   bbmm_gen_tile_rank* bbmm_rank = (bbmm_gen_tile_rank*)bbmm_gen_calloc((size_t)bbmm_n * sizeof(bbmm_gen_tile_rank));
   for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
     int64_t bbmm_lo, bbmm_hi;
-    bbmm_gen_tile_bounds(bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+    bbmm_gen_split(&bbmm_x->w2, bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
     bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
     bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
     bbmm_rank[bbmm_k].k = bbmm_k;
@@ -1016,7 +1030,7 @@ static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it1) {
   for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {
     const int64_t bbmm_k = bbmm_rank[bbmm_j].k;
     int64_t bbmm_lo, bbmm_hi;
-    bbmm_gen_tile_bounds(bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+    bbmm_gen_split(&bbmm_x->w2, bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
     bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
     bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
     if (bbmm_lo >= bbmm_hi) continue;
@@ -1050,12 +1064,14 @@ void trisolv(int n, double L[n][n], double x[n], double b[n]) {
       const int64_t bbmm_ext[2] = {n, n};
       bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "L", (void*)(L), sizeof(double), 2, bbmm_ext, NULL, BBMM_ARRAY_READ_ONLY, &bbmm_ctx.L), "bbmm_array_register(L)");
     }
+    /* Partition 2 splits its range at equal shares of the work. */
+    bbmm_gen_weights_init(&bbmm_ctx.w2, 1, n, 1, 0, bbmm_s0_part2_work, &bbmm_ctx);
     /* Allocation hints of partition 0: each device's hull of the boxes its tiles require, over all iterations. */
     if (bbmm_gen_reserve_enabled()) {
       const int64_t bbmm_from = 0, bbmm_to = n;
       for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {
-        const int64_t bbmm_lo = bbmm_from + (bbmm_to - bbmm_from) * bbmm_d / bbmm_ctx.devices;
-        const int64_t bbmm_hi = bbmm_from + (bbmm_to - bbmm_from) * (bbmm_d + 1) / bbmm_ctx.devices;
+        int64_t bbmm_lo, bbmm_hi;
+        bbmm_gen_tile_bounds(bbmm_from, bbmm_to, bbmm_ctx.devices, bbmm_ctx.devices, bbmm_d, &bbmm_lo, &bbmm_hi);
         if (bbmm_lo >= bbmm_hi) continue;
         const int bbmm_h0_ok = n >= 1 && n >= bbmm_lo + 1 && bbmm_hi >= 1;
         const int64_t bbmm_h0_lo[1] = {bbmm_lo <= -1 && bbmm_hi >= 1 ? 0 : bbmm_lo};
