@@ -377,6 +377,12 @@ class ScopGenerator {
         for (const RowEnumeration& rows : ab->write_rows) {
           emit_rows(os, "  ", rows, "bbmm_gen_require", arr, ", BBMM_READ_WRITE" + count);
         }
+        for (const TileBox& box : ab->write_boxes) {
+          emit_box(os, "  ", box, "bbmm_gen_require", arr, ", BBMM_READ_WRITE" + count);
+        }
+        for (const TileBox& box : ab->write_hulls) {
+          emit_box(os, "  ", box, "bbmm_gen_require", arr, ", BBMM_READ_WRITE" + count);
+        }
       }
       if (widened) {
         emit_box(os, "  ", ab->write_boxes.front(), "bbmm_gen_require", arr,

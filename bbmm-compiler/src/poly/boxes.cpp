@@ -60,6 +60,37 @@ std::optional<std::vector<TileBox>> exact_boxes(const isl::set& w, const isl::se
   return std::nullopt;
 }
 
+// A write set declared piece by piece: boxes and rows of one interval, pairwise disjoint,
+// their union the write set.
+struct WritePieces {
+  std::vector<TileBox> boxes;
+  std::vector<RowEnumeration> rows;
+};
+
+// The write set "images" (one per write access) of an array whose union is neither a few
+// boxes nor rows of one interval, declared one access at a time: each access's elements
+// that no earlier access writes, as a few boxes or as rows of one interval (cholesky's
+// phase writing a column, A[i][k], and the diagonal, A[i][i]). Nullopt when a piece is
+// neither.
+std::optional<WritePieces> write_pieces(const std::vector<isl::set>& images, const isl::set& ctx) {
+  if (images.size() < 2) return std::nullopt;
+  WritePieces out;
+  isl::set done;
+  for (const isl::set& im : images) {
+    isl::set piece = (done.is_null() ? im : im.subtract(done)).coalesce();
+    done = done.is_null() ? im : done.unite(im);
+    if (piece.intersect_params(ctx).is_empty()) continue;
+    if (auto b = exact_boxes(piece, ctx)) {
+      for (TileBox& x : *b) out.boxes.push_back(std::move(x));
+    } else if (auto r = make_rows(piece, ctx)) {
+      out.rows.push_back(std::move(*r));
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
 // The serial iterations that first_middle_last enumerates at most (a few milliseconds; lu's
 // 4,960 at n = 32 are enumerated); beyond, it computes them.
 constexpr size_t kMaxEnumeratedIterations = 8192;
@@ -288,6 +319,7 @@ ArrayBoxes array_boxes(int a, const std::vector<AccessImage>& imgs, const isl::s
   ab.write_set = isl::set::empty(imgs.front().image.space());
   ab.flow_out_set = ab.write_set;
   isl::set all, w;
+  std::vector<isl::set> write_images;
   for (const AccessImage& im : imgs) {
     ab.accesses.push_back(im.access);
     ab.access_boxes.push_back(make_box(im.image, ctx));
@@ -295,6 +327,7 @@ ArrayBoxes array_boxes(int a, const std::vector<AccessImage>& imgs, const isl::s
     if (im.write) {
       ab.written = true;
       w = w.is_null() ? im.image : w.unite(im.image);
+      write_images.push_back(im.image);
     } else {
       ab.read = true;
     }
@@ -313,6 +346,14 @@ ArrayBoxes array_boxes(int a, const std::vector<AccessImage>& imgs, const isl::s
       ab.write_rows.push_back(std::move(*rows));
       ab.write_reason = "the write set is not a union of at most " + std::to_string(kMaxWriteBoxes) +
                         " boxes, but each row of it is one interval";
+    } else if (auto pieces = write_pieces(write_images, ctx)) {
+      ab.write_strategy = WriteStrategy::kPerRow;
+      ab.write_boxes = std::move(pieces->boxes);
+      ab.write_rows = std::move(pieces->rows);
+      ab.write_reason = "the write set is neither a few boxes nor rows of one interval, but taken one access at a time it is " +
+                        std::to_string(ab.write_boxes.size()) + " box" + (ab.write_boxes.size() == 1 ? "" : "es") +
+                        " and " + std::to_string(ab.write_rows.size()) + " row enumeration" +
+                        (ab.write_rows.size() == 1 ? "" : "s");
     } else {
       ab.write_strategy = WriteStrategy::kSingleDevice;
       ab.write_reason = single_tile ? "the write set is neither a few boxes nor rows of intervals; the phase is one tile on one device"
@@ -434,6 +475,38 @@ isl::set for_other_tile(const isl::set& set, const Partition& part) {
   return isl::manage(s);
 }
 
+// The row enumerations of "ab" (kPerRow) with at most two elements per row on average at
+// the report's tiles (a diagonal: cholesky's A[i][i]) declared as their hulls instead
+// ("write_hulls", READ_WRITE) where "exclusive" allows it (no other tile touches the hull,
+// two tiles' hulls are disjoint): one box per row would cost libbbmm a box per element
+// written, while the hull's other elements only come along once, read in (a diagonal's
+// hull is the square of the tile's rows, which the tile's device mostly holds anyway).
+template <typename Exclusive>
+void widen_thin_rows(const Samples& samples, const isl::set& ctx, const Exclusive& exclusive,
+                     ArrayBoxes& ab) {
+  if (ab.write_strategy != WriteStrategy::kPerRow) return;
+  std::vector<RowEnumeration> keep;
+  for (const RowEnumeration& r : ab.write_rows) {
+    const int rank = static_cast<int>(isl_set_dim(r.exact.get(), isl_dim_set));
+    const isl::set rows = isl::manage(isl_set_project_out(r.exact.copy(), isl_dim_set, rank - 1, 1));
+    int64_t points = 0, row_count = 0;
+    for (const Values& v : samples.middle) {
+      points += count_points(r.exact, v);
+      row_count += count_points(rows, v);
+    }
+    TileBox hull = make_box(r.exact, ctx);
+    if (points > 0 && points <= 2 * row_count && exclusive(hull)) {
+      ab.write_hulls.push_back(std::move(hull));
+    } else {
+      keep.push_back(r);
+    }
+  }
+  if (keep.size() == ab.write_rows.size()) return;
+  ab.write_reason += "; " + std::to_string(ab.write_rows.size() - keep.size()) +
+                     " row enumeration(s) of at most two elements per row declared as their hulls, which no other tile of the phase touches";
+  ab.write_rows = std::move(keep);
+}
+
 // Per-row writes of "ab" (phase "p", tile frame "f" of partition "part", tile context
 // "ctx") declared as the hull of the write set instead: one READ_WRITE box rather than a box
 // per row, since libbbmm's cost grows with the boxes a tile requires (cholesky at LARGE:
@@ -446,7 +519,6 @@ isl::set for_other_tile(const isl::set& set, const Partition& part) {
 // twice the write set at the report's tiles.
 void widen_writes(const Scop& scop, int p, const Partition& part, const TileFrame& f,
                   const isl::set& ctx, const Samples& samples, ArrayBoxes& ab) {
-  TileBox hull = make_box(ab.write_set, ctx);
   // What other tiles of the phase touch at this serial iteration.
   isl::set others = isl::set::empty(ab.write_set.space());
   for (int st : scop.phases[p].statements) {
@@ -457,22 +529,35 @@ void widen_writes(const Scop& scop, int p, const Partition& part, const TileFram
       others = others.unite(outside.apply(scop.memory_relation(a)));
     }
   }
-  if (!hull.set.intersect(others).intersect_params(ctx).is_empty()) return;
-  // Two tiles' hulls: tiles differ in some split dimension, where one ends before the other.
-  const isl::set both = hull.set.intersect(for_other_tile(hull.set, part))
-                            .intersect_params(ctx)
-                            .intersect_params(for_other_tile(ctx, part));
-  for (const PartitionDim& d : part.dims) {
-    const isl::set before(both.ctx(), "[" + d.hi_param + ", " + d.lo_param + "_other] -> { : " +
-                                          d.hi_param + " <= " + d.lo_param + "_other }");
-    if (!both.intersect_params(before).is_empty()) return;
+  // Whether "hull" may stand for the elements it covers: no other tile touches it, and two
+  // tiles' hulls are disjoint (tiles differ in some split dimension, where one ends before
+  // the other).
+  auto exclusive = [&](const TileBox& hull) {
+    if (!hull.set.intersect(others).intersect_params(ctx).is_empty()) return false;
+    const isl::set both = hull.set.intersect(for_other_tile(hull.set, part))
+                              .intersect_params(ctx)
+                              .intersect_params(for_other_tile(ctx, part));
+    for (const PartitionDim& d : part.dims) {
+      const isl::set before(both.ctx(), "[" + d.hi_param + ", " + d.lo_param + "_other] -> { : " +
+                                            d.hi_param + " <= " + d.lo_param + "_other }");
+      if (!both.intersect_params(before).is_empty()) return false;
+    }
+    return true;
+  };
+  TileBox hull = make_box(ab.write_set, ctx);
+  if (!exclusive(hull)) {
+    widen_thin_rows(samples, ctx, exclusive, ab);
+    return;
   }
   int64_t hull_points = 0, write_points = 0;
   for (const Values& v : samples.middle) {
     hull_points += count_points(hull.set, v);
     write_points += count_points(ab.write_set, v);
   }
-  if (hull_points > 2 * write_points) return;
+  if (hull_points > 2 * write_points) {
+    widen_thin_rows(samples, ctx, exclusive, ab);
+    return;
+  }
   ab.write_strategy = WriteStrategy::kWidened;
   ab.write_reason += "; declared as its hull (" + std::to_string(hull_points) + " elements for " +
                      std::to_string(write_points) + " written at the report's tiles), which no other tile of the phase touches";
@@ -498,18 +583,20 @@ ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
     // A phase whose writes are neither boxes nor rows runs as one tile.
     TileFrame f = make_frame(scop, p, loops[p]);
     std::map<int, isl::set> writes;
+    std::map<int, std::vector<isl::set>> images;  // per array, per write access
     for (int s : scop.phases[p].statements)
       for (int a : scop.statements[s].accesses) {
         const Access& acc = scop.accesses[a];
         if (acc.kind != AccessKind::kWrite || !scop.in_memory(a)) continue;
         isl::set img = tile_instances(scop.statements[s], f).apply(scop.memory_relation(a));
+        images[acc.array].push_back(img);
         auto it = writes.find(acc.array);
         if (it == writes.end()) writes.emplace(acc.array, img);
         else it->second = it->second.unite(img);
       }
     isl::set uctx = isl::manage(isl_set_universe(isl_set_get_space(writes.empty() ? scop.context.get() : writes.begin()->second.get()))).params();
     for (auto& [a, w] : writes)
-      if (!exact_boxes(w, uctx) && !make_rows(w.coalesce(), uctx)) {
+      if (!exact_boxes(w, uctx) && !make_rows(w.coalesce(), uctx) && !write_pieces(images[a], uctx)) {
         notes[p] = "the writes of " + scop.arrays[a].c_name +
                    " are neither a few boxes nor rows of intervals: the phase runs as one tile on one device";
         loops[p].clear();

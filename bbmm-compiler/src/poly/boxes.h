@@ -72,7 +72,8 @@ struct RowEnumeration {
 // How the elements a tile writes are declared to the runtime (write-back and flow-out).
 enum class WriteStrategy {
   kExactBoxes,   // the write set is exactly the union of "write_boxes"
-  kPerRow,       // the write set is "write_rows" (exact), enumerated row by row
+  kPerRow,       // the write set is "write_rows" (exact), enumerated row by row, with
+                 // "write_boxes" (exact) and "write_hulls" (supersets) when taken per access
   kWidened,      // rows of intervals too, declared as their hull "write_boxes[0]", READ_WRITE:
                  // no other tile of the phase touches the hull (boxes.cpp, widen_writes)
   kSingleDevice  // neither: the phase runs as one tile on one device (see reason)
@@ -111,9 +112,16 @@ struct ArrayBoxes {
   // Writes (empty unless "written").
   WriteStrategy write_strategy = WriteStrategy::kExactBoxes;
   std::string write_reason;     // why this strategy
-  std::vector<TileBox> write_boxes;  // kExactBoxes: pairwise disjoint, union == the write set;
-                                     // kWidened: the hull
-  std::vector<RowEnumeration> write_rows;  // kPerRow
+  // kExactBoxes: pairwise disjoint, union == the write set; kWidened: the hull; kPerRow:
+  // the pieces of the write set that are boxes (write one access at a time, boxes.cpp).
+  std::vector<TileBox> write_boxes;
+  // kPerRow: with "write_boxes" and "write_hulls", pairwise disjoint pieces whose union is
+  // the write set.
+  std::vector<RowEnumeration> write_rows;
+  // kPerRow: row enumerations of at most two elements per row (a diagonal) declared as
+  // their hulls, READ_WRITE: each holds its piece, and no other tile of the phase touches
+  // it (what it holds besides the piece keeps its value).
+  std::vector<TileBox> write_hulls;
   isl::set write_set;           // isl: the exact elements the tile writes
 
   // Flow-out: elements the tile writes whose value (value-based RAW) is read by an instance

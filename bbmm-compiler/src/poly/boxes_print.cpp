@@ -96,6 +96,7 @@ void print_boxes(std::ostream& out, const Scop& scop, const ScopBoxes& bx) {
         out << "      write: " << write_strategy_name(ab.write_strategy) << " (" << ab.write_reason << ")\n";
         for (const TileBox& b : ab.write_boxes) out << "        " << box_text(b) << "\n";
         for (const RowEnumeration& r : ab.write_rows) print_rows(out, r, "        ");
+        for (const TileBox& b : ab.write_hulls) out << "        hull " << box_text(b) << "\n";
         size_t n = ab.flow_out.size() + ab.flow_out_rows.size();
         if (n == 0) {
           out << "      flow-out: none\n";

@@ -20,17 +20,21 @@ struct bbmm_s0_ctx {
   int64_t* ordered;  /* ordered phase calls so far (bbmm_gen_order_tiles) */
   int64_t n;
   bbmm_array *A;
-  bbmm_gen_weights w2;  /* partition 2's work (bbmm_s0_part2_work) */
+  bbmm_gen_weights w1;  /* partition 1's work (bbmm_s0_part1_work) */
 };
 
-/* Partition 2: the statement instances of iteration bbmm_row of its split
+/* Partition 1: the statement instances of iteration bbmm_row of its split
    loop, over all its phases and serial iterations (split points weighted by work). */
-static int64_t bbmm_s0_part2_work(const void* bbmm_xv, int64_t bbmm_row) {
+static int64_t bbmm_s0_part1_work(const void* bbmm_xv, int64_t bbmm_row) {
   const struct bbmm_s0_ctx* bbmm_x = (const struct bbmm_s0_ctx*)bbmm_xv;
   (void)bbmm_x;
   const int64_t n = bbmm_x->n;
   (void)n;
   int64_t bbmm_w = 0;
+  /* S2: A[i][j] /= A[j][j]; */
+  if (bbmm_row >= 1 && n >= bbmm_row + 1) bbmm_w += bbmm_row;
+  /* S3: A[i][i] -= A[i][k] * A[i][k]; */
+  if (bbmm_row >= 1 && n >= bbmm_row + 1) bbmm_w += bbmm_row;
   /* S1: A[i][j] -= A[i][k] * A[j][k]; */
   if (n >= bbmm_row + 1)
     for (int64_t bbmm_q0 = 0; bbmm_q0 < bbmm_row - 1; bbmm_q0 += 1)
@@ -350,196 +354,16 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
   bbmm_s0_p0_tile(bbmm_x, bbmm_it0, bbmm_dev);
 }
 
-/* Phase 1: statements S2 S3, parallel loop i inside serial loops bbmm_it0; partition 1 (runs on one device: a write set is not a union of boxes). */
+/* Phase 1: statements S2 S3, parallel loop i inside serial loops bbmm_it0; partition 1. */
 /*   S2: A[i][j] /= A[j][j]; */
 /*   S3: A[i][i] -= A[i][k] * A[i][k]; */
 struct bbmm_s0_p1_args {
   int64_t n;  /* scop parameters */
   int64_t bbmm_it0;  /* serial iterators */
+  int64_t bbmm_lo, bbmm_hi;  /* tile */
   /* per array (A): the number of pieces and the byte offset of the pieces after this struct */
   int64_t npieces[1], offset[1];
 };
-
-/* Phase 1 on the host (a host tile, BBMM_DEVICE_HOST). */
-/* One piece per array: direct box-local addressing. */
-static void bbmm_s0_p1_host(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
-  const struct bbmm_s0_p1_args* bbmm_a = (const struct bbmm_s0_p1_args*)bbmm_argp;
-  const int64_t n = bbmm_a->n;
-  const int64_t bbmm_it0 = bbmm_a->bbmm_it0;
-  const bbmm_piece* bbmm_A_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
-  double* const bbmm_A_d = (double*)((char*)bbmm_A_p->data + bbmm_A_p->offset);
-  const int64_t bbmm_A_s0 = bbmm_A_p->stride[0];
-  const int64_t bbmm_A_o = -(bbmm_A_p->lo[0] * bbmm_A_s0 + bbmm_A_p->lo[1]);
-  BBMM_GEN_INSTANCES_BEGIN();
-  (void)bbmm_info;
-  (void)n;
-  (void)bbmm_it0;
-  (void)bbmm_A_d;
-  (void)bbmm_A_o;
-  (void)bbmm_A_p;
-  if (bbmm_it0 >= 0)
-    for (int64_t bbmm_k1 = bbmm_it0 + 1; bbmm_k1 < n; bbmm_k1 += 1) {
-      {
-        /* S2: A[i][j] /= A[j][j]; */
-        const int64_t j = bbmm_it0, i = bbmm_k1;
-        bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (j)] /= bbmm_A_d[bbmm_A_o + (j) * bbmm_A_s0 + (j)];
-        BBMM_GEN_INSTANCE();
-      }
-      {
-        /* S3: A[i][i] -= A[i][k] * A[i][k]; */
-        const int64_t k = bbmm_it0, i = bbmm_k1;
-        bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (i)] -= bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (k)] * bbmm_A_d[bbmm_A_o + (i) * bbmm_A_s0 + (k)];
-        BBMM_GEN_INSTANCE();
-      }
-    }
-  BBMM_GEN_INSTANCES_END(bbmm_info);
-}
-
-/* Any number of pieces per array: each access finds its piece. */
-static void bbmm_s0_p1_host_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
-  const struct bbmm_s0_p1_args* bbmm_a = (const struct bbmm_s0_p1_args*)bbmm_argp;
-  const int64_t n = bbmm_a->n;
-  const int64_t bbmm_it0 = bbmm_a->bbmm_it0;
-  const bbmm_piece* bbmm_A_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
-  const int bbmm_A_n = (int)bbmm_a->npieces[0];
-  /* A[i][j] */
-  const bbmm_piece* bbmm_ref4 = NULL;
-  double* bbmm_ref4_d = NULL;
-  int64_t bbmm_ref4_o = 0, bbmm_ref4_s0 = 0;
-  int bbmm_ref4_k = 0;  /* the piece of its last element, per element */
-  if (!bbmm_gen_per_element && (n >= bbmm_it0 + 2 && bbmm_it0 >= 0)) {
-    const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0};
-    const int64_t bbmm_rhi[2] = {n, bbmm_it0 + 1};
-    bbmm_ref4 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
-  }
-  if (bbmm_ref4) {
-    bbmm_ref4_d = (double*)((char*)bbmm_ref4->data + bbmm_ref4->offset);
-    bbmm_ref4_s0 = bbmm_ref4->stride[0];
-    bbmm_ref4_o = -(bbmm_ref4->lo[0] * bbmm_ref4_s0 + bbmm_ref4->lo[1]);
-  }
-  /* A[j][j] */
-  const bbmm_piece* bbmm_ref6 = NULL;
-  double* bbmm_ref6_d = NULL;
-  int64_t bbmm_ref6_o = 0, bbmm_ref6_s0 = 0;
-  int bbmm_ref6_k = 0;  /* the piece of its last element, per element */
-  if (!bbmm_gen_per_element && (n >= bbmm_it0 + 2 && bbmm_it0 >= 0)) {
-    const int64_t bbmm_rlo[2] = {bbmm_it0, bbmm_it0};
-    const int64_t bbmm_rhi[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
-    bbmm_ref6 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
-  }
-  if (bbmm_ref6) {
-    bbmm_ref6_d = (double*)((char*)bbmm_ref6->data + bbmm_ref6->offset);
-    bbmm_ref6_s0 = bbmm_ref6->stride[0];
-    bbmm_ref6_o = -(bbmm_ref6->lo[0] * bbmm_ref6_s0 + bbmm_ref6->lo[1]);
-  }
-  /* A[i][i] */
-  const bbmm_piece* bbmm_ref7 = NULL;
-  double* bbmm_ref7_d = NULL;
-  int64_t bbmm_ref7_o = 0, bbmm_ref7_s0 = 0;
-  int bbmm_ref7_k = 0;  /* the piece of its last element, per element */
-  if (!bbmm_gen_per_element && (n >= bbmm_it0 + 2 && bbmm_it0 >= 0)) {
-    const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
-    const int64_t bbmm_rhi[2] = {n, n};
-    bbmm_ref7 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
-  }
-  if (bbmm_ref7) {
-    bbmm_ref7_d = (double*)((char*)bbmm_ref7->data + bbmm_ref7->offset);
-    bbmm_ref7_s0 = bbmm_ref7->stride[0];
-    bbmm_ref7_o = -(bbmm_ref7->lo[0] * bbmm_ref7_s0 + bbmm_ref7->lo[1]);
-  }
-  /* A[i][k] */
-  const bbmm_piece* bbmm_ref9 = NULL;
-  double* bbmm_ref9_d = NULL;
-  int64_t bbmm_ref9_o = 0, bbmm_ref9_s0 = 0;
-  int bbmm_ref9_k = 0;  /* the piece of its last element, per element */
-  if (!bbmm_gen_per_element && (n >= bbmm_it0 + 2 && bbmm_it0 >= 0)) {
-    const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0};
-    const int64_t bbmm_rhi[2] = {n, bbmm_it0 + 1};
-    bbmm_ref9 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
-  }
-  if (bbmm_ref9) {
-    bbmm_ref9_d = (double*)((char*)bbmm_ref9->data + bbmm_ref9->offset);
-    bbmm_ref9_s0 = bbmm_ref9->stride[0];
-    bbmm_ref9_o = -(bbmm_ref9->lo[0] * bbmm_ref9_s0 + bbmm_ref9->lo[1]);
-  }
-  /* A[i][k] */
-  const bbmm_piece* bbmm_ref10 = NULL;
-  double* bbmm_ref10_d = NULL;
-  int64_t bbmm_ref10_o = 0, bbmm_ref10_s0 = 0;
-  int bbmm_ref10_k = 0;  /* the piece of its last element, per element */
-  if (!bbmm_gen_per_element && (n >= bbmm_it0 + 2 && bbmm_it0 >= 0)) {
-    const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0};
-    const int64_t bbmm_rhi[2] = {n, bbmm_it0 + 1};
-    bbmm_ref10 = bbmm_gen_piece_of(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi);
-  }
-  if (bbmm_ref10) {
-    bbmm_ref10_d = (double*)((char*)bbmm_ref10->data + bbmm_ref10->offset);
-    bbmm_ref10_s0 = bbmm_ref10->stride[0];
-    bbmm_ref10_o = -(bbmm_ref10->lo[0] * bbmm_ref10_s0 + bbmm_ref10->lo[1]);
-  }
-  const int bbmm_direct = bbmm_ref4 != NULL && bbmm_ref6 != NULL && bbmm_ref7 != NULL && bbmm_ref9 != NULL && bbmm_ref10 != NULL;
-  BBMM_GEN_INSTANCES_BEGIN();
-  (void)bbmm_info;
-  (void)n;
-  (void)bbmm_it0;
-  (void)bbmm_A_n;
-  (void)bbmm_A_p;
-  (void)bbmm_ref4_d;
-  (void)bbmm_ref4_o;
-  (void)bbmm_ref4_k;
-  (void)bbmm_ref4_s0;
-  (void)bbmm_ref6_d;
-  (void)bbmm_ref6_o;
-  (void)bbmm_ref6_k;
-  (void)bbmm_ref6_s0;
-  (void)bbmm_ref7_d;
-  (void)bbmm_ref7_o;
-  (void)bbmm_ref7_k;
-  (void)bbmm_ref7_s0;
-  (void)bbmm_ref9_d;
-  (void)bbmm_ref9_o;
-  (void)bbmm_ref9_k;
-  (void)bbmm_ref9_s0;
-  (void)bbmm_ref10_d;
-  (void)bbmm_ref10_o;
-  (void)bbmm_ref10_k;
-  (void)bbmm_ref10_s0;
-  (void)bbmm_direct;
-  if (bbmm_direct) {
-    if (bbmm_it0 >= 0)
-      for (int64_t bbmm_k1 = bbmm_it0 + 1; bbmm_k1 < n; bbmm_k1 += 1) {
-        {
-          /* S2: A[i][j] /= A[j][j]; */
-          const int64_t j = bbmm_it0, i = bbmm_k1;
-          bbmm_ref4_d[bbmm_ref4_o + (i) * bbmm_ref4_s0 + (j)] /= bbmm_ref6_d[bbmm_ref6_o + (j) * bbmm_ref6_s0 + (j)];
-          BBMM_GEN_INSTANCE();
-        }
-        {
-          /* S3: A[i][i] -= A[i][k] * A[i][k]; */
-          const int64_t k = bbmm_it0, i = bbmm_k1;
-          bbmm_ref7_d[bbmm_ref7_o + (i) * bbmm_ref7_s0 + (i)] -= bbmm_ref9_d[bbmm_ref9_o + (i) * bbmm_ref9_s0 + (k)] * bbmm_ref10_d[bbmm_ref10_o + (i) * bbmm_ref10_s0 + (k)];
-          BBMM_GEN_INSTANCE();
-        }
-      }
-  } else {
-    if (bbmm_it0 >= 0)
-      for (int64_t bbmm_k1 = bbmm_it0 + 1; bbmm_k1 < n; bbmm_k1 += 1) {
-        {
-          /* S2: A[i][j] /= A[j][j]; */
-          const int64_t j = bbmm_it0, i = bbmm_k1;
-          (*(bbmm_ref4_d ? &bbmm_ref4_d[bbmm_ref4_o + (i) * bbmm_ref4_s0 + (j)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, j}, sizeof(double), "A", &bbmm_ref4_k))) /= (*(bbmm_ref6_d ? &bbmm_ref6_d[bbmm_ref6_o + (j) * bbmm_ref6_s0 + (j)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){j, j}, sizeof(double), "A", &bbmm_ref6_k)));
-          BBMM_GEN_INSTANCE();
-        }
-        {
-          /* S3: A[i][i] -= A[i][k] * A[i][k]; */
-          const int64_t k = bbmm_it0, i = bbmm_k1;
-          (*(bbmm_ref7_d ? &bbmm_ref7_d[bbmm_ref7_o + (i) * bbmm_ref7_s0 + (i)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, i}, sizeof(double), "A", &bbmm_ref7_k))) -= (*(bbmm_ref9_d ? &bbmm_ref9_d[bbmm_ref9_o + (i) * bbmm_ref9_s0 + (k)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, k}, sizeof(double), "A", &bbmm_ref9_k))) * (*(bbmm_ref10_d ? &bbmm_ref10_d[bbmm_ref10_o + (i) * bbmm_ref10_s0 + (k)] : (double*)bbmm_gen_at_from(bbmm_A_p, bbmm_A_n, 2, (const int64_t[]){i, k}, sizeof(double), "A", &bbmm_ref10_k)));
-          BBMM_GEN_INSTANCE();
-        }
-      }
-  }
-  BBMM_GEN_INSTANCES_END(bbmm_info);
-}
 
 /* The OpenCL C source of phase 1's kernels (built at run time). */
 static bbmm_cl_program bbmm_s0_p1_cl = {
@@ -549,28 +373,29 @@ static bbmm_cl_program bbmm_s0_p1_cl = {
     "static inline long bbmm_min(long a, long b) { return a < b ? a : b; }\n"
     "static inline long bbmm_max(long a, long b) { return a > b ? a : b; }\n"
     "static inline long bbmm_floord(long n, long d) { long q = n / d; return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q; }\n"
-    "__kernel void bbmm_s0_p1(long n, long bbmm_it0, __global double* bbmm_A0, long bbmm_A0_o, long bbmm_A0_l0, long bbmm_A0_s0, long bbmm_A0_l1) {\n"
-    "  if (bbmm_it0 >= 0)\n"
-    "    for (int64_t bbmm_k1 = bbmm_it0 + 1; bbmm_k1 < n; bbmm_k1 += 1) {\n"
-    "      {\n"
-    "        /* S2: A[i][j] /= A[j][j]; */\n"
-    "        const long j = bbmm_it0, i = bbmm_k1;\n"
-    "        (*(bbmm_A0 + (bbmm_A0_o + ((i) - bbmm_A0_l0) * bbmm_A0_s0 + ((j) - bbmm_A0_l1)))) /= (*(bbmm_A0 + (bbmm_A0_o + ((j) - bbmm_A0_l0) * bbmm_A0_s0 + ((j) - bbmm_A0_l1))));\n"
-    "      }\n"
-    "      {\n"
-    "        /* S3: A[i][i] -= A[i][k] * A[i][k]; */\n"
-    "        const long k = bbmm_it0, i = bbmm_k1;\n"
-    "        (*(bbmm_A0 + (bbmm_A0_o + ((i) - bbmm_A0_l0) * bbmm_A0_s0 + ((i) - bbmm_A0_l1)))) -= (*(bbmm_A0 + (bbmm_A0_o + ((i) - bbmm_A0_l0) * bbmm_A0_s0 + ((k) - bbmm_A0_l1)))) * (*(bbmm_A0 + (bbmm_A0_o + ((i) - bbmm_A0_l0) * bbmm_A0_s0 + ((k) - bbmm_A0_l1))));\n"
-    "      }\n"
+    "__kernel void bbmm_s0_p1(long n, long bbmm_it0, long bbmm_lo, long bbmm_hi, __global double* bbmm_A0, long bbmm_A0_o, long bbmm_A0_l0, long bbmm_A0_s0, long bbmm_A0_l1) {\n"
+    "  const long bbmm_x = bbmm_lo + (long)get_global_id(0);\n"
+    "  if (bbmm_it0 >= 0 && bbmm_x >= bbmm_it0 + 1 && bbmm_hi >= bbmm_x + 1 && n >= bbmm_x + 1 && bbmm_x >= bbmm_lo) {\n"
+    "    {\n"
+    "      /* S2: A[i][j] /= A[j][j]; */\n"
+    "      const long j = bbmm_it0, i = bbmm_x;\n"
+    "      (*(bbmm_A0 + (bbmm_A0_o + ((i) - bbmm_A0_l0) * bbmm_A0_s0 + ((j) - bbmm_A0_l1)))) /= (*(bbmm_A0 + (bbmm_A0_o + ((j) - bbmm_A0_l0) * bbmm_A0_s0 + ((j) - bbmm_A0_l1))));\n"
     "    }\n"
+    "    {\n"
+    "      /* S3: A[i][i] -= A[i][k] * A[i][k]; */\n"
+    "      const long k = bbmm_it0, i = bbmm_x;\n"
+    "      (*(bbmm_A0 + (bbmm_A0_o + ((i) - bbmm_A0_l0) * bbmm_A0_s0 + ((i) - bbmm_A0_l1)))) -= (*(bbmm_A0 + (bbmm_A0_o + ((i) - bbmm_A0_l0) * bbmm_A0_s0 + ((k) - bbmm_A0_l1)))) * (*(bbmm_A0 + (bbmm_A0_o + ((i) - bbmm_A0_l0) * bbmm_A0_s0 + ((k) - bbmm_A0_l1))));\n"
+    "    }\n"
+    "  }\n"
     "}\n"
     "static __global double* bbmm_s0_p1_A_at(__global const long* t, long n, __global double* const* b, long x0, long x1) {\n"
     "  for (long k = 0; k < n; ++k, t += 7)\n"
     "    if (x0 >= t[2] && x0 < t[4] && x1 >= t[3] && x1 < t[5]) return b[t[0]] + (t[1] + x0 * t[6] + x1);\n"
     "  return b[0];  /* not reached: the pieces cover every access */\n"
     "}\n"
-    "__kernel void bbmm_s0_p1_pieces(long n, long bbmm_it0, __global const long* bbmm_tab, __global double* bbmm_A_b0, __global double* bbmm_A_b1, __global double* bbmm_A_b2, __global double* bbmm_A_b3, __global double* bbmm_A_b4, __global double* bbmm_A_b5, __global double* bbmm_A_b6, __global double* bbmm_A_b7, long bbmm_A_t, long bbmm_A_n) {\n"
+    "__kernel void bbmm_s0_p1_pieces(long n, long bbmm_it0, long bbmm_lo, long bbmm_hi, __global const long* bbmm_tab, __global double* bbmm_A_b0, __global double* bbmm_A_b1, __global double* bbmm_A_b2, __global double* bbmm_A_b3, __global double* bbmm_A_b4, __global double* bbmm_A_b5, __global double* bbmm_A_b6, __global double* bbmm_A_b7, long bbmm_A_t, long bbmm_A_n) {\n"
     "  __global double* const bbmm_A_b[8] = {bbmm_A_b0, bbmm_A_b1, bbmm_A_b2, bbmm_A_b3, bbmm_A_b4, bbmm_A_b5, bbmm_A_b6, bbmm_A_b7};\n"
+    "  const long bbmm_x = bbmm_lo + (long)get_global_id(0);\n"
     "  /* A[i][j] */\n"
     "  __global double* const bbmm_ref4_d = bbmm_A_b[bbmm_tab[1]];\n"
     "  const long bbmm_ref4_o = bbmm_tab[2], bbmm_ref4_s0 = bbmm_tab[3];\n"
@@ -587,33 +412,31 @@ static bbmm_cl_program bbmm_s0_p1_cl = {
     "  __global double* const bbmm_ref10_d = bbmm_A_b[bbmm_tab[13]];\n"
     "  const long bbmm_ref10_o = bbmm_tab[14], bbmm_ref10_s0 = bbmm_tab[15];\n"
     "  if (bbmm_tab[0]) {\n"
-    "    if (bbmm_it0 >= 0)\n"
-    "      for (int64_t bbmm_k1 = bbmm_it0 + 1; bbmm_k1 < n; bbmm_k1 += 1) {\n"
-    "        {\n"
-    "          /* S2: A[i][j] /= A[j][j]; */\n"
-    "          const long j = bbmm_it0, i = bbmm_k1;\n"
-    "          bbmm_ref4_d[bbmm_ref4_o + (i) * bbmm_ref4_s0 + (j)] /= bbmm_ref6_d[bbmm_ref6_o + (j) * bbmm_ref6_s0 + (j)];\n"
-    "        }\n"
-    "        {\n"
-    "          /* S3: A[i][i] -= A[i][k] * A[i][k]; */\n"
-    "          const long k = bbmm_it0, i = bbmm_k1;\n"
-    "          bbmm_ref7_d[bbmm_ref7_o + (i) * bbmm_ref7_s0 + (i)] -= bbmm_ref9_d[bbmm_ref9_o + (i) * bbmm_ref9_s0 + (k)] * bbmm_ref10_d[bbmm_ref10_o + (i) * bbmm_ref10_s0 + (k)];\n"
-    "        }\n"
+    "    if (bbmm_it0 >= 0 && bbmm_x >= bbmm_it0 + 1 && bbmm_hi >= bbmm_x + 1 && n >= bbmm_x + 1 && bbmm_x >= bbmm_lo) {\n"
+    "      {\n"
+    "        /* S2: A[i][j] /= A[j][j]; */\n"
+    "        const long j = bbmm_it0, i = bbmm_x;\n"
+    "        bbmm_ref4_d[bbmm_ref4_o + (i) * bbmm_ref4_s0 + (j)] /= bbmm_ref6_d[bbmm_ref6_o + (j) * bbmm_ref6_s0 + (j)];\n"
     "      }\n"
+    "      {\n"
+    "        /* S3: A[i][i] -= A[i][k] * A[i][k]; */\n"
+    "        const long k = bbmm_it0, i = bbmm_x;\n"
+    "        bbmm_ref7_d[bbmm_ref7_o + (i) * bbmm_ref7_s0 + (i)] -= bbmm_ref9_d[bbmm_ref9_o + (i) * bbmm_ref9_s0 + (k)] * bbmm_ref10_d[bbmm_ref10_o + (i) * bbmm_ref10_s0 + (k)];\n"
+    "      }\n"
+    "    }\n"
     "  } else {\n"
-    "    if (bbmm_it0 >= 0)\n"
-    "      for (int64_t bbmm_k1 = bbmm_it0 + 1; bbmm_k1 < n; bbmm_k1 += 1) {\n"
-    "        {\n"
-    "          /* S2: A[i][j] /= A[j][j]; */\n"
-    "          const long j = bbmm_it0, i = bbmm_k1;\n"
-    "          (*bbmm_s0_p1_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, i, j)) /= (*bbmm_s0_p1_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, j, j));\n"
-    "        }\n"
-    "        {\n"
-    "          /* S3: A[i][i] -= A[i][k] * A[i][k]; */\n"
-    "          const long k = bbmm_it0, i = bbmm_k1;\n"
-    "          (*bbmm_s0_p1_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, i, i)) -= (*bbmm_s0_p1_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, i, k)) * (*bbmm_s0_p1_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, i, k));\n"
-    "        }\n"
+    "    if (bbmm_it0 >= 0 && bbmm_x >= bbmm_it0 + 1 && bbmm_hi >= bbmm_x + 1 && n >= bbmm_x + 1 && bbmm_x >= bbmm_lo) {\n"
+    "      {\n"
+    "        /* S2: A[i][j] /= A[j][j]; */\n"
+    "        const long j = bbmm_it0, i = bbmm_x;\n"
+    "        (*bbmm_s0_p1_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, i, j)) /= (*bbmm_s0_p1_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, j, j));\n"
     "      }\n"
+    "      {\n"
+    "        /* S3: A[i][i] -= A[i][k] * A[i][k]; */\n"
+    "        const long k = bbmm_it0, i = bbmm_x;\n"
+    "        (*bbmm_s0_p1_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, i, i)) -= (*bbmm_s0_p1_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, i, k)) * (*bbmm_s0_p1_A_at(bbmm_tab + bbmm_A_t, bbmm_A_n, bbmm_A_b, i, k));\n"
+    "      }\n"
+    "    }\n"
     "  }\n"
     "}\n"
     , NULL, NULL, {NULL, NULL}};
@@ -625,23 +448,29 @@ static void bbmm_s0_p1_launch(const bbmm_launch_info* bbmm_info, void* bbmm_argp
   cl_uint bbmm_i = 0;
   { cl_long bbmm_v = bbmm_a->n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_it0; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   bbmm_cl_piece(bbmm_k, &bbmm_i, (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]), 2, sizeof(double));
-  const size_t bbmm_global = 1;
+  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
   if (bbmm_global > 0)
     bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
 }
 
 static void bbmm_s0_p1_launch_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
   const struct bbmm_s0_p1_args* bbmm_a = (const struct bbmm_s0_p1_args*)bbmm_argp;
-  const size_t bbmm_global = 1;
+  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
   if (bbmm_global == 0) return;
   cl_command_queue bbmm_q = (cl_command_queue)bbmm_info->queue;
   cl_kernel bbmm_k = bbmm_cl_kernel(&bbmm_s0_p1_cl, bbmm_q, 1, "bbmm_s0_p1_pieces");
   cl_context bbmm_ctx = bbmm_s0_p1_cl.context;
   const int64_t n = bbmm_a->n;
   const int64_t bbmm_it0 = bbmm_a->bbmm_it0;
+  const int64_t bbmm_lo = bbmm_a->bbmm_lo;
+  const int64_t bbmm_hi = bbmm_a->bbmm_hi;
   (void)n;
   (void)bbmm_it0;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
   size_t bbmm_size = 16;  /* bbmm_direct, the references' records */
   const bbmm_piece* const bbmm_A_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
   const int bbmm_A_n = (int)bbmm_a->npieces[0];
@@ -652,15 +481,15 @@ static void bbmm_s0_p1_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
   bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_A_p, bbmm_A_n, 2, sizeof(double), 8, bbmm_tab + bbmm_A_t, &bbmm_A_a);
   int bbmm_direct = !bbmm_gen_per_element;
   /* A[i][j] */
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
-    const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0};
-    const int64_t bbmm_rhi[2] = {n, bbmm_it0 + 1};
+  if (1) {
+    const int64_t bbmm_rlo[2] = {bbmm_lo, bbmm_it0};
+    const int64_t bbmm_rhi[2] = {bbmm_hi, bbmm_it0 + 1};
     if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 1)) bbmm_direct = 0;
   } else {
     bbmm_direct = 0;
   }
   /* A[j][j] */
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
+  if (1) {
     const int64_t bbmm_rlo[2] = {bbmm_it0, bbmm_it0};
     const int64_t bbmm_rhi[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
     if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 4)) bbmm_direct = 0;
@@ -668,25 +497,25 @@ static void bbmm_s0_p1_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
     bbmm_direct = 0;
   }
   /* A[i][i] */
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
-    const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
-    const int64_t bbmm_rhi[2] = {n, n};
+  if (1) {
+    const int64_t bbmm_rlo[2] = {bbmm_lo, bbmm_lo};
+    const int64_t bbmm_rhi[2] = {bbmm_hi, bbmm_hi};
     if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 7)) bbmm_direct = 0;
   } else {
     bbmm_direct = 0;
   }
   /* A[i][k] */
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
-    const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0};
-    const int64_t bbmm_rhi[2] = {n, bbmm_it0 + 1};
+  if (1) {
+    const int64_t bbmm_rlo[2] = {bbmm_lo, bbmm_it0};
+    const int64_t bbmm_rhi[2] = {bbmm_hi, bbmm_it0 + 1};
     if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 10)) bbmm_direct = 0;
   } else {
     bbmm_direct = 0;
   }
   /* A[i][k] */
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
-    const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0};
-    const int64_t bbmm_rhi[2] = {n, bbmm_it0 + 1};
+  if (1) {
+    const int64_t bbmm_rlo[2] = {bbmm_lo, bbmm_it0};
+    const int64_t bbmm_rhi[2] = {bbmm_hi, bbmm_it0 + 1};
     if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 13)) bbmm_direct = 0;
   } else {
     bbmm_direct = 0;
@@ -696,6 +525,8 @@ static void bbmm_s0_p1_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
   cl_uint bbmm_i = 0;
   { cl_long bbmm_v = bbmm_a->n; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->bbmm_it0; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_tabm, &bbmm_tabm);
   for (int bbmm_j = 0; bbmm_j < 8; ++bbmm_j)
     bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof(cl_mem), &bbmm_A_a.slot[bbmm_j]);
@@ -708,62 +539,88 @@ static void bbmm_s0_p1_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
 }
 
 /* Phase 1: the bytes of the boxes a tile requires. */
-static uint64_t bbmm_s0_p1_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
+static uint64_t bbmm_s0_p1_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0, int64_t bbmm_lo, int64_t bbmm_hi) {
   const int64_t n = bbmm_x->n;
   (void)n;
   (void)bbmm_it0;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
   uint64_t bbmm_bytes = 0;
   uint64_t* const bbmm_t = &bbmm_bytes;
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
-    const int64_t bbmm_blo[2] = {bbmm_it0, bbmm_it0};
-    const int64_t bbmm_bhi[2] = {n, n};
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_it0};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_it0 + 1};
     bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
   }
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
-    const int64_t bbmm_blo[2] = {bbmm_it0 + 1, bbmm_it0};
-    const int64_t bbmm_bhi[2] = {n, n};
+  {
+    const int64_t bbmm_blo[2] = {bbmm_it0, bbmm_it0};
+    const int64_t bbmm_bhi[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
+    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
+  }
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_hi};
     bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
   }
   return bbmm_bytes;
 }
 
 /* Phase 1: the bytes of a tile's flow-out boxes (rows not counted). */
-static uint64_t bbmm_s0_p1_flow_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
+static uint64_t bbmm_s0_p1_flow_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0, int64_t bbmm_lo, int64_t bbmm_hi) {
   const int64_t n = bbmm_x->n;
   (void)n;
   (void)bbmm_it0;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
   uint64_t bbmm_bytes = 0;
   uint64_t* const bbmm_t = &bbmm_bytes;
-  if (n >= bbmm_it0 + 3 && bbmm_it0 >= 0) {
-    const int64_t bbmm_blo[2] = {bbmm_it0 + 1, bbmm_it0};
-    const int64_t bbmm_bhi[2] = {n, bbmm_it0 + 1};
+  if (n >= bbmm_hi + 1) {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_it0};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_it0 + 1};
     bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
   }
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
-    const int64_t bbmm_blo[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
-    const int64_t bbmm_bhi[2] = {bbmm_it0 + 2, bbmm_it0 + 2};
+  if (bbmm_it0 + 1 == bbmm_lo) {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {bbmm_lo + 1, bbmm_lo + 1};
     bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
   }
   return bbmm_bytes;
 }
 
 /* One tile of phase 1 on device "bbmm_dev": require, acquire, launch, flow out, release. */
-static void bbmm_s0_p1_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0, int bbmm_dev) {
+static void bbmm_s0_p1_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0, int64_t bbmm_lo, int64_t bbmm_hi, int bbmm_dev) {
   const int64_t n = bbmm_x->n;
   (void)n;
   (void)bbmm_it0;
+  (void)bbmm_lo;
+  (void)bbmm_hi;
   bbmm_tile* bbmm_t;
   int bbmm_required[1] = {0};
   bbmm_gen_check(bbmm_tile_begin(bbmm_x->rt, bbmm_dev, &bbmm_t), "bbmm_tile_begin");
-  /* A: read, written (single device); convex hull */
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
-    const int64_t bbmm_blo[2] = {bbmm_it0, bbmm_it0};
-    const int64_t bbmm_bhi[2] = {n, n};
+  /* A: read, written (per-row); disjoint boxes */
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_it0};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_it0 + 1};
     bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_TRANSIENT, &bbmm_required[0]);
   }
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
-    const int64_t bbmm_blo[2] = {bbmm_it0 + 1, bbmm_it0};
-    const int64_t bbmm_bhi[2] = {n, n};
+  {
+    const int64_t bbmm_blo[2] = {bbmm_it0, bbmm_it0};
+    const int64_t bbmm_bhi[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
+    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_TRANSIENT, &bbmm_required[0]);
+  }
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_hi};
+    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_TRANSIENT, &bbmm_required[0]);
+  }
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_it0};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_it0 + 1};
+    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_WRITE, &bbmm_required[0]);
+  }
+  {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_hi};
     bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_WRITE, &bbmm_required[0]);
   }
   bbmm_gen_check(bbmm_tile_acquire(bbmm_t), "bbmm_tile_acquire");
@@ -780,6 +637,8 @@ static void bbmm_s0_p1_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0, 
     struct bbmm_s0_p1_args* bbmm_a = (struct bbmm_s0_p1_args*)bbmm_gen_calloc(bbmm_size);
     bbmm_a->n = n;
     bbmm_a->bbmm_it0 = bbmm_it0;
+    bbmm_a->bbmm_lo = bbmm_lo;
+    bbmm_a->bbmm_hi = bbmm_hi;
     size_t bbmm_off = sizeof(struct bbmm_s0_p1_args);
     for (int bbmm_k = 0; bbmm_k < 1; ++bbmm_k) {
       bbmm_a->npieces[bbmm_k] = bbmm_v[bbmm_k].npieces;
@@ -787,18 +646,18 @@ static void bbmm_s0_p1_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0, 
       if (bbmm_v[bbmm_k].npieces > 0) memcpy((char*)bbmm_a + bbmm_off, bbmm_v[bbmm_k].pieces, (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece));
       bbmm_off += (size_t)bbmm_v[bbmm_k].npieces * sizeof(bbmm_piece);
     }
-    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_dev == BBMM_DEVICE_HOST ? (bbmm_single ? bbmm_s0_p1_host : bbmm_s0_p1_host_pieces) : (bbmm_single ? bbmm_s0_p1_launch : bbmm_s0_p1_launch_pieces), bbmm_a, bbmm_size), "bbmm_tile_launch");
+    bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? bbmm_s0_p1_launch : bbmm_s0_p1_launch_pieces, bbmm_a, bbmm_size), "bbmm_tile_launch");
     free(bbmm_a);
   }
   /* A: what other tiles read of what this tile wrote */
-  if (n >= bbmm_it0 + 3 && bbmm_it0 >= 0) {
-    const int64_t bbmm_blo[2] = {bbmm_it0 + 1, bbmm_it0};
-    const int64_t bbmm_bhi[2] = {n, bbmm_it0 + 1};
+  if (n >= bbmm_hi + 1) {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_it0};
+    const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_it0 + 1};
     bbmm_gen_flow_out(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi);
   }
-  if (n >= bbmm_it0 + 2 && bbmm_it0 >= 0) {
-    const int64_t bbmm_blo[2] = {bbmm_it0 + 1, bbmm_it0 + 1};
-    const int64_t bbmm_bhi[2] = {bbmm_it0 + 2, bbmm_it0 + 2};
+  if (bbmm_it0 + 1 == bbmm_lo) {
+    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_lo};
+    const int64_t bbmm_bhi[2] = {bbmm_lo + 1, bbmm_lo + 1};
     bbmm_gen_flow_out(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi);
   }
   bbmm_gen_check(bbmm_tile_release(bbmm_t), "bbmm_tile_release");
@@ -811,14 +670,66 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
   (void)n;
   (void)bbmm_it0;
   bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
-  const uint64_t bbmm_need = bbmm_s0_p1_bytes(bbmm_x, bbmm_it0);
-  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity, 1);
-  if (bbmm_dev != BBMM_DEVICE_HOST && bbmm_x->capacity > 0)
-    bbmm_gen_tile_too_large("phase 1 of scop 0 in cholesky", bbmm_need, bbmm_x->capacity, 0);
-  bbmm_s0_p1_tile(bbmm_x, bbmm_it0, bbmm_dev);
+  const int64_t bbmm_from0 = bbmm_it0 + 1, bbmm_to0 = n;
+  if (bbmm_from0 >= bbmm_to0) return;
+  /* tiles of the whole range over all serial iterations, clamped (or of this iteration's range: BBMM_SPLIT=step) */
+  const int64_t bbmm_all_from = bbmm_gen_split_step ? bbmm_from0 : 1, bbmm_all_to = bbmm_gen_split_step ? bbmm_to0 : n;
+  int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
+  if (bbmm_n > bbmm_all_to - bbmm_all_from) bbmm_n = bbmm_all_to - bbmm_all_from;
+  if (bbmm_n > bbmm_x->devices) {
+    const int64_t bbmm_n1 = bbmm_min(bbmm_x->devices, bbmm_all_to - bbmm_all_from);
+    uint64_t bbmm_big = 0;
+    for (int64_t bbmm_k = 0; bbmm_k < bbmm_n1; ++bbmm_k) {
+      int64_t bbmm_lo, bbmm_hi;
+      bbmm_gen_split(&bbmm_x->w1, bbmm_all_from, bbmm_all_to, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
+      bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
+      if (bbmm_lo < bbmm_hi) bbmm_big = bbmm_max_u64(bbmm_big, bbmm_s0_p1_bytes(bbmm_x, bbmm_it0, bbmm_lo, bbmm_hi));
+    }
+    if (bbmm_gen_small_tiles(bbmm_big)) bbmm_n = bbmm_n1;
+  }
+  while (bbmm_x->capacity > 0) {
+    uint64_t bbmm_worst = 0;
+    for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
+      int64_t bbmm_lo, bbmm_hi;
+      bbmm_gen_split(&bbmm_x->w1, bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
+      bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
+      if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p1_bytes(bbmm_x, bbmm_it0, bbmm_lo, bbmm_hi));
+    }
+    if (bbmm_worst <= bbmm_x->capacity / 2) break;
+    if (bbmm_n >= bbmm_all_to - bbmm_all_from) {
+      bbmm_gen_tile_too_large("phase 1 of scop 0 in cholesky", bbmm_worst, bbmm_x->capacity, 1);
+      break;
+    }
+    bbmm_n = bbmm_min(2 * bbmm_n, bbmm_all_to - bbmm_all_from);
+  }
+  bbmm_gen_tile_rank* bbmm_rank = (bbmm_gen_tile_rank*)bbmm_gen_calloc((size_t)bbmm_n * sizeof(bbmm_gen_tile_rank));
+  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
+    int64_t bbmm_lo, bbmm_hi;
+    bbmm_gen_split(&bbmm_x->w1, bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+    bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
+    bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
+    bbmm_rank[bbmm_k].k = bbmm_k;
+    const int64_t bbmm_dk = bbmm_k * bbmm_x->devices / bbmm_n;
+    const int bbmm_edge = (bbmm_k > 0 && (bbmm_k - 1) * bbmm_x->devices / bbmm_n != bbmm_dk) ||
+                          (bbmm_k + 1 < bbmm_n && (bbmm_k + 1) * bbmm_x->devices / bbmm_n != bbmm_dk);
+    bbmm_rank[bbmm_k].bytes = bbmm_edge && bbmm_lo < bbmm_hi ? bbmm_s0_p1_flow_bytes(bbmm_x, bbmm_it0, bbmm_lo, bbmm_hi) : 0;
+  }
+  bbmm_gen_order_tiles(bbmm_rank, bbmm_n, (*bbmm_x->ordered)++);
+  for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {
+    const int64_t bbmm_k = bbmm_rank[bbmm_j].k;
+    int64_t bbmm_lo, bbmm_hi;
+    bbmm_gen_split(&bbmm_x->w1, bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+    bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
+    bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
+    if (bbmm_lo >= bbmm_hi) continue;
+    bbmm_s0_p1_tile(bbmm_x, bbmm_it0, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
+  }
+  free(bbmm_rank);
 }
 
-/* Phase 2: statements S1, parallel loop i inside serial loops bbmm_it0; partition 2. */
+/* Phase 2: statements S1, parallel loop i inside serial loops bbmm_it0; partition 1. */
 /*   S1: A[i][j] -= A[i][k] * A[j][k]; */
 struct bbmm_s0_p2_args {
   int64_t n;  /* scop parameters */
@@ -923,23 +834,23 @@ static void bbmm_s0_p2_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
   bbmm_cl_pieces_in(bbmm_ctx, bbmm_q, bbmm_A_p, bbmm_A_n, 2, sizeof(double), 8, bbmm_tab + bbmm_A_t, &bbmm_A_a);
   int bbmm_direct = !bbmm_gen_per_element;
   /* A[i][j] */
-  if (1) {
-    const int64_t bbmm_rlo[2] = {bbmm_lo, bbmm_it0 + 1};
+  if (bbmm_hi >= bbmm_it0 + 3) {
+    const int64_t bbmm_rlo[2] = {bbmm_it0 + 2 >= bbmm_lo ? bbmm_it0 + 2 : bbmm_lo, bbmm_it0 + 1};
     const int64_t bbmm_rhi[2] = {bbmm_hi, bbmm_hi - 1};
     if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 1)) bbmm_direct = 0;
   } else {
     bbmm_direct = 0;
   }
   /* A[i][k] */
-  if (1) {
-    const int64_t bbmm_rlo[2] = {bbmm_lo, bbmm_it0};
+  if (bbmm_hi >= bbmm_it0 + 3) {
+    const int64_t bbmm_rlo[2] = {bbmm_it0 + 2 >= bbmm_lo ? bbmm_it0 + 2 : bbmm_lo, bbmm_it0};
     const int64_t bbmm_rhi[2] = {bbmm_hi, bbmm_it0 + 1};
     if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 4)) bbmm_direct = 0;
   } else {
     bbmm_direct = 0;
   }
   /* A[j][k] */
-  if (1) {
+  if (bbmm_hi >= bbmm_it0 + 3) {
     const int64_t bbmm_rlo[2] = {bbmm_it0 + 1, bbmm_it0};
     const int64_t bbmm_rhi[2] = {bbmm_hi - 1, bbmm_it0 + 1};
     if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 7)) bbmm_direct = 0;
@@ -973,31 +884,14 @@ static uint64_t bbmm_s0_p2_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_
   (void)bbmm_hi;
   uint64_t bbmm_bytes = 0;
   uint64_t* const bbmm_t = &bbmm_bytes;
-  {
-    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_it0};
+  if (bbmm_hi >= bbmm_it0 + 3) {
+    const int64_t bbmm_blo[2] = {bbmm_it0 + 2 >= bbmm_lo ? bbmm_it0 + 2 : bbmm_lo, bbmm_it0};
     const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_hi - 1};
     bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
   }
-  {
+  if (bbmm_hi >= bbmm_it0 + 3) {
     const int64_t bbmm_blo[2] = {bbmm_it0 + 1, bbmm_it0};
     const int64_t bbmm_bhi[2] = {bbmm_hi - 1, bbmm_it0 + 1};
-    bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
-  }
-  return bbmm_bytes;
-}
-
-/* Phase 2: the bytes of a tile's flow-out boxes (rows not counted). */
-static uint64_t bbmm_s0_p2_flow_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0, int64_t bbmm_lo, int64_t bbmm_hi) {
-  const int64_t n = bbmm_x->n;
-  (void)n;
-  (void)bbmm_it0;
-  (void)bbmm_lo;
-  (void)bbmm_hi;
-  uint64_t bbmm_bytes = 0;
-  uint64_t* const bbmm_t = &bbmm_bytes;
-  {
-    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_it0 + 1};
-    const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_it0 + 2};
     bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
   }
   return bbmm_bytes;
@@ -1014,18 +908,18 @@ static void bbmm_s0_p2_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0, 
   int bbmm_required[1] = {0};
   bbmm_gen_check(bbmm_tile_begin(bbmm_x->rt, bbmm_dev, &bbmm_t), "bbmm_tile_begin");
   /* A: read, written (widened to its hull); disjoint boxes */
-  {
-    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_it0};
+  if (bbmm_hi >= bbmm_it0 + 3) {
+    const int64_t bbmm_blo[2] = {bbmm_it0 + 2 >= bbmm_lo ? bbmm_it0 + 2 : bbmm_lo, bbmm_it0};
     const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_hi - 1};
     bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_TRANSIENT, &bbmm_required[0]);
   }
-  {
+  if (bbmm_hi >= bbmm_it0 + 3) {
     const int64_t bbmm_blo[2] = {bbmm_it0 + 1, bbmm_it0};
     const int64_t bbmm_bhi[2] = {bbmm_hi - 1, bbmm_it0 + 1};
     bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_TRANSIENT, &bbmm_required[0]);
   }
-  {
-    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_it0 + 1};
+  if (bbmm_hi >= bbmm_it0 + 3) {
+    const int64_t bbmm_blo[2] = {bbmm_it0 + 2 >= bbmm_lo ? bbmm_it0 + 2 : bbmm_lo, bbmm_it0 + 1};
     const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_hi - 1};
     bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_WRITE, &bbmm_required[0]);
   }
@@ -1055,26 +949,20 @@ static void bbmm_s0_p2_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0, 
     bbmm_gen_check(bbmm_tile_launch(bbmm_t, bbmm_single ? bbmm_s0_p2_launch : bbmm_s0_p2_launch_pieces, bbmm_a, bbmm_size), "bbmm_tile_launch");
     free(bbmm_a);
   }
-  /* A: what other tiles read of what this tile wrote */
-  {
-    const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_it0 + 1};
-    const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_it0 + 2};
-    bbmm_gen_flow_out(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi);
-  }
   bbmm_gen_check(bbmm_tile_release(bbmm_t), "bbmm_tile_release");
 }
 
 /* Phase 2: splits the partitioned range into tiles (owner computes: every phase of
-   partition 2 gives tile k to the same device). */
+   partition 1 gives tile k to the same device). */
 static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
   const int64_t n = bbmm_x->n;
   (void)n;
   (void)bbmm_it0;
   bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
-  const int64_t bbmm_from0 = bbmm_it0 + 2, bbmm_to0 = n;
+  const int64_t bbmm_from0 = bbmm_it0 + 1, bbmm_to0 = n;
   if (bbmm_from0 >= bbmm_to0) return;
   /* tiles of the whole range over all serial iterations, clamped (or of this iteration's range: BBMM_SPLIT=step) */
-  const int64_t bbmm_all_from = bbmm_gen_split_step ? bbmm_from0 : 2, bbmm_all_to = bbmm_gen_split_step ? bbmm_to0 : n;
+  const int64_t bbmm_all_from = bbmm_gen_split_step ? bbmm_from0 : 1, bbmm_all_to = bbmm_gen_split_step ? bbmm_to0 : n;
   int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
   if (bbmm_n > bbmm_all_to - bbmm_all_from) bbmm_n = bbmm_all_to - bbmm_all_from;
   if (bbmm_n > bbmm_x->devices) {
@@ -1082,7 +970,7 @@ static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
     uint64_t bbmm_big = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n1; ++bbmm_k) {
       int64_t bbmm_lo, bbmm_hi;
-      bbmm_gen_split(&bbmm_x->w2, bbmm_all_from, bbmm_all_to, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_gen_split(&bbmm_x->w1, bbmm_all_from, bbmm_all_to, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
       bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
       bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
       if (bbmm_lo < bbmm_hi) bbmm_big = bbmm_max_u64(bbmm_big, bbmm_s0_p2_bytes(bbmm_x, bbmm_it0, bbmm_lo, bbmm_hi));
@@ -1093,7 +981,7 @@ static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
     uint64_t bbmm_worst = 0;
     for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
       int64_t bbmm_lo, bbmm_hi;
-      bbmm_gen_split(&bbmm_x->w2, bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+      bbmm_gen_split(&bbmm_x->w1, bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
       bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
       bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
       if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p2_bytes(bbmm_x, bbmm_it0, bbmm_lo, bbmm_hi));
@@ -1105,29 +993,14 @@ static void bbmm_s0_phase2(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
     }
     bbmm_n = bbmm_min(2 * bbmm_n, bbmm_all_to - bbmm_all_from);
   }
-  bbmm_gen_tile_rank* bbmm_rank = (bbmm_gen_tile_rank*)bbmm_gen_calloc((size_t)bbmm_n * sizeof(bbmm_gen_tile_rank));
   for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
     int64_t bbmm_lo, bbmm_hi;
-    bbmm_gen_split(&bbmm_x->w2, bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
-    bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
-    bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
-    bbmm_rank[bbmm_k].k = bbmm_k;
-    const int64_t bbmm_dk = bbmm_k * bbmm_x->devices / bbmm_n;
-    const int bbmm_edge = (bbmm_k > 0 && (bbmm_k - 1) * bbmm_x->devices / bbmm_n != bbmm_dk) ||
-                          (bbmm_k + 1 < bbmm_n && (bbmm_k + 1) * bbmm_x->devices / bbmm_n != bbmm_dk);
-    bbmm_rank[bbmm_k].bytes = bbmm_edge && bbmm_lo < bbmm_hi ? bbmm_s0_p2_flow_bytes(bbmm_x, bbmm_it0, bbmm_lo, bbmm_hi) : 0;
-  }
-  bbmm_gen_order_tiles(bbmm_rank, bbmm_n, (*bbmm_x->ordered)++);
-  for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {
-    const int64_t bbmm_k = bbmm_rank[bbmm_j].k;
-    int64_t bbmm_lo, bbmm_hi;
-    bbmm_gen_split(&bbmm_x->w2, bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
+    bbmm_gen_split(&bbmm_x->w1, bbmm_all_from, bbmm_all_to, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
     bbmm_lo = bbmm_max(bbmm_from0, bbmm_lo);
     bbmm_hi = bbmm_min(bbmm_to0, bbmm_hi);
     if (bbmm_lo >= bbmm_hi) continue;
     bbmm_s0_p2_tile(bbmm_x, bbmm_it0, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
   }
-  free(bbmm_rank);
 }
 
 void cholesky(int n, double A[n][n]) {
@@ -1147,8 +1020,8 @@ void cholesky(int n, double A[n][n]) {
       const int64_t bbmm_ext[2] = {n, n};
       bbmm_gen_check(bbmm_array_register(bbmm_ctx.rt, "A", (void*)(A), sizeof(double), 2, bbmm_ext, NULL, 0, &bbmm_ctx.A), "bbmm_array_register(A)");
     }
-    /* Partition 2 splits its range at equal shares of the work. */
-    bbmm_gen_weights_init(&bbmm_ctx.w2, 2, n, 1, 0, bbmm_s0_part2_work, &bbmm_ctx);
+    /* Partition 1 splits its range at equal shares of the work. */
+    bbmm_gen_weights_init(&bbmm_ctx.w1, 1, n, 1, 0, bbmm_s0_part1_work, &bbmm_ctx);
     for (int64_t bbmm_c1 = 0; bbmm_c1 < n; bbmm_c1 += 1) {
       bbmm_s0_phase0(&bbmm_ctx, bbmm_c1);
       if (n >= bbmm_c1 + 2) {
