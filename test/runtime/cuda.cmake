@@ -48,6 +48,9 @@ if(BBMM_HAVE_CUDA)
   # replaces operator new).
   bbmm_add_test(cuda_alloc_fake_test LABELS cuda_fake
     SOURCES cuda_alloc_fake_test.cpp LIBS bbmm_runtime_cuda_fake)
+  # A tile's boxes of one array take one instance on CUDA (placement rule).
+  bbmm_add_test(cuda_placement_fake_test LABELS cuda_fake
+    SOURCES cuda_placement_fake_test.cpp LIBS bbmm_runtime_cuda_fake)
   # The conformance suite on the CUDA backend over the fake, likewise.
   bbmm_add_test(cuda_conformance_fake_test LABELS cuda_fake
     SOURCES cuda_conformance_test.cpp runtime_conformance_suite.cpp LIBS bbmm_runtime_cuda_fake)

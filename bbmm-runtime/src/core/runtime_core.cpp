@@ -37,7 +37,8 @@ RuntimeCore::RuntimeCore(std::unique_ptr<Backend> backend, const RuntimeOptions&
   coherency_ = std::make_unique<Coherency>(*backend_, *planner_, stats_);
   manager_ = std::make_unique<InstanceManager>(*backend_, *planner_, *coherency_, *policy_,
                                                tracer_.get(), stats_, capacity);
-  placement_ = std::make_unique<Placement>(*manager_, *planner_, stats_, options.growth_threshold);
+  placement_ = std::make_unique<Placement>(*manager_, *planner_, stats_, options.growth_threshold,
+                                           backend_->kind() == BackendKind::kCuda);
 }
 
 absl::StatusOr<std::unique_ptr<RuntimeCore>> RuntimeCore::create(
