@@ -36,6 +36,10 @@ POLYBENCH_DIR: PolyBench/C 4.2.1 (default: ../shared/polybench-4.2.1 from the re
                      a matching failure is shown as XFAIL and does not fail the run; a listed
                      run that passes is shown as XPASS (bench/polybench/expected_failures.txt)
   --markdown         print the table in Markdown
+  --max-balance=R    a kernel whose busiest of 4 devices runs more than R times a fair share
+                     of the statement instances fails (configuration "balance" in the
+                     expected failures, reason "statement instances"; issue 13's target is
+                     1.3)
   --corrupt-oracle=K change one byte of kernel K's oracle dump (a self-test: K must FAIL)
 
 Configurations (each run gets BBMM_BACKEND=<its target> and the variables below; inherited
@@ -76,6 +80,7 @@ jobs=2
 cflags=(-O1)
 strict=0
 markdown=0
+max_balance=""
 corrupt=""
 expected_file=""
 pb_dir=""
@@ -95,6 +100,7 @@ while [[ $# -gt 0 ]]; do
     -j[0-9]*) jobs="${arg#-j}" ;;
     --strict) strict=1 ;;
     --markdown) markdown=1 ;;
+    --max-balance=*) max_balance="${arg#*=}" ;;
     --corrupt-oracle=*) corrupt="${arg#*=}" ;;
     --expected-failures=*) expected_file="${arg#*=}" ;;
     --cflags=*) read -r -a cflags <<<"${arg#*=}" ;;
@@ -535,6 +541,23 @@ for k in "${ok_kernels[@]}"; do
       ibalance[$k]="$(awk -v l="$inst" 'BEGIN { n = split(l, v, ","); if (n != 5) { print "-"; exit }
         t = v[2] + v[3] + v[4] + v[5]; m = v[2]; for (i = 3; i <= 5; ++i) if (v[i] > m) m = v[i];
         if (t > 0) printf "%.2f (%d/%d/%d/%d)", m / (t / 4), v[2], v[3], v[4], v[5]; else print "-" }')"
+    fi
+    # The balance target (--max-balance): a failure of the kernel unless listed as expected
+    # ("<kernel> balance statement instances").
+    b="${ibalance[$k]%% *}"
+    if [[ -n "$max_balance" && "$b" != "-" ]] &&
+       awk -v b="$b" -v m="$max_balance" 'BEGIN { exit !(b > m) }'; then
+      why="the busiest of 4 devices runs $b times a fair share of the statement instances (--max-balance=$max_balance)"
+      if [[ "${expected[$k.balance]:-}" != "" && "$why" == *"${expected[$k.balance]}"* ]]; then
+        xfail[$k.balance]="$why"
+        ibalance[$k]="X${ibalance[$k]}"
+      else
+        fail_reason[$k.balance]="$why"
+        ibalance[$k]="FAIL ${ibalance[$k]}"
+        failures=$((failures + 1))
+      fi
+    elif [[ -n "$max_balance" && -n "${expected[$k.balance]:-}" ]]; then
+      note[$k.balance]="balanced within --max-balance=$max_balance, but listed in $(basename "$expected_file"): remove the line"
     fi
     mapfile -t tiles < <(json_values "$r.out" tiles)
     if [[ ${#tiles[@]} -eq 5 && ${tiles[4]} -gt 0 ]]; then
