@@ -16,6 +16,9 @@
 namespace bbmm::compiler {
 namespace {
 
+// The loops a work function may enumerate per statement (see row_work_function).
+constexpr int kMaxCountedLoops = 1;
+
 // "set" with one more parameter, "name", unconstrained (or equal to set dimension "dim"
 // when dim >= 0).
 isl_set* add_param(isl_set* set, const char* name, int dim = -1) {
@@ -75,9 +78,10 @@ std::string expr_over_outer(isl_pw_aff* pa, isl_set* where, int n, const isl::se
 }
 
 // Lines adding to bbmm_w the instances of "st" with split iterator bbmm_row ("dim" its
-// position), indented by "indent" spaces. "tag" names the loops' tuple.
+// position), indented by "indent" spaces. "tag" names the loops' tuple. "loops" is set to
+// the number of loops the lines enumerate.
 std::string count_statement(const Scop& scop, const Statement& st, int dim, int indent,
-                            const std::string& tag) {
+                            const std::string& tag, int& loops) {
   isl::set context = isl::manage(add_param(scop.context.copy(), "bbmm_row"));
   isl_set* x = isl_set_reset_tuple_id(st.domain.copy());
   x = add_param(x, "bbmm_row", dim);
@@ -86,6 +90,7 @@ std::string count_statement(const Scop& scop, const Statement& st, int dim, int 
   const std::string ind(static_cast<size_t>(indent), ' ');
   std::ostringstream os;
   os << ind << "/* " << st.name << ": " << comment_safe(st.text) << " */\n";
+  loops = 0;
   if (m == 0) {
     const std::string guard =
         rename_isl_macros(c_condition_from_set(isl::manage(isl_set_params(x)), context));
@@ -120,6 +125,7 @@ std::string count_statement(const Scop& scop, const Statement& st, int dim, int 
     count = isl_pw_aff_val_on_domain(isl_set_copy(outer), isl_val_one(isl_set_get_ctx(outer)));
     n = m;
   }
+  loops = n;
   const std::string expr = expr_over_outer(count, isl_set_copy(outer), n, context);
   if (n == 0) {
     const std::string guard =
@@ -194,12 +200,18 @@ int64_t split_stride(const isl::set& range, const isl::set& context, std::string
   return stride;
 }
 
+bool uniform_work(const Scop& scop, const Partition& part) {
+  if (part.dims.size() != 1) return false;
+  const std::vector<SplitStatement> sts = split_statements(scop, part, 0);
+  const isl::set range = split_range(scop, part, 0);
+  return sts.empty() || range.is_null() || uniform(scop, sts, range);
+}
+
 std::string row_work_function(const Scop& scop, const Partition& part, const std::string& fn,
                               const std::string& ctx_struct, const std::string& locals) {
   if (part.dims.size() != 1) return "";
+  if (uniform_work(scop, part)) return "";
   const std::vector<SplitStatement> sts = split_statements(scop, part, 0);
-  const isl::set range = split_range(scop, part, 0);
-  if (sts.empty() || range.is_null() || uniform(scop, sts, range)) return "";
   std::ostringstream os;
   os << "/* Partition " << part.id << ": the statement instances of iteration bbmm_row of its split\n"
         "   loop, over all its phases and serial iterations (split points weighted by work). */\n";
@@ -210,7 +222,14 @@ std::string row_work_function(const Scop& scop, const Partition& part, const std
   os << "  int64_t bbmm_w = 0;\n";
   int k = 0;
   for (const SplitStatement& s : sts) {
-    os << count_statement(scop, scop.statements[s.statement], s.dim, 2, "W" + std::to_string(k++));
+    int loops = 0;
+    os << count_statement(scop, scop.statements[s.statement], s.dim, 2, "W" + std::to_string(k++),
+                          loops);
+    // Counting an iteration's instances enumerates at most one loop (the innermost becomes
+    // its trip count): the generated code's counting then costs at most 256 times the
+    // longest loop. Deeper, it could cost as much as running the nest serially (a 4-deep
+    // triangular nest in a time loop: 256 x T x N per partition), so the split stays even.
+    if (loops > kMaxCountedLoops) return "";
   }
   os << "  return bbmm_w;\n";
   os << "}\n\n";

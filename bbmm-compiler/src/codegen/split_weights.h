@@ -35,6 +35,11 @@ isl::set split_range(const Scop& scop, const Partition& part, size_t d);
 // parameters, valid in "context") modulo s.
 int64_t split_stride(const isl::set& range, const isl::set& context, std::string& offset);
 
+// Whether every iteration of "part"'s 1-D range carries the same instances of every
+// statement of its phases (each statement's domain is the range times a set of the other
+// iterators): the even split is then the balanced one.
+bool uniform_work(const Scop& scop, const Partition& part);
+
 // The C definition of
 //   static int64_t <fn>(const void* bbmm_xv, int64_t bbmm_row)
 // returning the statement instances, over all phases of the 1-D partition "part" and all
@@ -44,7 +49,9 @@ int64_t split_stride(const isl::set& range, const isl::set& context, std::string
 // becomes its trip count where the domain is convex along it, else every instance is
 // enumerated. Empty when every iteration of the range carries the same work (every
 // statement's domain is the range times a set of the other iterators): the even split is
-// then the balanced one, and nothing is generated.
+// then the balanced one, and nothing is generated; empty too when counting a statement's
+// instances of one iteration would enumerate more than one loop (the count would cost up
+// to a serial run of the nest; the split stays even).
 std::string row_work_function(const Scop& scop, const Partition& part, const std::string& fn,
                               const std::string& ctx_struct, const std::string& locals);
 
