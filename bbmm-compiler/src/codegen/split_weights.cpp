@@ -101,8 +101,12 @@ std::string count_statement(const Scop& scop, const Statement& st, int dim, int 
   // minimum and its maximum is an instance, the count is max - min + 1.
   isl_map* mp = isl_map_from_range(x);
   mp = isl_map_move_dims(mp, isl_dim_in, 0, isl_dim_out, 0, m - 1);
-  isl_pw_aff* lo = isl_pw_multi_aff_get_pw_aff(isl_map_lexmin_pw_multi_aff(isl_map_copy(mp)), 0);
-  isl_pw_aff* hi = isl_pw_multi_aff_get_pw_aff(isl_map_lexmax_pw_multi_aff(isl_map_copy(mp)), 0);
+  isl_pw_multi_aff* lexmin = isl_map_lexmin_pw_multi_aff(isl_map_copy(mp));
+  isl_pw_multi_aff* lexmax = isl_map_lexmax_pw_multi_aff(isl_map_copy(mp));
+  isl_pw_aff* lo = isl_pw_multi_aff_get_pw_aff(lexmin, 0);  // keeps its argument
+  isl_pw_aff* hi = isl_pw_multi_aff_get_pw_aff(lexmax, 0);
+  isl_pw_multi_aff_free(lexmin);
+  isl_pw_multi_aff_free(lexmax);
   isl_space* one = isl_space_set_alloc(isl_map_get_ctx(mp), 0, 1);
   isl_map* above = isl_map_apply_range(isl_map_from_pw_aff(isl_pw_aff_copy(lo)),
                                        isl_map_lex_le(isl_space_copy(one)));
