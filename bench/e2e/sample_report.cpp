@@ -174,17 +174,10 @@ class Placement {
       bbmm_gen_weights w{};
       if (weighted) {
         RowCounter counter{&s, fixed, stmt_depth};
-        isl_stride_info* si = isl_set_get_stride_info(vals.get(), 0);
-        isl_val* sv = isl_stride_info_get_stride(si);
-        const int64_t stride = isl_val_get_num_si(sv);
-        isl_val_free(sv);
-        int64_t offset = 0;
-        if (stride > 1) {
-          isl_pw_aff* off = isl_pw_aff_from_aff(isl_stride_info_get_offset(si));
-          offset = value(isl::manage(isl_pw_aff_project_domain_on_params(off)));
-        }
-        isl_stride_info_free(si);
-        bbmm_gen_weights_init(&w, from, to, stride, offset, &RowCounter::call, &counter);
+        std::string offset;  // a constant: the parameters are fixed
+        const int64_t stride = split_stride(vals, vals.params(), offset);
+        bbmm_gen_weights_init(&w, from, to, stride, std::stoll(offset), &RowCounter::call,
+                              &counter);
       }
       std::vector<std::pair<int64_t, int64_t>> per_device(devices, {0, 0});
       std::vector<std::vector<std::pair<int64_t, int64_t>>> tiles(devices);

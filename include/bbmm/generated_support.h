@@ -94,6 +94,19 @@ static inline int bbmm_gen_parse_int(const char* text, long long lo, long long h
 
 /* Parses "text", the value of BBMM_TILES_PER_DEVICE: an integer in [1, 4096]
  * (bbmm_gen_parse_int). */
+/* The position of "text" among the "n" words of "words" in *out; 0 (and *out untouched)
+ * when it is none of them. The parser of every BBMM_* setting that names a choice. */
+static inline int bbmm_gen_parse_word(const char* text, const char* const* words, int n,
+                                      int* out) {
+  for (int i = 0; i < n; ++i) {
+    if (strcmp(text, words[i]) == 0) {
+      *out = i;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static inline int bbmm_gen_parse_tiles_per_device(const char* text, int* out) {
   long long v;
   if (!bbmm_gen_parse_int(text, 1, 4096, &v)) return 0;
@@ -155,10 +168,8 @@ static int bbmm_gen_tile_order_alternate = 0;
 
 /* "alternate" -> 1, "forward" -> 0 in *out; 0 for anything else. */
 static inline int bbmm_gen_parse_tile_order(const char* text, int* out) {
-  if (strcmp(text, "alternate") == 0) *out = 1;
-  else if (strcmp(text, "forward") == 0) *out = 0;
-  else return 0;
-  return 1;
+  static const char* const words[] = {"forward", "alternate"};
+  return bbmm_gen_parse_word(text, words, 2, out);
 }
 
 /* How a partitioned loop whose range moves with the serial iterators (a triangular
@@ -172,10 +183,8 @@ static int bbmm_gen_split_step = 0;
 
 /* "step" -> 1, "whole" -> 0 in *out; 0 for anything else. */
 static inline int bbmm_gen_parse_split(const char* text, int* out) {
-  if (strcmp(text, "step") == 0) *out = 1;
-  else if (strcmp(text, "whole") == 0) *out = 0;
-  else return 0;
-  return 1;
+  static const char* const words[] = {"whole", "step"};
+  return bbmm_gen_parse_word(text, words, 2, out);
 }
 
 /* Where a 1-D partition splits its range: at equal shares of the work (1,
@@ -188,10 +197,8 @@ static int bbmm_gen_split_by_work = 1;
 
 /* "work" -> 1, "iterations" -> 0 in *out; 0 for anything else. */
 static inline int bbmm_gen_parse_split_by(const char* text, int* out) {
-  if (strcmp(text, "work") == 0) *out = 1;
-  else if (strcmp(text, "iterations") == 0) *out = 0;
-  else return 0;
-  return 1;
+  static const char* const words[] = {"iterations", "work"};
+  return bbmm_gen_parse_word(text, words, 2, out);
 }
 
 /* How multi-piece kernels find an element's piece: once per access reference (0, the
@@ -201,10 +208,8 @@ static int bbmm_gen_per_element;
 
 /* "reference" -> 0, "element" -> 1 in *out; 0 for anything else. */
 static inline int bbmm_gen_parse_piece_lookup(const char* text, int* out) {
-  if (strcmp(text, "reference") == 0) *out = 0;
-  else if (strcmp(text, "element") == 0) *out = 1;
-  else return 0;
-  return 1;
+  static const char* const words[] = {"reference", "element"};
+  return bbmm_gen_parse_word(text, words, 2, out);
 }
 
 /* Where a phase with no parallel loop runs (it is one tile per call: a serial region): 1 on
@@ -220,11 +225,8 @@ static int bbmm_gen_serial;
 
 /* "auto" -> 0, "host" -> 1, "device" -> 2 in *out; 0 for anything else. */
 static inline int bbmm_gen_parse_serial(const char* text, int* out) {
-  if (strcmp(text, "auto") == 0) *out = 0;
-  else if (strcmp(text, "host") == 0) *out = 1;
-  else if (strcmp(text, "device") == 0) *out = 2;
-  else return 0;
-  return 1;
+  static const char* const words[] = {"auto", "host", "device"};
+  return bbmm_gen_parse_word(text, words, 3, out);
 }
 
 /* The device of a serial region whose tile requires "bytes" on devices holding "capacity"

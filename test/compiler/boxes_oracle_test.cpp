@@ -19,7 +19,8 @@
 //   bbmmc's exact isl flow-out set equals the oracle's.
 // "Outside the tile" is the contract of flow_out.h: a reader in another partition, or in
 // the same partition with a partitioned iterator outside [lo, hi).
-// Inputs: test/compiler/boxes/*.c, the samples' kernels, and random affine nests.
+// Inputs: test/compiler/boxes/*.c and codegen/*.c, the samples' kernels, and random affine
+// nests.
 
 #include <gtest/gtest.h>
 
@@ -613,6 +614,7 @@ TEST_P(BoxesOracleTest, BoxesMatchBruteForce) {
 
 std::vector<std::filesystem::path> inputs() {
   std::vector<std::filesystem::path> v = testing::files_in(BBMM_BOXES_DIR, ".c");
+  for (const std::filesystem::path& p : testing::files_in(BBMM_CODEGEN_DIR, ".c")) v.push_back(p);
   for (const auto& e : std::filesystem::directory_iterator(BBMM_SAMPLES_DIR)) {
     std::filesystem::path k = e.path() / (e.path().filename().string() + ".c");
     if (e.is_directory() && std::filesystem::exists(k)) v.push_back(k);
@@ -623,7 +625,8 @@ std::vector<std::filesystem::path> inputs() {
 
 std::string case_name(const ::testing::TestParamInfo<std::filesystem::path>& info) {
   std::string dir = info.param.parent_path().filename().string();
-  return (dir == "boxes" ? "" : "sample_") + testing::test_name(info.param);
+  return (dir == "boxes" ? "" : dir == "codegen" ? "codegen_" : "sample_") +
+         testing::test_name(info.param);
 }
 
 INSTANTIATE_TEST_SUITE_P(Inputs, BoxesOracleTest, ::testing::ValuesIn(inputs()), case_name);

@@ -97,18 +97,17 @@ class ScopGenerator {
     k << "/* ---- bbmmc: scop " << s_.index << " of " << s_.function << " (lines " << s_.begin_loc.line
       << "-" << s_.end_loc.line << "), target " << target_name(opts_.target)
       << " ---- */\n\n";
+    std::string work_functions;
     for (const Partition& part : b_.partitions) {
-      bool single = false;
-      for (int p : part.phases) single = single || b_.phases[p].single_device;
-      if (single) continue;
+      if (single_device(part)) continue;
       const std::string fn = pre_ + "_part" + std::to_string(part.id) + "_work";
       std::string text = row_work_function(s_, part, fn, "struct " + pre_ + "_ctx", param_locals("  "));
       if (text.empty()) continue;
       work_fn_[part.id] = fn;
-      work_text_ += text;
+      work_functions += text;
     }
     k << context_struct();
-    k << work_text_;
+    k << work_functions;
     if (opts_.target == Target::kCuda) {
       device_ << "/* ---- bbmmc: scop " << s_.index << " of " << s_.function << " (lines "
               << s_.begin_loc.line << "-" << s_.end_loc.line << "): CUDA kernels ---- */\n\n";
@@ -248,6 +247,22 @@ class ScopGenerator {
     os << tile_function(p, sig, name);
     os << phase_function(p, sig, name);
     return os.str();
+  }
+
+  // Whether a phase of "part" runs as one tile on one device (its writes have no box form).
+  bool single_device(const Partition& part) const {
+    for (int p : part.phases) {
+      if (b_.phases[p].single_device) return true;
+    }
+    return false;
+  }
+
+  // C expressions [lo, hi) of the 1-D "range" (split_range) over the scop parameters.
+  void range_text(const isl::set& range, std::string& lo, std::string& hi) const {
+    lo = cx(c_expr_from_pw_aff(isl::manage(isl_set_dim_min(range.copy(), 0)), s_.context));
+    isl_pw_aff* mx = isl_set_dim_max(range.copy(), 0);
+    mx = isl_pw_aff_add_constant_val(mx, isl_val_one(isl_pw_aff_get_ctx(mx)));
+    hi = cx(c_expr_from_pw_aff(isl::manage(mx), s_.context));
   }
 
   // Whether phase "p" has no parallel loop (its partition has no dimension): it runs as
@@ -523,9 +538,7 @@ class ScopGenerator {
     }
     for (const Partition& part : b_.partitions) {
       if (part.dims.size() != 1) continue;
-      bool single = false;
-      for (int p : part.phases) single = single || b_.phases[p].single_device;
-      if (single) continue;
+      if (single_device(part)) continue;
       const isl::set range = split_range(s_, part, 0);
       if (range.is_null()) continue;
       const std::string lo_p = part.dims[0].lo_param, hi_p = part.dims[0].hi_param;
@@ -569,9 +582,8 @@ class ScopGenerator {
       names.push_back(hi_p);
       const isl::set context(s_.context.ctx(),
                              "[" + join(names, ", ") + "] -> { : " + lo_p + " < " + hi_p + " }");
-      isl::pw_aff mn = isl::manage(isl_set_dim_min(range.copy(), 0));
-      isl_pw_aff* mx = isl_set_dim_max(range.copy(), 0);
-      mx = isl_pw_aff_add_constant_val(mx, isl_val_one(isl_pw_aff_get_ctx(mx)));
+      std::string from, to;
+      range_text(range, from, to);
       // With BBMM_SPLIT=step, a range that moves with the serial iterators is split anew
       // at every iteration: a device's tiles are not one block, and it reserves nothing.
       std::string glo, ghi;
@@ -580,8 +592,7 @@ class ScopGenerator {
          << ": each device's hull of the boxes its tiles require, over all iterations. */\n";
       os << "    if (bbmm_gen_reserve_enabled()" << (moves ? " && !bbmm_gen_split_step" : "")
          << ") {\n";
-      os << "      const int64_t bbmm_from = " << cx(c_expr_from_pw_aff(mn, s_.context))
-         << ", bbmm_to = " << cx(c_expr_from_pw_aff(isl::manage(mx), s_.context)) << ";\n";
+      os << "      const int64_t bbmm_from = " << from << ", bbmm_to = " << to << ";\n";
       os << "      for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {\n";
       os << "        int64_t " << lo_p << ", " << hi_p << ";\n";
       os << "        " << split_call(part, "&bbmm_ctx.", "bbmm_from", "bbmm_to", "bbmm_ctx.devices",
@@ -947,16 +958,12 @@ class ScopGenerator {
       const int id = part.id;
       const std::string& fn = work_fn_.at(id);
       const isl::set range = split_range(s_, part, 0);
-      isl::pw_aff mn = isl::manage(isl_set_dim_min(range.copy(), 0));
-      isl_pw_aff* mx = isl_set_dim_max(range.copy(), 0);
-      mx = isl_pw_aff_add_constant_val(mx, isl_val_one(isl_pw_aff_get_ctx(mx)));
-      os << "    /* Partition " << id << " splits its range at equal shares of the work. */\n";
-      std::string offset;
+      std::string from, to, offset;
+      range_text(range, from, to);
       const int64_t stride = split_stride(range, s_.context, offset);
-      os << "    bbmm_gen_weights_init(&bbmm_ctx.w" << id << ", "
-         << cx(c_expr_from_pw_aff(mn, s_.context)) << ", "
-         << cx(c_expr_from_pw_aff(isl::manage(mx), s_.context)) << ", " << stride << ", "
-         << offset << ", " << fn << ", &bbmm_ctx);\n";
+      os << "    /* Partition " << id << " splits its range at equal shares of the work. */\n";
+      os << "    bbmm_gen_weights_init(&bbmm_ctx.w" << id << ", " << from << ", " << to << ", "
+         << stride << ", " << offset << ", " << fn << ", &bbmm_ctx);\n";
     }
     return os.str();
   }
@@ -1019,7 +1026,6 @@ class ScopGenerator {
   std::ostringstream device_;  // CUDA: the scop's part of STEM.cu
   std::string phase_label_;    // "phase 0 of scop 0 in kernel_gemm", for run-time notes
   std::map<int, std::string> work_fn_;  // partition id -> its work function (split_weights.h)
-  std::string work_text_;               // their definitions
 };
 
 // Byte offset in "text" of the start of the line holding byte "pos".

@@ -67,13 +67,17 @@ absl::Status Placement::allocate_fresh(TileState& tile, TileState::ArrayPart& pa
   a.for_each_overlapping(d, hull, [&](Instance*) { hull_overlaps = true; });
   // Fix (fuzz): under memory pressure allocate exactly the boxes; a hull's
   // waste can be what keeps the tile's other arrays from fitting.
-  const bool little_waste = static_cast<double>(hull.volume() - fresh.volume()) <=
-                           threshold_ * static_cast<double>(hull.volume());
-  int64_t strides[Box::kMaxRank];
-  const bool small = one_instance_per_tile_ &&
-                     manager_.footprint(a, hull, strides) <=
-                         manager_.device(d).capacity / kOneInstanceShare;
-  bool use_hull = !pressure && fresh.size() > 1 && !hull_overlaps && (little_waste || small);
+  // A hull that wastes little, or (one_instance_per_tile_) one small beside the device.
+  auto hull_pays = [&] {
+    if (static_cast<double>(hull.volume() - fresh.volume()) <=
+        threshold_ * static_cast<double>(hull.volume())) {
+      return true;
+    }
+    int64_t strides[Box::kMaxRank];
+    return one_instance_per_tile_ && manager_.footprint(a, hull, strides) <=
+                                         manager_.device(d).capacity / kOneInstanceShare;
+  };
+  bool use_hull = !pressure && fresh.size() > 1 && !hull_overlaps && hull_pays();
   if (use_hull) {
     absl::StatusOr<Instance*> inst = manager_.allocate(d, &a, hull, &tile);
     if (inst.ok()) {
