@@ -3,7 +3,9 @@
 //   dev_bw  device-memory bandwidth: a simple copy kernel over a large buffer
 //           (16-byte loads and stores), bytes read + bytes written over time;
 //   h2d_bw  pinned host -> device, one cudaMemcpyAsync of --bytes;
-//   d2h_bw  device -> pinned host, the same.
+//   d2h_bw  device -> pinned host, the same;
+//   duplex  H2D and D2H at the same time (CEILING_DUPLEX: each direction's rate and
+//           both directions' bytes over the time of the later).
 // Each is the best of --reps timed runs after one warm-up, timed by CUDA events. With
 // several GPUs it also measures all of them at once (aggregate bytes over the slowest
 // GPU's time): PCIe transfers of different GPUs may share a host link.
@@ -12,6 +14,7 @@
 //
 // Output, bytes/s (plus human-readable lines starting with '#'):
 //   CEILING device=0 dev_bw=4.1e+12 h2d_bw=5.5e+10 d2h_bw=5.5e+10
+//   CEILING_DUPLEX device=0 h2d_bw=.. d2h_bw=.. total_bw=..
 //   CEILING_CONCURRENT gpus=2 dev_bw=.. h2d_bw=.. d2h_bw=..
 // Exit codes: 0 measured, 1 usage or CUDA error, 77 no GPU visible (SKIP).
 #include <cuda_runtime.h>
@@ -118,6 +121,48 @@ double measure(const std::vector<Gpu*>& gpus, Kind kind, size_t bytes, int reps)
   return best;
 }
 
+// H2D and D2H of `bytes` each at the same time on GPU `g` (two streams, two pinned
+// host buffers): the best of `reps` runs of each direction's rate and of both
+// directions' bytes over the later one's time (PCIe is full duplex; the host's
+// memory and the GPU's copy engines decide how much of it two directions get).
+struct Duplex {
+  double h2d = 0, d2h = 0, total = 0;
+};
+
+Duplex measure_duplex(const Gpu& g, size_t bytes, int reps) {
+  CEIL_CUDA(cudaSetDevice(g.id));
+  cudaStream_t other = nullptr;
+  cudaEvent_t stop2 = nullptr;
+  void* host2 = nullptr;
+  CEIL_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  CEIL_CUDA(cudaEventCreate(&stop2));
+  CEIL_CUDA(cudaHostAlloc(&host2, bytes, cudaHostAllocPortable));
+  std::memset(host2, 2, bytes);
+  Duplex best;
+  for (int r = 0; r <= reps; ++r) {  // r == 0: warm-up
+    CEIL_CUDA(cudaEventRecord(g.start, g.stream));
+    CEIL_CUDA(cudaStreamWaitEvent(other, g.start, 0));
+    CEIL_CUDA(cudaMemcpyAsync(g.dst, g.host, bytes, cudaMemcpyHostToDevice, g.stream));
+    CEIL_CUDA(cudaMemcpyAsync(host2, g.src, bytes, cudaMemcpyDeviceToHost, other));
+    CEIL_CUDA(cudaEventRecord(g.stop, g.stream));
+    CEIL_CUDA(cudaEventRecord(stop2, other));
+    CEIL_CUDA(cudaEventSynchronize(g.stop));
+    CEIL_CUDA(cudaEventSynchronize(stop2));
+    float up = 0, down = 0;
+    CEIL_CUDA(cudaEventElapsedTime(&up, g.start, g.stop));
+    CEIL_CUDA(cudaEventElapsedTime(&down, g.start, stop2));
+    if (r == 0 || up <= 0 || down <= 0) continue;
+    const double b = static_cast<double>(bytes);
+    best.h2d = std::max(best.h2d, b / (up * 1e-3));
+    best.d2h = std::max(best.d2h, b / (down * 1e-3));
+    best.total = std::max(best.total, 2 * b / (std::max(up, down) * 1e-3));
+  }
+  CEIL_CUDA(cudaFreeHost(host2));
+  CEIL_CUDA(cudaEventDestroy(stop2));
+  CEIL_CUDA(cudaStreamDestroy(other));
+  return best;
+}
+
 void usage(FILE* f) {
   std::fprintf(f,
                "usage: ceilings [--bytes SIZE] [--reps R] [--devices D]\n"
@@ -182,6 +227,11 @@ int main(int argc, char** argv) {
     std::printf("# GPU %d (%s): device copy %.1f GB/s (read+write), H2D %.1f GB/s, D2H %.1f GB/s\n",
                 d, prop.name, dev / 1e9, h2d / 1e9, d2h / 1e9);
     std::printf("CEILING device=%d dev_bw=%.6g h2d_bw=%.6g d2h_bw=%.6g\n", d, dev, h2d, d2h);
+    const Duplex both = measure_duplex(gpus[d], bytes, reps);
+    std::printf("# GPU %d: H2D and D2H at once: %.1f + %.1f GB/s, %.1f GB/s both ways\n", d,
+                both.h2d / 1e9, both.d2h / 1e9, both.total / 1e9);
+    std::printf("CEILING_DUPLEX device=%d h2d_bw=%.6g d2h_bw=%.6g total_bw=%.6g\n", d, both.h2d,
+                both.d2h, both.total);
     all.push_back(&gpus[d]);
   }
   if (devices > 1) {

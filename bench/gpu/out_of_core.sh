@@ -10,9 +10,13 @@
 # array in and take its destination array out (N*N*8 bytes each way; keeping a quarter of
 # the data resident between phases could save at most that quarter); H2D and D2H overlap
 # (full duplex), so a phase takes at least N*N*8 / min(H2D, D2H) seconds, with the
-# bandwidths measured by `ceilings` in the same call. Measured: the program's own time of
+# bandwidths measured by `ceilings` in the same call. The duplex-bound ideal: both
+# directions' bytes at the rate `ceilings` measures with H2D and D2H running at once
+# (CEILING_DUPLEX total_bw; on 2 x H100, 2026-11-27, each direction then gets less than
+# alone). Measured: the program's own time of
 # kernel_heat2d ("bbmmc S s", arrays registered, computed and synchronised to the host)
-# minus the pinning of the host arrays (host_pin_seconds: a setup cost, reported apart).
+# minus the pinning of the host arrays at registration and their unpinning at the end
+# (host_pin_seconds, host_unpin_seconds: setup and teardown costs, reported apart).
 # The runs are not verified (BBMM_SAMPLE_REFERENCE=0: the sequential reference of 4 GiB
 # would take minutes); run_all.sh samples verifies the same program with box-out.
 # Output under $OUT (default /tmp/bbmm-ooc): logs.txt, results.txt, a table printed last.
@@ -32,10 +36,15 @@ LOG="$OUT/logs.txt"
 BIN="$G/bin/heat2d_bbmmc_cuda_fast"
 [[ -x "$BIN" ]] || { echo "out_of_core.sh: no $BIN" >&2; exit 1; }
 
-ceil="$(timeout 60 "$G/bin/ceilings" --bytes 1GiB --reps 3 2>&1 | tee -a "$LOG" | grep '^CEILING device=0')"
+ceilings="$(timeout 60 "$G/bin/ceilings" --bytes 1GiB --reps 3 --devices 1 2>&1 | tee -a "$LOG")"
+ceil="$(grep '^CEILING device=0' <<<"$ceilings")"
 [[ -n "$ceil" ]] || { echo "out_of_core.sh: ceilings failed (see $LOG)" >&2; exit 1; }
 h2d=$(sed -E 's/.*h2d_bw=([^ ]*).*/\1/' <<<"$ceil")
 d2h=$(sed -E 's/.*d2h_bw=([^ ]*).*/\1/' <<<"$ceil")
+# Both directions at once (CEILING_DUPLEX): what the link gives a run that copies both
+# ways all the time; 0 when the ceilings binary predates it.
+duplex=$(grep '^CEILING_DUPLEX device=0' <<<"$ceilings" | sed -E 's/.*total_bw=([^ ]*).*/\1/')
+duplex=${duplex:-0}
 data=$((2 * N * N * 8))
 cap=$((data / FACTOR))
 
@@ -51,9 +60,9 @@ run() {  # run LABEL CAPACITY: one run, its RESULT line in the log
   local rc=$?
   echo "+ [$label] ${limit[*]} $BIN $N $STEPS (rc=$rc)" >>"$LOG"
   cat "$OUT/run.txt" >>"$LOG"
-  python3 - "$label" "$rc" "$capacity" "$h2d" "$d2h" "$N" "$STEPS" "$OUT/run.txt" <<'EOF'
+  python3 - "$label" "$rc" "$capacity" "$h2d" "$d2h" "$N" "$STEPS" "$OUT/run.txt" "$duplex" <<'EOF'
 import json, re, sys
-label, rc, cap, h2d, d2h, n, steps, path = sys.argv[1:]
+label, rc, cap, h2d, d2h, n, steps, path, duplex = sys.argv[1:]
 text = open(path).read()
 m = re.search(r"bbmmc ([0-9.]+) s", text)
 j = re.search(r'\{"backend".*\}', text)
@@ -65,16 +74,24 @@ if j:
         tot = {}
 secs = float(m.group(1)) if m else float("nan")
 pin = float(tot.get("host_pin_seconds", 0.0))
+unpin = float(tot.get("host_unpin_seconds", 0.0))
 n, steps = int(n), int(steps)
 must = steps * 2 * n * n * 8  # per phase: the source in and the destination out, each way
 ideal = must / min(float(h2d), float(d2h))
-t = secs - pin
+# Both directions' bytes at the rate the two directions get together.
+ideal_duplex = 2 * must / float(duplex) if float(duplex) > 0 else float("nan")
+t = secs - pin - unpin
 print(f"RESULT label={label} rc={rc} capacity={cap} seconds={secs:.4f} pin={pin:.4f} "
+      f"unpin={unpin:.4f} "
       f"timed={t:.4f} ideal={ideal:.4f} ideal_over_timed={ideal / t if t > 0 else float('nan'):.3f} "
+      f"ideal_duplex={ideal_duplex:.4f} "
+      f"ideal_duplex_over_timed={ideal_duplex / t if t > 0 else float('nan'):.3f} "
       f"h2d_bytes={tot.get('bytes_h2d', 0)} d2h_bytes={tot.get('bytes_d2h', 0)} "
       f"must_each_way={must} evictions={tot.get('evictions', 0)}")
-print(f"ROW | {label} | {'whole device' if cap == '0' else cap} | {t:.4f} | {pin:.4f} | {ideal:.4f} | "
-      f"{ideal / t if t > 0 else float('nan'):.3f} | {int(tot.get('bytes_h2d', 0)) >> 20} | "
+print(f"ROW | {label} | {'whole device' if cap == '0' else cap} | {t:.4f} | {pin:.4f} | "
+      f"{unpin:.4f} | {ideal:.4f} | "
+      f"{ideal / t if t > 0 else float('nan'):.3f} | {ideal_duplex:.4f} | "
+      f"{ideal_duplex / t if t > 0 else float('nan'):.3f} | {int(tot.get('bytes_h2d', 0)) >> 20} | "
       f"{int(tot.get('bytes_d2h', 0)) >> 20} | {tot.get('evictions', 0)} |")
 EOF
 }
@@ -83,7 +100,7 @@ EOF
   run "out-of-core (data = ${FACTOR}x capacity)" "$cap"
 } | tee -a "$LOG" >"$OUT/results.txt"
 
-echo "heat2d N=$N, $STEPS steps, data $((data >> 20)) MiB; H2D $(python3 -c "print(f'{$h2d/1e9:.1f}')") GB/s, D2H $(python3 -c "print(f'{$d2h/1e9:.1f}')") GB/s"
-echo "| run | capacity | seconds (pinning left out) | pinning s | PCIe-bound ideal s | ideal / measured | H2D MiB | D2H MiB | evictions |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "heat2d N=$N, $STEPS steps, data $((data >> 20)) MiB; H2D $(python3 -c "print(f'{$h2d/1e9:.1f}')") GB/s, D2H $(python3 -c "print(f'{$d2h/1e9:.1f}')") GB/s, both at once $(python3 -c "print(f'{$duplex/1e9:.1f}')") GB/s"
+echo "| run | capacity | seconds (pinning, unpinning left out) | pinning s | unpinning s | PCIe-bound ideal s | ideal / measured | duplex-bound ideal s | duplex ideal / measured | H2D MiB | D2H MiB | evictions |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 sed -n 's/^ROW //p' "$OUT/results.txt"

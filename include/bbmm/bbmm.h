@@ -53,6 +53,20 @@ typedef enum bbmm_access {
 
 typedef enum bbmm_eviction_policy { BBMM_EVICT_LRU = 0 } bbmm_eviction_policy;
 
+/* When a device's results go back to the host copy. Lazily, a box written on a device is
+ * copied back only when it is boxed out, synchronised or read elsewhere through the host;
+ * eagerly, right behind the kernel of the tile that wrote it, when the tile is released
+ * (the copy runs under the following tiles' work, and boxing the instance out later has
+ * nothing left to copy: its memory is reusable as soon as that copy ends, instead of the
+ * allocation that reuses it waiting for a write-back issued only then). */
+typedef enum bbmm_write_back {
+  BBMM_WRITE_BACK_AUTO = 0,  /* lazily, and eagerly on a device from the first time it had to
+                                box out data that only it held (it is out of core: what it
+                                writes leaves it anyway) */
+  BBMM_WRITE_BACK_EAGER = 1, /* always eagerly (every write costs a copy to the host) */
+  BBMM_WRITE_BACK_LAZY = 2   /* always lazily */
+} bbmm_write_back;
+
 enum { BBMM_ARRAY_READ_ONLY = 1 };
 
 typedef struct bbmm_options {
@@ -83,12 +97,15 @@ typedef struct bbmm_options {
   int cuda_pageable_host;     /* CUDA: 0 (the default): registered host arrays are pinned
                                  (cudaHostRegister); 1: they stay pageable (no pinning cost,
                                  slower copies that hold the issue thread) */
+  bbmm_write_back write_back; /* when results go back to the host (default
+                                 BBMM_WRITE_BACK_AUTO: eagerly once a device is out of core) */
 } bbmm_options;
 
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,
  * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,
  * BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL, BBMM_CUDA_PEER_COPY_KERNEL,
- * BBMM_CUDA_PEER_PUSH, BBMM_CUDA_PIN_HOST and BBMM_CUDA_COPY_STREAMS from the environment. Fails on a
+ * BBMM_CUDA_PEER_PUSH, BBMM_CUDA_PIN_HOST, BBMM_CUDA_COPY_STREAMS and BBMM_WRITE_BACK (auto,
+ * eager or lazy) from the environment. Fails on a
  * malformed variable (the message names it). */
 bbmm_status bbmm_options_init(bbmm_options* opts);
 

@@ -215,6 +215,63 @@ TEST_P(RuntimeConformance, GrowthReplacesAnInstanceByTheHull) {
   EXPECT_EQ(rt->stats(0).hits_exact, 1u);
 }
 
+TEST_P(RuntimeConformance, NoGrowthByABlockToAHullOverAnEighthOfTheDevice) {
+  // [0,16) resident, then a tile reads [14,32) (it adds a block) or [0,18) (a face): on a
+  // device where their hull [0,32) or [0,18) takes more than an eighth of the memory, only
+  // the face grows the instance; with room, both do.
+  const size_t hull = expected_bytes(B({0}, {32}), 8, GetParam().pitch_alignment);
+  for (const bool roomy : {false, true}) {
+    for (const Box& next : {B({14}, {32}), B({0}, {18})}) {
+      const size_t capacity = roomy ? 8 * hull : 4 * hull;
+      SCOPED_TRACE(absl::StrCat("capacity ", capacity, ", then ", next.to_string()));
+      std::vector<double> x = iota_doubles(64);
+      auto rt = make_runtime(1, capacity);
+      Array* a = reg(*rt, "x", x.data(), 8, {64});
+      ASSERT_TRUE(touch(*rt, 0, a, B({0}, {16})).ok());
+      auto bad = std::make_shared<std::atomic<int>>(0);
+      ASSERT_TRUE(run_tile(*rt, 0, {{a, next, Access::kRead}}, check_1d(bad, next)).ok());
+      ASSERT_TRUE(rt->synchronize().ok());
+      const bool grows = roomy || next.hi(0) == 18;
+      EXPECT_EQ(rt->stats(0).hits_grown, grows ? 1u : 0u);
+      EXPECT_EQ(rt->stats(0).instances, grows ? 1u : 2u);
+      EXPECT_EQ(*bad, 0);
+    }
+  }
+}
+
+TEST_P(RuntimeConformance, ThreeDStencilUnderBoxOutKeepsViewsInFewPieces) {
+  // The standalone heat3d's small box-out run (n = 34, 2 tiles, 4 steps, each device
+  // holding 3/4 of both arrays): a tile reads its planes and one more on each side of
+  // the source and writes the interior of its planes of the destination. Its kernels
+  // take views of at most 8 pieces (samples/standalone/stencil_common.h).
+  constexpr int64_t n = 34;
+  std::vector<double> x(n * n * n, 1.0), y(n * n * n, 2.0);
+  auto rt = make_runtime(1, 2 * n * n * n * 8 * 3 / 4);
+  Array* a = reg(*rt, "A", x.data(), 8, {n, n, n});
+  Array* b = reg(*rt, "B", y.data(), 8, {n, n, n});
+  size_t most = 0;
+  for (int step = 0; step < 4; ++step) {
+    for (int phase = 0; phase < 2; ++phase) {
+      Array* src = phase == 0 ? a : b;
+      Array* dst = phase == 0 ? b : a;
+      for (const auto [lo, hi] : {std::pair<int64_t, int64_t>{1, 17}, {17, 33}}) {
+        absl::StatusOr<Tile> t = rt->begin_tile(0);
+        ASSERT_TRUE(t.ok()) << t.status();
+        ASSERT_TRUE(t->require(src, B({lo - 1, 0, 0}, {hi + 1, n, n}), Access::kRead).ok());
+        ASSERT_TRUE(t->require(dst, B({lo, 1, 1}, {hi, n - 1, n - 1}), Access::kWrite).ok());
+        ASSERT_TRUE(t->acquire().ok());
+        for (Array* arr : {src, dst}) {
+          absl::StatusOr<bbmm_view> v = t->view(arr);
+          ASSERT_TRUE(v.ok()) << v.status();
+          most = std::max(most, static_cast<size_t>(v->npieces));
+        }
+        ASSERT_TRUE(t->release().ok());
+      }
+    }
+  }
+  EXPECT_LE(most, 8u);
+}
+
 TEST_P(RuntimeConformance, PartialOverlapWithAnInstanceInUseGivesPieces) {
   std::vector<double> x = iota_doubles(64);
   auto rt = make_runtime(1, 0);
@@ -298,6 +355,95 @@ TEST_P(RuntimeConformance, DirtyDataIsWrittenBackBeforeEviction) {
   EXPECT_EQ(s.bytes_written_back, 128u);
   for (int i = 0; i < 16; ++i) EXPECT_EQ(x[i], 2.0 * i + 1) << i;
   for (int i = 16; i < 32; ++i) EXPECT_EQ(x[i], -1.0) << i;
+}
+
+// Eager write-back (RuntimeOptions::write_back): a released tile's writes go to
+// the host copy right away, so boxing the instance out later copies nothing.
+// Tiles write [0,16), [16,32), [32,48) and [48,64) in turn on a device with room
+// for two 16-double boxes; each is checked against what lazy write-back
+// would have copied at that point.
+namespace {
+
+struct WriteBackTrace {
+  std::vector<uint64_t> written_back;  // bytes_written_back after each tile
+  std::vector<uint64_t> evictions;
+};
+
+WriteBackTrace write_four_boxes(Runtime& rt, std::vector<double>& x) {
+  Array* a = reg(rt, "x", x.data(), 8, {64});
+  WriteBackTrace tr;
+  for (int k = 0; k < 4; ++k) {
+    const Box b = B({16 * k}, {16 * k + 16});
+    EXPECT_TRUE(run_tile(rt, 0, {{a, b, Access::kWrite}},
+                         write_1d(b, [k](int64_t i) { return 100.0 * k + i; }))
+                    .ok());
+    tr.written_back.push_back(rt.stats(0).bytes_written_back);
+    tr.evictions.push_back(rt.stats(0).evictions);
+  }
+  EXPECT_TRUE(rt.sync_to_host(a).ok());
+  return tr;
+}
+
+void expect_four_boxes(const std::vector<double>& x) {
+  for (int k = 0; k < 4; ++k)
+    for (int i = 16 * k; i < 16 * k + 16; ++i) EXPECT_EQ(x[i], 100.0 * k + i) << i;
+}
+
+}  // namespace
+
+TEST_P(RuntimeConformance, LazyWriteBackCopiesOnlyWhatIsBoxedOut) {
+  std::vector<double> x(64, -1.0);
+  RuntimeOptions o;
+  o.write_back = BBMM_WRITE_BACK_LAZY;
+  auto rt = make_runtime(1, 2 * 128, o);
+  const WriteBackTrace tr = write_four_boxes(*rt, x);
+  EXPECT_EQ(tr.evictions, (std::vector<uint64_t>{0, 0, 1, 2}));
+  EXPECT_EQ(tr.written_back, (std::vector<uint64_t>{0, 0, 128, 256}));
+  expect_four_boxes(x);
+}
+
+TEST_P(RuntimeConformance, EagerWriteBackCopiesEveryWriteAtRelease) {
+  std::vector<double> x(64, -1.0);
+  RuntimeOptions o;
+  o.write_back = BBMM_WRITE_BACK_EAGER;
+  auto rt = make_runtime(1, 2 * 128, o);
+  const WriteBackTrace tr = write_four_boxes(*rt, x);
+  EXPECT_EQ(tr.evictions, (std::vector<uint64_t>{0, 0, 1, 2}));
+  // Each tile's box at its release; the box-outs find nothing to copy.
+  EXPECT_EQ(tr.written_back, (std::vector<uint64_t>{128, 256, 384, 512}));
+  expect_four_boxes(x);
+}
+
+TEST_P(RuntimeConformance, AutoWriteBackTurnsEagerAfterTheFirstDirtyBoxOut) {
+  std::vector<double> x(64, -1.0);
+  RuntimeOptions o;
+  o.write_back = BBMM_WRITE_BACK_AUTO;
+  auto rt = make_runtime(1, 2 * 128, o);
+  const WriteBackTrace tr = write_four_boxes(*rt, x);
+  EXPECT_EQ(tr.evictions, (std::vector<uint64_t>{0, 0, 1, 2}));
+  // Lazy until tile 2 boxes out [0,16) (dirty, 128 bytes); from then on eager:
+  // tile 2's own box at its release, then tile 3's box-out of [16,32) (dirty,
+  // written lazily) and tile 3's box.
+  EXPECT_EQ(tr.written_back, (std::vector<uint64_t>{0, 0, 256, 512}));
+  expect_four_boxes(x);
+}
+
+TEST_P(RuntimeConformance, AutoWriteBackStaysLazyWhileEverythingFits) {
+  std::vector<double> x(64, -1.0);
+  RuntimeOptions o;  // BBMM_WRITE_BACK_AUTO
+  auto rt = make_runtime(1, 4 * 128, o);
+  Array* a = reg(*rt, "x", x.data(), 8, {64});
+  for (int step = 0; step < 3; ++step)
+    for (int k = 0; k < 4; ++k) {
+      const Box b = B({16 * k}, {16 * k + 16});
+      ASSERT_TRUE(run_tile(*rt, 0, {{a, b, Access::kWrite}},
+                           write_1d(b, [k](int64_t i) { return 100.0 * k + i; }))
+                      .ok());
+    }
+  EXPECT_EQ(rt->stats(0).bytes_written_back, 0u);
+  EXPECT_EQ(rt->stats(0).evictions, 0u);
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  expect_four_boxes(x);
 }
 
 TEST_P(RuntimeConformance, CleanInstancesAreEvictedWithoutWriteBack) {

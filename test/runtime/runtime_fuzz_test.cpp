@@ -133,6 +133,7 @@ struct Trace {
   size_t align = 1;
   double growth = 0.25;
   bool check = false;
+  bbmm_write_back write_back = BBMM_WRITE_BACK_AUTO;
   int queues = 1;  // host backend worker queues per device
   std::vector<ArraySpec> arrays;
   std::vector<Op> ops;
@@ -165,6 +166,7 @@ std::string to_string(const Trace& t) {
   std::string s = absl::StrCat("trace seed=", t.seed, " devices=", t.devices,
                                " capacity=", t.capacity, " peer=", t.peer,
                                " align=", t.align, " growth=", t.growth, " check=", t.check,
+                               " write_back=", static_cast<int>(t.write_back),
                                " queues=", t.queues, "\n");
   for (size_t i = 0; i < t.arrays.size(); ++i) {
     const ArraySpec& a = t.arrays[i];
@@ -297,6 +299,8 @@ Trace generate(uint64_t seed) {
   t.align = rng.chance(25) ? 64 : 1;
   t.growth = rng.chance(20) ? 0.0 : static_cast<double>(rng.range(0, 60)) / 100.0;
   t.check = rng.chance(30);
+  // Auto mostly (eager once a device boxes out dirty data), eager and lazy too.
+  t.write_back = static_cast<bbmm_write_back>(rng.chance(60) ? 0 : rng.range(1, 2));
   // Several queues per device run a device's kernels and copies
   // concurrently: a missing event shows up as a wrong value.
   t.queues = rng.chance(50) ? 4 : 1;
@@ -459,6 +463,7 @@ class Runner {
     RuntimeOptions opts;
     opts.growth_threshold = t_.growth;
     opts.check = t_.check;
+    opts.write_back = t_.write_back;
     absl::StatusOr<std::unique_ptr<Runtime>> rt =
         Runtime::create_with_backend(*std::move(backend), opts);
     if (!rt.ok()) return absl::StrCat("create: ", rt.status().message());

@@ -133,6 +133,7 @@ void to_c_options(const bbmm::RuntimeOptions& o, bbmm_options* opts) {
   opts->device_memory = o.device_memory;
   opts->eviction_policy = o.eviction_policy;
   opts->growth_threshold = o.growth_threshold;
+  opts->write_back = o.write_back;
   opts->check = o.check ? 1 : 0;
   opts->peer_access = o.peer_access ? 1 : 0;
   opts->host_poison = o.host_poison ? 1 : 0;
@@ -261,6 +262,12 @@ bbmm_status to_runtime_options(const bbmm_options* opts, bbmm::RuntimeOptions* o
     return fail(BBMM_ERROR_INVALID_ARGUMENT,
                 "runtime_create: unknown eviction policy " + std::to_string(policy));
   }
+  const int write_back = enum_bits(opts->write_back);
+  if (write_back < BBMM_WRITE_BACK_AUTO || write_back > BBMM_WRITE_BACK_LAZY) {
+    return fail(BBMM_ERROR_INVALID_ARGUMENT,
+                "runtime_create: unknown write_back " + std::to_string(write_back) +
+                    " (BBMM_WRITE_BACK_AUTO, _EAGER or _LAZY)");
+  }
   bbmm::RuntimeOptions& o = *out;
   o.backend = static_cast<bbmm_backend_kind>(backend);
   o.devices = opts->devices;
@@ -268,6 +275,7 @@ bbmm_status to_runtime_options(const bbmm_options* opts, bbmm::RuntimeOptions* o
   o.trace_file = opts->trace_file == nullptr ? "" : opts->trace_file;
   o.eviction_policy = static_cast<bbmm_eviction_policy>(policy);
   o.growth_threshold = opts->growth_threshold;
+  o.write_back = static_cast<bbmm_write_back>(write_back);
   o.check = opts->check != 0;
   o.peer_access = opts->peer_access != 0;
   o.host_poison = opts->host_poison != 0;

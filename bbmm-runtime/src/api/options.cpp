@@ -114,6 +114,16 @@ absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
           absl::StrCat("BBMM_CUDA_COPY_STREAMS='", v, "': expected 1..8"));
     }
   }
+  if (const char* v = std::getenv("BBMM_WRITE_BACK"); v != nullptr && *v != '\0') {
+    const std::string s = absl::AsciiStrToLower(v);
+    if (s == "auto") o.write_back = BBMM_WRITE_BACK_AUTO;
+    else if (s == "eager") o.write_back = BBMM_WRITE_BACK_EAGER;
+    else if (s == "lazy") o.write_back = BBMM_WRITE_BACK_LAZY;
+    else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("BBMM_WRITE_BACK='", v, "': use auto, eager or lazy"));
+    }
+  }
   return o;
 }
 

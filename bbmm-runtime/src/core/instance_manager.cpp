@@ -118,7 +118,11 @@ absl::Status InstanceManager::evict(Instance* inst) {
                    absl::StrCat("\"array\":\"", json_escape(a.name), "\",\"box\":\"",
                                 inst->box.to_string(), "\",\"bytes\":", inst->bytes));
   }
-  return drop(inst);
+  const int device = inst->device;
+  const uint64_t writebacks = st.writebacks;
+  absl::Status s = drop(inst);
+  if (stats_[device].writebacks != writebacks) devices_[device].boxed_out_sole_copies = true;
+  return s;
 }
 
 void InstanceManager::mark_transient(Instance* inst) {

@@ -30,6 +30,10 @@ class InstanceManager {
   struct Device {
     size_t capacity = 0;   // bytes the manager may hand out
     size_t allocated = 0;  // exact bytes of live instances
+    // Some box-out had to write back data only it held: the device is out of
+    // core (what it writes leaves it anyway), so results go back eagerly
+    // under BBMM_WRITE_BACK_AUTO.
+    bool boxed_out_sole_copies = false;
     std::list<Instance*> in_use, unused;
   };
 

@@ -202,10 +202,31 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
     // allocating and copying the whole hull at every i): grow it half as much
     // again where it grows, within the array, so that the copies add up to a
     // few times the final size. Without the room for it, the exact hull.
+    // Growing allocates the hull while the instances it replaces still hold
+    // their memory. A hull that fills more than 1/kGrowthShare of the device
+    // and is over half as large again as the instances it absorbs (the box
+    // adds a block rather than a few faces) crowds out what the next tiles
+    // need: on one H100 limited to 1 GiB the compiled heat2d grew its source
+    // array tile by tile into 604 MB instances, and every read-in then waited
+    // for the write-back of the memory it reused (2026-11-27). Pieces then, when
+    // what the instances lack is one box per box asked for (a few pieces per
+    // view); a frame of faces around them still grows (pieces would split it).
+    auto small = [&](const Box& box) {
+      int64_t strides[Box::kMaxRank];
+      return manager_.footprint(a, box, strides) <= manager_.device(d).capacity / kGrowthShare;
+    };
+    int64_t absorbed = 0;
+    for (Instance* c : cands) absorbed += c->box.volume();
+    if (!small(hull) && 2 * hull.volume() > 3 * absorbed) {
+      BoxSet fresh = boxes;
+      for (Instance* c : cands) (void)fresh.remove(c->box);
+      fresh.coalesce();
+      if (fresh.size() <= boxes.size()) return nullptr;
+    }
     int growths = 0;
     for (Instance* c : cands) growths = std::max(growths, c->growths);
     const Box roomy = growths > 0 ? with_headroom(hull, cands, a.whole) : hull;
-    const bool use_room = !(roomy == hull) && only_cands_in(roomy);
+    const bool use_room = !(roomy == hull) && only_cands_in(roomy) && small(roomy);
     absl::StatusOr<Instance*> grown = merge_into_hull(d, a, use_room ? roomy : hull, cands, &tile);
     if (use_room && absl::IsResourceExhausted(grown.status())) {
       grown = merge_into_hull(d, a, hull, cands, &tile);

@@ -43,6 +43,10 @@ class Placement {
   // With one_instance_per_tile: the largest share of a device's memory such a hull may
   // take.
   static constexpr size_t kOneInstanceShare = 64;
+  // Instances grow to a hull that takes more than this share of the device's memory
+  // only when it is at most half as large again as what it absorbs, and never with
+  // headroom.
+  static constexpr size_t kGrowthShare = 8;
 
   // Places `part`'s boxes (part.all) on `tile`'s device, filling part.pieces
   // and holding the instances used (tile.held). `pressure`: the device is too

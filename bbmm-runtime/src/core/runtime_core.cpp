@@ -61,6 +61,11 @@ absl::StatusOr<std::unique_ptr<RuntimeCore>> RuntimeCore::create(
     return absl::InvalidArgumentError(
         absl::StrCat("runtime: at most ", kMaxDevices, " devices are supported, got ", n));
   }
+  if (options.write_back < BBMM_WRITE_BACK_AUTO || options.write_back > BBMM_WRITE_BACK_LAZY) {
+    return absl::InvalidArgumentError(absl::StrCat("runtime: write_back ",
+                                                   static_cast<int>(options.write_back),
+                                                   " is not a bbmm_write_back"));
+  }
   if (!(options.growth_threshold >= 0.0 && options.growth_threshold <= 1.0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "runtime: growth_threshold ", options.growth_threshold, " is outside [0, 1]"));
@@ -629,14 +634,40 @@ absl::Status RuntimeCore::release(TileState& tile) {
     retire(tile);
     return absl::OkStatus();
   }
+  absl::Status status;
   if (tile.phase == TileState::Phase::kAcquired) {
     // A host tile's writes were made the host's at acquire (host_tiles.cpp).
-    if (tile.device != kHostDevice) commit_writes(tile);
+    if (tile.device != kHostDevice) {
+      commit_writes(tile);
+      if (writes_back_eagerly(tile.device)) status = write_back_written(tile);
+    }
     if (options_.check) drop_open_writes(tile);
   }
   unhold_all(tile);
   tile_stats(tile.device).tiles++;
   retire(tile);
+  return status;
+}
+
+bool RuntimeCore::writes_back_eagerly(int device) const {
+  switch (options_.write_back) {
+    case BBMM_WRITE_BACK_EAGER: return true;
+    case BBMM_WRITE_BACK_LAZY: return false;
+    default: return manager_->device(device).boxed_out_sole_copies;
+  }
+}
+
+absl::Status RuntimeCore::write_back_written(TileState& tile) {
+  // Behind the tile's kernel (the copies wait for its writes), issued now: the
+  // instances stay, valid on both sides, and boxing them out later copies
+  // nothing.
+  for (const TileState::ArrayPart& part : tile.live_parts()) {
+    if (part.array->read_only) continue;
+    for (size_t i = 0; i < part.write.size(); ++i) {
+      absl::Status s = coherency_->write_back(*part.array, part.write[i]);
+      if (!s.ok()) return s;
+    }
+  }
   return absl::OkStatus();
 }
 

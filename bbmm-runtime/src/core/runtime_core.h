@@ -156,6 +156,11 @@ class RuntimeCore {
   absl::Status acquire_host(TileState& tile);
   absl::Status launch_host(TileState& tile, std::function<void(const bbmm_launch_info&)> fn);
   absl::Status acquire_parts(TileState& tile, bool pressure);
+  // Whether `device`'s results go back to the host when their tile is
+  // released (RuntimeOptions::write_back).
+  bool writes_back_eagerly(int device) const;
+  // Issues the write-back of every box `tile` wrote (eager write-back).
+  absl::Status write_back_written(TileState& tile);
   // The boxes of `part`'s pieces into piece_boxes_.
   void piece_boxes(const TileState::ArrayPart& part) {
     piece_boxes_.clear();

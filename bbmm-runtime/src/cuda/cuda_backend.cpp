@@ -40,6 +40,8 @@ constexpr size_t kTimingEventsPerDevice = 1024;
 // its timing reference when older than this.
 constexpr size_t kTraceFlushRecords = 4096;
 constexpr int64_t kTraceReferenceMaxAgeUs = int64_t{10} * 1000 * 1000;
+// The most of a capacity the program set that the pool takes at creation.
+constexpr size_t kPrimeLimitMax = size_t{4} << 30;
 
 // The event of one operation, from a pool of recycled blocks: made here on the
 // application's thread, it is usually released on a worker
@@ -188,8 +190,17 @@ class CudaBackend final : public Backend {
         for (const auto& dev : devices_) {
           if (dev->gpu == g) limit += dev->capacity;
         }
-        growers_[g] = std::make_unique<PoolGrower>(g, topology_.pool[g], limit,
-                                                   options_.pool_headroom_bytes);
+        // A capacity the program set (device_memory) is what it gives libbbmm of
+        // the GPU: take it all at once, as a hand-written program allocates its
+        // buffers up front, up to kPrimeLimitMax. Else out-of-core runs grow the
+        // pool on the application thread while they fill the device (on one
+        // H100 limited to 1 GiB, heat2d's first six allocations of 134 MB
+        // blocked it 2.5-5.4 ms each, 2026-11-27).
+        size_t headroom = options_.pool_headroom_bytes;
+        if (options_.capacity_bytes > 0) {
+          headroom = std::max(headroom, std::min(limit, kPrimeLimitMax));
+        }
+        growers_[g] = std::make_unique<PoolGrower>(g, topology_.pool[g], limit, headroom);
         try {
           if (absl::Status gs = growers_[g]->start(); !gs.ok()) return gs;
         } catch (const std::exception& e) {
@@ -282,7 +293,11 @@ class CudaBackend final : public Backend {
       c.tracer = t;
       c.trace_args = absl::StrCat("\"bytes\":", bytes);
     }
-    dev.worker->enqueue(std::move(c));
+    const uint64_t ticket = dev.worker->enqueue(std::move(c));
+    uint64_t seen = dev.free_ticket.load(std::memory_order_relaxed);
+    while (seen < ticket &&
+           !dev.free_ticket.compare_exchange_weak(seen, ticket, std::memory_order_acq_rel)) {
+    }
     return absl::OkStatus();
   }
 
@@ -449,6 +464,9 @@ class CudaBackend final : public Backend {
     std::unique_ptr<Worker> worker;
     size_t capacity = 0;
     std::atomic<size_t> in_use{0};
+    // The worker's ticket of the latest free: allocate() lets the worker issue
+    // it first (allocate_reserved).
+    std::atomic<uint64_t> free_ticket{0};
     // Live allocations and their requested sizes (free() checks and
     // accounts with them).
     std::mutex live_mu;
@@ -506,6 +524,18 @@ class CudaBackend final : public Backend {
   absl::StatusOr<DeviceBuffer> allocate_reserved(Device& dev, size_t bytes) {
     ScopedDevice on(dev.gpu);
     BBMM_CUDA(on.error());
+    // Frees still in the worker's queue hold pool memory that our accounting
+    // already counts as free. Let the worker issue them first (microseconds:
+    // issuing waits for no device work), so that this allocation, later in
+    // the same memory stream, can reuse their memory in stream order. Else
+    // the pool grows, and growing waits until the pending frees have run, i.e.
+    // until the write-backs of evicted instances end: under memory pressure
+    // that blocked the application thread for up to 12 ms per allocation (the
+    // out-of-core heat2d, 2 x H100, 2026-11-27, docs/performance.md).
+    if (const uint64_t t = dev.free_ticket.load(std::memory_order_acquire);
+        t > 0 && !Worker::on_any_worker_thread()) {
+      dev.worker->wait_issued(t);
+    }
     std::unique_lock<std::mutex> lock(dev.streams.memory_mu);
     StreamSlot& m = dev.streams.memory;
     void* p = nullptr;

@@ -177,7 +177,9 @@ struct CudaBackendOptions {
   // Free bytes each GPU's memory pool keeps ahead of the allocations, grown
   // by a thread of its own (cuda_pool_grower.h), so that allocate() does not
   // grow the pool itself (which can wait for kernels, even of another GPU):
-  // max(this, a quarter of the bytes in use), within the capacity. 0: off.
+  // max(this, a quarter of the bytes in use), within the capacity; with a
+  // capacity_bytes set, at least that capacity (up to 4 GiB), taken at
+  // creation. 0: off.
   size_t pool_headroom_bytes = size_t{64} << 20;
   // How register_host pins (cuda_pinning.h).
   HostPinMethod pin_method = HostPinMethod::kAuto;
