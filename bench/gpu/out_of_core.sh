@@ -14,7 +14,9 @@
 # directions' bytes at the rate `ceilings` measures with H2D and D2H running at once
 # (CEILING_DUPLEX total_bw; on 2 x H100, 2026-11-27, each direction then gets less than
 # alone). Measured: the program's own time of
-# kernel_heat2d ("bbmmc S s", arrays registered, computed and synchronised to the host)
+# kernel_heat2d ("bbmmc S s", arrays registered, computed and synchronised to the host;
+# BBMM_SAMPLE_WARMUP=1: after a first call on a tiny input, so that creating the runtime,
+# CUDA's driver and context start included, is left out, as in study.sh)
 # minus the pinning of the host arrays at registration and their unpinning at the end
 # (host_pin_seconds, host_unpin_seconds: setup and teardown costs, reported apart).
 # The runs are not verified (BBMM_SAMPLE_REFERENCE=0: the sequential reference of 4 GiB
@@ -33,7 +35,7 @@ STEPS="${OOC_STEPS:-5}"
 FACTOR="${OOC_FACTOR:-4}"
 LOG="$OUT/logs.txt"
 : >"$LOG"
-BIN="$G/bin/heat2d_bbmmc_cuda_fast"
+BIN="$G/bin/${OOC_BIN:-heat2d_bbmmc_cuda_fast}"  # OOC_BIN: another staged build of it
 [[ -x "$BIN" ]] || { echo "out_of_core.sh: no $BIN" >&2; exit 1; }
 
 ceilings="$(timeout 60 "$G/bin/ceilings" --bytes 1GiB --reps 3 --devices 1 2>&1 | tee -a "$LOG")"
@@ -55,7 +57,7 @@ run() {  # run LABEL CAPACITY: one run, its RESULT line in the log
   # OOC_TRACE=1: the out-of-core run also writes its trace (trace_ooc.json, for
   # plot_trace.py: which streams overlap).
   [[ $capacity -gt 0 && "${OOC_TRACE:-0}" == 1 ]] && limit+=(BBMM_TRACE="$OUT/trace_ooc.json")
-  env BBMM_SAMPLE_REFERENCE=0 BBMM_DEVICES=1 BBMM_STATS=json "${limit[@]}" \
+  env BBMM_SAMPLE_REFERENCE=0 BBMM_SAMPLE_WARMUP=1 BBMM_DEVICES=1 BBMM_STATS=json "${limit[@]}" \
     timeout 300 "$BIN" "$N" "$STEPS" >"$OUT/run.txt" 2>&1
   local rc=$?
   echo "+ [$label] ${limit[*]} $BIN $N $STEPS (rc=$rc)" >>"$LOG"
