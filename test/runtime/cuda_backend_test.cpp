@@ -581,6 +581,66 @@ TEST_F(CudaBackendTest, PoolGrowerKeepsFreeMemoryAheadOfAllocations) {
   EXPECT_TRUE(b.synchronize(0).ok());
 }
 
+// A capacity the program sets is taken into the pool when the backend starts (up to 4 GiB),
+// so that an out-of-core run does not grow the pool while it fills the device.
+TEST_F(CudaBackendTest, ASetCapacityIsPooledAtCreation) {
+  constexpr size_t kCapacity = size_t{256} << 20;
+  CudaBackendOptions o;
+  o.devices = 1;
+  o.capacity_bytes = kCapacity;
+  absl::StatusOr<std::unique_ptr<Backend>> made = make_cuda_backend(o);
+  ASSERT_TRUE(made.ok()) << made.status();
+  cudaMemPool_t pool = nullptr;
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, 0), cudaSuccess);
+  uint64_t reserved = 0, used = 0;
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used), cudaSuccess);
+  // The pool is shared with the fixture's backend (whose grower primed 64 MiB): at least
+  // half the capacity is free in it.
+  EXPECT_GE(reserved - used, kCapacity / 2);
+  const uint64_t grown_before =
+      fake_cuda_pool_growths_on_this_thread ? fake_cuda_pool_growths_on_this_thread() : 0;
+  absl::StatusOr<DeviceBuffer> all = (*made)->allocate(0, kCapacity / 2);
+  ASSERT_TRUE(all.ok()) << all.status();
+  if (fake_cuda_pool_growths_on_this_thread) {
+    EXPECT_EQ(fake_cuda_pool_growths_on_this_thread() - grown_before, 0u);
+  }
+  ASSERT_TRUE((*made)->free(0, *all, {}).ok());
+  EXPECT_TRUE((*made)->synchronize(0).ok());
+}
+
+// An allocation made while the free of a block of the same size still waits in the
+// issue worker's queue can reuse that block in stream order (the worker issues the free
+// first) instead of growing the pool, which waits for the pool's pending frees, i.e. for
+// whatever the freed block's last users wait for (out of core: the write-backs of evicted
+// instances). The worker is held by a launch function that sleeps, so that the free is
+// still queued when allocate() runs. The fake CUDA runtime hands a block freed on the
+// memory stream to the next allocation of its size there; a GPU's pool may pick another
+// free block, so there the test checks only that nothing fails.
+TEST_F(CudaBackendTest, AllocationAfterAQueuedFreeCanReuseItsBlock) {
+  constexpr size_t kBytes = size_t{32} << 20;
+  CudaBackendOptions o;
+  o.devices = 1;
+  o.pool_headroom_bytes = 0;  // no grower
+  absl::StatusOr<std::unique_ptr<Backend>> made = make_cuda_backend(o);
+  ASSERT_TRUE(made.ok()) << made.status();
+  Backend& b = **made;
+  absl::StatusOr<DeviceBuffer> first = b.allocate(0, kBytes);
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<Event> held = b.launch(
+      0, [](const bbmm_launch_info&) { std::this_thread::sleep_for(std::chrono::milliseconds(50)); },
+      {});
+  ASSERT_TRUE(held.ok()) << held.status();
+  ASSERT_TRUE(b.free(0, *first, {}).ok());
+  absl::StatusOr<DeviceBuffer> second = b.allocate(0, kBytes);
+  ASSERT_TRUE(second.ok()) << second.status();
+  if (fake_cuda_pool_growths_on_this_thread) {
+    EXPECT_EQ(second->base, first->base) << "the queued free's block was not reused";
+  }
+  ASSERT_TRUE(b.free(0, *second, {}).ok());
+  EXPECT_TRUE(b.synchronize(0).ok());
+}
+
 // A freed block handed out again must not be written before the old user is
 // done: the new buffer's ready event (recorded on the memory stream after the
 // free waited for the old user) orders it.
