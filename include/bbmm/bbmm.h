@@ -60,11 +60,11 @@ typedef enum bbmm_eviction_policy { BBMM_EVICT_LRU = 0 } bbmm_eviction_policy;
  * nothing left to copy: its memory is reusable as soon as that copy ends, instead of the
  * allocation that reuses it waiting for a write-back issued only then). */
 typedef enum bbmm_write_back {
-  BBMM_WRITE_BACK_AUTO = 0,  /* lazily, and eagerly on a device from the first time it had to
+  BBMM_WRITE_BACK_LAZY = 0,  /* always lazily (the default) */
+  BBMM_WRITE_BACK_EAGER = 1, /* always eagerly (every write costs a copy to the host) */
+  BBMM_WRITE_BACK_AUTO = 2   /* lazily, and eagerly on a device from the first time it had to
                                 box out data that only it held (it is out of core: what it
                                 writes leaves it anyway) */
-  BBMM_WRITE_BACK_EAGER = 1, /* always eagerly (every write costs a copy to the host) */
-  BBMM_WRITE_BACK_LAZY = 2   /* always lazily */
 } bbmm_write_back;
 
 enum { BBMM_ARRAY_READ_ONLY = 1 };
@@ -98,7 +98,8 @@ typedef struct bbmm_options {
                                  (cudaHostRegister); 1: they stay pageable (no pinning cost,
                                  slower copies that hold the issue thread) */
   bbmm_write_back write_back; /* when results go back to the host (default
-                                 BBMM_WRITE_BACK_AUTO: eagerly once a device is out of core) */
+                                 BBMM_WRITE_BACK_LAZY: when boxed out, synchronised or read
+                                 through the host) */
 } bbmm_options;
 
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,

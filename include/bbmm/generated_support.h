@@ -158,18 +158,21 @@ static inline int bbmm_gen_parse_edge_tiles(const char* text, int64_t* out) {
 }
 
 /* Whether ties in a phase's issue order alternate direction from one ordered phase call
- * to the next (1, BBMM_TILE_ORDER=alternate) or always follow the range (0, the default,
- * BBMM_TILE_ORDER=forward). Alternating was meant to let the tile that waits for a
- * neighbour's halo come after one whose input was issued first; on 4 H100s it made heat2d
- * 1.5 times slower (2026-11-26, fifth session: the CUDA workers then wait for each other
- * to issue the copies' source kernels and fall back to the GPUs' pace;
- * docs/performance.md). Set with the runtime. */
-static int bbmm_gen_tile_order_alternate = 0;
+ * to the next (1, BBMM_TILE_ORDER=alternate), always follow the range (0,
+ * BBMM_TILE_ORDER=forward), or alternate once the runtime has boxed out an instance (2,
+ * BBMM_TILE_ORDER=auto, the default). Out of core, a phase that starts where the previous
+ * one ended finds that one's last tiles still on the device: on one host device holding a
+ * quarter of the data, 11% fewer bytes read in for heat2d and heat3d, 6% for jacobi1d, 32%
+ * for fdtd2d (and 27% fewer written back, lazily), 2026-11-27, docs/performance.md. In
+ * core it was neutral on 2 and 4 H100s (0.99-1.01, sixth session of 2026-11-26); before
+ * copies between GPUs were pushed by their source it made heat2d 1.5 times slower on 4
+ * H100s (fifth session), so in core the order stays forward. Set with the runtime. */
+static int bbmm_gen_tile_order = 2;
 
-/* "alternate" -> 1, "forward" -> 0 in *out; 0 for anything else. */
+/* "forward" -> 0, "alternate" -> 1, "auto" -> 2 in *out; 0 for anything else. */
 static inline int bbmm_gen_parse_tile_order(const char* text, int* out) {
-  static const char* const words[] = {"forward", "alternate"};
-  return bbmm_gen_parse_word(text, words, 2, out);
+  static const char* const words[] = {"forward", "alternate", "auto"};
+  return bbmm_gen_parse_word(text, words, 3, out);
 }
 
 /* How a partitioned loop whose range moves with the serial iterators (a triangular
@@ -350,8 +353,8 @@ static inline bbmm_runtime* bbmm_gen_runtime(void) {
       bbmm_fatal(1, "BBMM_EDGE_TILES='%s' is not an integer in [0, 1048576]", t);
     }
     t = getenv("BBMM_TILE_ORDER");
-    if (t && *t && !bbmm_gen_parse_tile_order(t, &bbmm_gen_tile_order_alternate)) {
-      bbmm_fatal(1, "BBMM_TILE_ORDER='%s' is not 'alternate' or 'forward'", t);
+    if (t && *t && !bbmm_gen_parse_tile_order(t, &bbmm_gen_tile_order)) {
+      bbmm_fatal(1, "BBMM_TILE_ORDER='%s' is not 'forward', 'alternate' or 'auto'", t);
     }
     t = getenv("BBMM_SPLIT");
     if (t && *t && !bbmm_gen_parse_split(t, &bbmm_gen_split_step)) {
@@ -574,11 +577,20 @@ static inline int bbmm_gen_rank_cmp(const void* a, const void* b) {
   return x->k < y->k ? -1 : (x->k > y->k ? 1 : 0);
 }
 
+/* Whether the ties of ordered phase calls alternate direction now (bbmm_gen_tile_order):
+ * with auto, once some device of "rt" has boxed out an instance. */
+static inline int bbmm_gen_alternating(const bbmm_runtime* rt) {
+  if (bbmm_gen_tile_order != 2) return bbmm_gen_tile_order;
+  bbmm_stats st;
+  return rt != NULL && bbmm_stats_get(rt, -1, &st) == BBMM_OK && st.evictions > 0;
+}
+
 /* Orders "n" tiles by the bytes they flow out, largest first. Ties go by index, upwards
  * when "call" (the count of ordered phase calls before this one in the scop) is even or
- * bbmm_gen_tile_order_alternate is 0, downwards when it is odd. */
-static inline void bbmm_gen_order_tiles(bbmm_gen_tile_rank* rank, int64_t n, int64_t call) {
-  const int down = bbmm_gen_tile_order_alternate && (call & 1);
+ * "alternate" is 0, downwards when it is odd. */
+static inline void bbmm_gen_order_tiles(bbmm_gen_tile_rank* rank, int64_t n, int64_t call,
+                                        int alternate) {
+  const int down = alternate && (call & 1);
   if (down) {
     for (int64_t i = 0; i < n; ++i) rank[i].k = -rank[i].k;
   }

@@ -44,7 +44,7 @@ struct RuntimeOptions {
   bool cuda_peer_push = true;  // CUDA: copies between devices issued by the source's worker
   bool cuda_pin_host = true;   // CUDA: pin registered host arrays (cudaHostRegister)
   // When results go back to the host copy (bbmm_write_back in bbmm.h).
-  bbmm_write_back write_back = BBMM_WRITE_BACK_AUTO;
+  bbmm_write_back write_back = BBMM_WRITE_BACK_LAZY;
 
   // Defaults overridden by BBMM_BACKEND, BBMM_DEVICES, BBMM_DEVICE_MEMORY,
   // BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,

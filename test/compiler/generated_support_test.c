@@ -384,6 +384,7 @@ static void test_weighted_split(void) {
 static void test_parse_tile_order(void) {
   int v = 7;
   CHECK(bbmm_gen_parse_tile_order("alternate", &v) && v == 1);
+  CHECK(bbmm_gen_parse_tile_order("auto", &v) && v == 2);
   CHECK(bbmm_gen_parse_tile_order("forward", &v) && v == 0);
   CHECK(!bbmm_gen_parse_tile_order("Forward", &v) && v == 0);
   CHECK(!bbmm_gen_parse_tile_order("", &v) && v == 0);
@@ -728,7 +729,7 @@ static void test_capacity_helpers(void) {
       r[k].k = 5 - k; /* given in reverse: the order must not depend on it */
       r[k].bytes = bytes[5 - k];
     }
-    bbmm_gen_order_tiles(r, 6, 0);
+    bbmm_gen_order_tiles(r, 6, 0, 1);
     for (int k = 0; k < 6; ++k) CHECK_EQ(r[k].k, want[k], "bbmm_gen_order_tiles");
   }
   /* Odd calls: ties downwards with "alternate"; always upwards with "forward" (the default). */
@@ -742,13 +743,48 @@ static void test_capacity_helpers(void) {
         r[k].k = k;
         r[k].bytes = bytes[k];
       }
-      bbmm_gen_tile_order_alternate = !forward;
-      bbmm_gen_order_tiles(r, 6, call);
+      bbmm_gen_order_tiles(r, 6, call, !forward);
       const int64_t* want = !forward && (call & 1) ? want_odd : want_fwd;
       for (int k = 0; k < 6; ++k) CHECK_EQ(r[k].k, want[k], "bbmm_gen_order_tiles (alternating)");
     }
   }
-  bbmm_gen_tile_order_alternate = 0;
+  /* bbmm_gen_alternating: forward and alternate as set; auto once a box-out happened
+   * (a host device of 256 bytes, 32 doubles: one 256-byte box, then another). */
+  {
+    bbmm_gen_tile_order = 0;
+    CHECK_EQ(bbmm_gen_alternating(NULL), 0, "bbmm_gen_alternating (forward)");
+    bbmm_gen_tile_order = 1;
+    CHECK_EQ(bbmm_gen_alternating(NULL), 1, "bbmm_gen_alternating (alternate)");
+    bbmm_gen_tile_order = 2;
+    CHECK_EQ(bbmm_gen_alternating(NULL), 0, "bbmm_gen_alternating (auto, no runtime)");
+    bbmm_options ao;
+    CHECK_EQ(bbmm_options_init(&ao), BBMM_OK, "bbmm_options_init");
+    ao.backend = BBMM_BACKEND_HOST;
+    ao.devices = 1;
+    ao.device_memory = 256;
+    bbmm_runtime* art = NULL;
+    CHECK_EQ(bbmm_runtime_create(&ao, &art), BBMM_OK, "bbmm_runtime_create (256 B)");
+    double x[64];
+    for (int i = 0; i < 64; ++i) x[i] = i;
+    const int64_t ext[1] = {64};
+    bbmm_array* xa = NULL;
+    if (art != NULL) {
+      CHECK_EQ(bbmm_array_register(art, "x", x, 8, 1, ext, NULL, 0, &xa), BBMM_OK, "register x");
+      CHECK_EQ(bbmm_gen_alternating(art), 0, "bbmm_gen_alternating (auto, in core)");
+      for (int64_t b = 0; b < 2 && xa != NULL; ++b) {
+        const int64_t lo[1] = {32 * b}, hi[1] = {32 * b + 32};
+        bbmm_tile* t = NULL;
+        CHECK_EQ(bbmm_tile_begin(art, 0, &t), BBMM_OK, "bbmm_tile_begin");
+        CHECK_EQ(bbmm_tile_require(t, xa, lo, hi, BBMM_READ), BBMM_OK, "bbmm_tile_require");
+        CHECK_EQ(bbmm_tile_acquire(t), BBMM_OK, "bbmm_tile_acquire");
+        CHECK_EQ(bbmm_tile_release(t), BBMM_OK, "bbmm_tile_release");
+      }
+      CHECK_EQ(bbmm_gen_alternating(art), 1, "bbmm_gen_alternating (auto, after a box-out)");
+      CHECK_EQ(bbmm_array_unregister(art, xa), BBMM_OK, "bbmm_array_unregister");
+      CHECK_EQ(bbmm_runtime_destroy(art), BBMM_OK, "bbmm_runtime_destroy (256 B)");
+    }
+  }
+  bbmm_gen_tile_order = 2;
 }
 
 #ifdef BBMM_TEST_HAVE_FORK

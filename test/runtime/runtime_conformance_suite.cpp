@@ -430,7 +430,8 @@ TEST_P(RuntimeConformance, AutoWriteBackTurnsEagerAfterTheFirstDirtyBoxOut) {
 
 TEST_P(RuntimeConformance, AutoWriteBackStaysLazyWhileEverythingFits) {
   std::vector<double> x(64, -1.0);
-  RuntimeOptions o;  // BBMM_WRITE_BACK_AUTO
+  RuntimeOptions o;
+  o.write_back = BBMM_WRITE_BACK_AUTO;
   auto rt = make_runtime(1, 4 * 128, o);
   Array* a = reg(*rt, "x", x.data(), 8, {64});
   for (int step = 0; step < 3; ++step)

@@ -133,7 +133,7 @@ struct Trace {
   size_t align = 1;
   double growth = 0.25;
   bool check = false;
-  bbmm_write_back write_back = BBMM_WRITE_BACK_AUTO;
+  bbmm_write_back write_back = BBMM_WRITE_BACK_LAZY;
   int queues = 1;  // host backend worker queues per device
   std::vector<ArraySpec> arrays;
   std::vector<Op> ops;
@@ -299,7 +299,7 @@ Trace generate(uint64_t seed) {
   t.align = rng.chance(25) ? 64 : 1;
   t.growth = rng.chance(20) ? 0.0 : static_cast<double>(rng.range(0, 60)) / 100.0;
   t.check = rng.chance(30);
-  // Auto mostly (eager once a device boxes out dirty data), eager and lazy too.
+  // Lazy (the default) mostly, eager and auto (eager once a device boxes out dirty data) too.
   t.write_back = static_cast<bbmm_write_back>(rng.chance(60) ? 0 : rng.range(1, 2));
   // Several queues per device run a device's kernels and copies
   // concurrently: a missing event shows up as a wrong value.

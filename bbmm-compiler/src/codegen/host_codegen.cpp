@@ -755,7 +755,8 @@ class ScopGenerator {
       os << "    bbmm_rank[bbmm_k].bytes = bbmm_edge && " << lo << " < " << hi << " ? " << name
          << "_flow_bytes(bbmm_x" << serial_args << ", " << lo << ", " << hi << ") : 0;\n";
       os << "  }\n";
-      os << "  bbmm_gen_order_tiles(bbmm_rank, bbmm_n, (*bbmm_x->ordered)++);\n";
+      os << "  bbmm_gen_order_tiles(bbmm_rank, bbmm_n, (*bbmm_x->ordered)++, "
+            "bbmm_gen_alternating(bbmm_x->rt));\n";
       os << "  for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {\n";
       os << "    const int64_t bbmm_k = bbmm_rank[bbmm_j].k;\n";
     } else {

@@ -263,10 +263,10 @@ bbmm_status to_runtime_options(const bbmm_options* opts, bbmm::RuntimeOptions* o
                 "runtime_create: unknown eviction policy " + std::to_string(policy));
   }
   const int write_back = enum_bits(opts->write_back);
-  if (write_back < BBMM_WRITE_BACK_AUTO || write_back > BBMM_WRITE_BACK_LAZY) {
+  if (write_back < BBMM_WRITE_BACK_LAZY || write_back > BBMM_WRITE_BACK_AUTO) {
     return fail(BBMM_ERROR_INVALID_ARGUMENT,
                 "runtime_create: unknown write_back " + std::to_string(write_back) +
-                    " (BBMM_WRITE_BACK_AUTO, _EAGER or _LAZY)");
+                    " (BBMM_WRITE_BACK_LAZY, _EAGER or _AUTO)");
   }
   bbmm::RuntimeOptions& o = *out;
   o.backend = static_cast<bbmm_backend_kind>(backend);

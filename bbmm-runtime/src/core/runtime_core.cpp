@@ -61,7 +61,7 @@ absl::StatusOr<std::unique_ptr<RuntimeCore>> RuntimeCore::create(
     return absl::InvalidArgumentError(
         absl::StrCat("runtime: at most ", kMaxDevices, " devices are supported, got ", n));
   }
-  if (options.write_back < BBMM_WRITE_BACK_AUTO || options.write_back > BBMM_WRITE_BACK_LAZY) {
+  if (options.write_back < BBMM_WRITE_BACK_LAZY || options.write_back > BBMM_WRITE_BACK_AUTO) {
     return absl::InvalidArgumentError(absl::StrCat("runtime: write_back ",
                                                    static_cast<int>(options.write_back),
                                                    " is not a bbmm_write_back"));

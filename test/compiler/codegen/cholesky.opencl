@@ -716,7 +716,7 @@ static void bbmm_s0_phase1(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0) {
                           (bbmm_k + 1 < bbmm_n && (bbmm_k + 1) * bbmm_x->devices / bbmm_n != bbmm_dk);
     bbmm_rank[bbmm_k].bytes = bbmm_edge && bbmm_lo < bbmm_hi ? bbmm_s0_p1_flow_bytes(bbmm_x, bbmm_it0, bbmm_lo, bbmm_hi) : 0;
   }
-  bbmm_gen_order_tiles(bbmm_rank, bbmm_n, (*bbmm_x->ordered)++);
+  bbmm_gen_order_tiles(bbmm_rank, bbmm_n, (*bbmm_x->ordered)++, bbmm_gen_alternating(bbmm_x->rt));
   for (int64_t bbmm_j = 0; bbmm_j < bbmm_n; ++bbmm_j) {
     const int64_t bbmm_k = bbmm_rank[bbmm_j].k;
     int64_t bbmm_lo, bbmm_hi;
