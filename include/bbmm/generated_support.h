@@ -406,8 +406,9 @@ static inline void bbmm_gen_box_bytes(uint64_t* acc, size_t elem_size, int rank,
 
 /* Says once per phase (named "phase") that its tiles still require "bytes" (an upper
  * bound: boxes may overlap) against devices of "capacity" bytes: the runtime fails if they
- * do not fit at all. "partitioned": the tiles are one iteration of the partitioned loop
- * wide (else the phase, with no parallel loop, runs as one tile). */
+ * do not fit at all. "partitioned": 1, the tiles are one iteration of the partitioned loop
+ * wide; 2, one iteration of each of two partitioned loops; 0, the phase, with no parallel
+ * loop, runs as one tile. */
 static inline void bbmm_gen_tile_too_large(const char* phase, uint64_t bytes, uint64_t capacity,
                                            int partitioned) {
   /* Said once per phase, the first time a tile of it does not fit (a serial loop's
@@ -415,7 +416,12 @@ static inline void bbmm_gen_tile_too_large(const char* phase, uint64_t bytes, ui
   static const char* said = NULL;
   if (bytes <= capacity || said == phase) return;
   said = phase;
-  if (partitioned) {
+  if (partitioned == 2) {
+    fprintf(stderr,
+            "bbmm: note: a tile of %s, one iteration of each of its two partitioned loops "
+            "wide, requires boxes of up to %llu bytes; a device holds %llu bytes\n",
+            phase, (unsigned long long)bytes, (unsigned long long)capacity);
+  } else if (partitioned) {
     fprintf(stderr,
             "bbmm: note: a tile of %s, one iteration of its partitioned loop wide, requires "
             "boxes of up to %llu bytes; a device holds %llu bytes (a 2-D partition, "

@@ -813,6 +813,8 @@ static void note_calls(void) {
   bbmm_gen_tile_too_large("phase 0 of scop 0 in f", 4000, 4096, 0);
   bbmm_gen_tile_too_large("phase 0 of scop 0 in f", 4416, 4096, 0);
   bbmm_gen_tile_too_large("phase 0 of scop 0 in f", 5000, 4096, 0);
+  /* A 2-D partition whose tiles one iteration wide each way still do not fit. */
+  bbmm_gen_tile_too_large("phase 1 of scop 0 in f", 6000, 4096, 2);
 }
 #endif
 
@@ -826,6 +828,8 @@ static void test_tile_too_large(void) {
   CHECK(strstr(text, "phase 0 of scop 0 in f has no parallel loop and runs as one tile, which "
                      "requires boxes of up to 4416 bytes; a device holds 4096 bytes") != NULL);
   CHECK(strstr(text, "5000") == NULL);
+  CHECK(strstr(text, "a tile of phase 1 of scop 0 in f, one iteration of each of its two "
+                     "partitioned loops wide, requires boxes of up to 6000 bytes") != NULL);
   CHECK(strstr(text, "4000") == NULL);
 #endif
 }

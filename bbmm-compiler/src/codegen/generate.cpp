@@ -15,7 +15,7 @@ bool generate_code(const Program& prog, const CodegenOptions& opts, GenerateWhat
     // isl work per scop is bounded like the analysis (poly/budget.h).
     const bool within = run_within_isl_budget(*prog.isl, [&] {
       // Not stored: isl 0.25's C++ objects cannot be copied while null.
-      const ScopBoxes boxes = compute_boxes(s, BoxOptions{});
+      const ScopBoxes boxes = compute_boxes(s, opts.boxes);
       pass = "generating its code";
       ok = generate_scop(s, boxes, opts, diag, g);
     });

@@ -870,24 +870,51 @@ class ScopGenerator {
       return os.str();
     }
     // 2-D: a grid of devices (d0 x d1, as square as possible), each block split along the
-    // outer dimension into tiles_per_device tiles.
+    // outer dimension into tiles_per_device tiles; under a capacity, the tile grid is
+    // refined (the dimension with fewer tiles per iteration first) until every tile
+    // requires at most half a device, as the 1-D split does.
     os << "  int bbmm_d0 = 1;\n";
     os << "  for (int bbmm_f = 1; bbmm_f * bbmm_f <= bbmm_x->devices; ++bbmm_f)\n";
     os << "    if (bbmm_x->devices % bbmm_f == 0) bbmm_d0 = bbmm_f;\n";
     os << "  const int bbmm_d1 = bbmm_x->devices / bbmm_d0;\n";
+    os << "  const int64_t bbmm_span0 = bbmm_to0 - bbmm_from0, bbmm_span1 = bbmm_to1 - bbmm_from1;\n";
     os << "  int64_t bbmm_n0 = (int64_t)bbmm_d0 * bbmm_x->tiles_per_device, bbmm_n1 = bbmm_d1;\n";
-    os << "  if (bbmm_n0 > bbmm_to0 - bbmm_from0) bbmm_n0 = bbmm_to0 - bbmm_from0;\n";
-    os << "  if (bbmm_n1 > bbmm_to1 - bbmm_from1) bbmm_n1 = bbmm_to1 - bbmm_from1;\n";
+    os << "  if (bbmm_n0 > bbmm_span0) bbmm_n0 = bbmm_span0;\n";
+    os << "  if (bbmm_n1 > bbmm_span1) bbmm_n1 = bbmm_span1;\n";
+    // Tile (k0, k1) of the n0 x n1 grid: its bounds.
+    auto bounds = [&](const std::string& ind) {
+      for (int d = 0; d < 2; ++d) {
+        const std::string k = "bbmm_k" + std::to_string(d), n = "bbmm_n" + std::to_string(d),
+                          f = "bbmm_from" + std::to_string(d), s = "bbmm_span" + std::to_string(d);
+        os << ind << "const int64_t " << part.dims[d].lo_param << " = " << f << " + " << s << " * "
+           << k << " / " << n << ";\n";
+        os << ind << "const int64_t " << part.dims[d].hi_param << " = " << f << " + " << s
+           << " * (" << k << " + 1) / " << n << ";\n";
+      }
+    };
+    std::string tile_args;
+    for (size_t d = 0; d < 2; ++d) tile_args += ", " + part.dims[d].lo_param + ", " + part.dims[d].hi_param;
+    os << "  while (bbmm_x->capacity > 0) {\n";
+    os << "    uint64_t bbmm_worst = 0;\n";
+    os << "    for (int64_t bbmm_k0 = 0; bbmm_k0 < bbmm_n0; ++bbmm_k0)\n";
+    os << "      for (int64_t bbmm_k1 = 0; bbmm_k1 < bbmm_n1; ++bbmm_k1) {\n";
+    bounds("        ");
+    os << "        bbmm_worst = bbmm_max_u64(bbmm_worst, " << name << "_bytes(bbmm_x" << serial_args
+       << tile_args << "));\n";
+    os << "      }\n";
+    os << "    if (bbmm_worst <= bbmm_x->capacity / 2) break;\n";
+    os << "    if (bbmm_n0 >= bbmm_span0 && bbmm_n1 >= bbmm_span1) {\n";
+    os << "      bbmm_gen_tile_too_large(\"" << phase_label_ << "\", bbmm_worst, bbmm_x->capacity, 2);\n";
+    os << "      break;\n";
+    os << "    }\n";
+    os << "    if (bbmm_n1 >= bbmm_span1 || (bbmm_n0 < bbmm_span0 && bbmm_span0 / bbmm_n0 >= bbmm_span1 / bbmm_n1))\n";
+    os << "      bbmm_n0 = bbmm_min(2 * bbmm_n0, bbmm_span0);\n";
+    os << "    else\n";
+    os << "      bbmm_n1 = bbmm_min(2 * bbmm_n1, bbmm_span1);\n";
+    os << "  }\n";
     os << "  for (int64_t bbmm_k0 = 0; bbmm_k0 < bbmm_n0; ++bbmm_k0)\n";
     os << "    for (int64_t bbmm_k1 = 0; bbmm_k1 < bbmm_n1; ++bbmm_k1) {\n";
-    for (int d = 0; d < 2; ++d) {
-      const std::string k = "bbmm_k" + std::to_string(d), n = "bbmm_n" + std::to_string(d),
-                        f = "bbmm_from" + std::to_string(d), t = "bbmm_to" + std::to_string(d);
-      os << "      const int64_t " << part.dims[d].lo_param << " = " << f << " + (" << t << " - " << f
-         << ") * " << k << " / " << n << ";\n";
-      os << "      const int64_t " << part.dims[d].hi_param << " = " << f << " + (" << t << " - " << f
-         << ") * (" << k << " + 1) / " << n << ";\n";
-    }
+    bounds("      ");
     os << "      const int bbmm_dev = (int)((bbmm_k0 * bbmm_d0 / bbmm_n0) * bbmm_d1 + bbmm_k1 * bbmm_d1 / bbmm_n1);\n";
     os << "      " << name << "_tile(bbmm_x" << serial_args;
     for (size_t d = 0; d < 2; ++d) os << ", " << part.dims[d].lo_param << ", " << part.dims[d].hi_param;

@@ -26,6 +26,8 @@ struct CodegenOptions {
   // Prefix of the generated names ("<prefix>_s<scop>_p<phase>..."). The CUDA target's
   // launch functions are external: the driver makes it unique per input file.
   std::string symbol_prefix = "bbmm";
+  // How the tiles and their boxes are chosen (--partition, --writes; poly/boxes.h).
+  BoxOptions boxes;
 };
 
 // The generated pieces of one scop.

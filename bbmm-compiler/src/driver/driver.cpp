@@ -312,6 +312,7 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
                                         : Target::kHost;
       std::copy(block, block + 3, copts.block);
       copts.march = march;
+      copts.boxes = box_opts;
       if (copts.target == Target::kCuda) {
         if (emit.empty()) {
           if (output.empty()) {
