@@ -164,6 +164,25 @@ TEST(Driver, UnknownOptionsSayWhatWasMeant) {
   EXPECT_EQ(first_line({"x.c", "--frobnicate"}), "bbmmc: error: unknown option '--frobnicate'");
 }
 
+// --partition=2d reaches code generation: jacobi_2d's phases split i and j (the generated
+// phase functions refine a two-dimensional tile grid), and gemm, whose j loops are inside
+// two different loops of i, keeps one split loop and says why.
+TEST(Driver, TwoDimensionalPartitionsReachCodeGeneration) {
+  const std::string dir = BBMM_GOLDEN_DIR;
+  std::ostringstream o1, e1, o2, e2, o3, e3;
+  EXPECT_EQ(run_bbmmc({dir + "/jacobi_2d.c", "--partition=2d"}, o1, e1), 0)
+      << e1.str();
+  EXPECT_NE(o1.str().find("bbmm_span1"), std::string::npos);
+  EXPECT_EQ(e1.str(), "");
+  EXPECT_EQ(run_bbmmc({dir + "/jacobi_2d.c"}, o2, e2), 0) << e2.str();
+  EXPECT_EQ(o2.str().find("bbmm_span1"), std::string::npos);
+  EXPECT_EQ(run_bbmmc({dir + "/gemm.c", "--emit=host", "--partition=2d"}, o3, e3), 0) << e3.str();
+  EXPECT_NE(e3.str().find("note: --partition=2d: phase 0 of this scop splits one loop: 2-D "
+                          "asked, but not every statement is inside one loop nested in i"),
+            std::string::npos)
+      << e3.str();
+}
+
 // Code generation needs the type of every scalar the scop reads: an unknown type is named
 // where it is written, an undeclared scalar where it is used.
 TEST(Driver, ScalarTypesForCodeGeneration) {

@@ -4,6 +4,25 @@
 #include "poly/budget.h"
 
 namespace bbmm::compiler {
+namespace {
+
+// With --partition=2d: says which partitions split one loop only, and why (the partition
+// pass's reason: the phases' statements are not all in the same two nested loops, or the
+// inner one is serial), so that the option is not silently without effect.
+void note_one_dimensional(const Scop& s, const ScopBoxes& boxes, Diagnostics& diag) {
+  for (const Partition& part : boxes.partitions) {
+    const size_t why = part.reason.find("2-D asked");
+    if (part.dims.size() != 1 || why == std::string::npos) continue;
+    std::string phases;
+    for (int p : part.phases) phases += (phases.empty() ? "" : ", ") + std::to_string(p);
+    diag.note(s.begin_loc) << "--partition=2d: phase" << (part.phases.size() > 1 ? "s " : " ")
+                           << phases << " of this scop " << (part.phases.size() > 1 ? "split" : "splits")
+                           << " one loop: "
+                           << part.reason.substr(why);
+  }
+}
+
+}  // namespace
 
 bool generate_code(const Program& prog, const CodegenOptions& opts, GenerateWhat what,
                    Diagnostics& diag, std::string& out, std::string* device_out) {
@@ -16,6 +35,7 @@ bool generate_code(const Program& prog, const CodegenOptions& opts, GenerateWhat
     const bool within = run_within_isl_budget(*prog.isl, [&] {
       // Not stored: isl 0.25's C++ objects cannot be copied while null.
       const ScopBoxes boxes = compute_boxes(s, opts.boxes);
+      if (opts.boxes.partition_2d) note_one_dimensional(s, boxes, diag);
       pass = "generating its code";
       ok = generate_scop(s, boxes, opts, diag, g);
     });
