@@ -157,7 +157,8 @@ sample_step() {
     "${verdict:-none}" "${evictions:--}" >> "$RES"
 }
 
-# The bbmmc samples (samples/<name>/, staged as <name>_bbmmc_cuda):
+# The bbmmc samples (samples/<name>/, staged as <name>_bbmmc_cuda; heat2d_2d and heat3d_2d
+# are heat2d and heat3d compiled with bbmmc --partition=2d):
 # name | medium arguments | small arguments (the e2e tests') | box-out capacity in bytes for
 # the medium size (~60% of its arrays; each of 8 tiles needs at most ~45%: gemm's whole B
 # and an eighth of A and C). A medium run should take a second or two (CUDA start-up and
@@ -173,7 +174,9 @@ bbmmc_samples=(
   "mvt|2000|96|19200000"
   "bscholes|500000|2000|19200000"
   "gemm|300 300 300|36 40 28|1300000"
-  "jacobi1d|200000 20|400 8|1920000")
+  "jacobi1d|200000 20|400 8|1920000"
+  "heat2d_2d|512 20|48 6|2500000"
+  "heat3d_2d|64 10|16 3|2500000")
 # bbmmc_sample NAME: sets bin, medium, small and capacity for the staged sample NAME.
 bbmmc_sample() {
   local row
