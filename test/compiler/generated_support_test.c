@@ -695,6 +695,19 @@ static void test_require_and_flow_out(void) {
   /* The runtime is destroyed at exit (bbmm_gen_exit). */
 }
 
+/* A runtime of "devices" host devices of "memory" bytes each (NULL, reported, if it
+ * cannot be made). */
+static bbmm_runtime* host_runtime(int devices, uint64_t memory) {
+  bbmm_options o;
+  CHECK_EQ(bbmm_options_init(&o), BBMM_OK, "bbmm_options_init");
+  o.backend = BBMM_BACKEND_HOST;
+  o.devices = devices;
+  o.device_memory = memory;
+  bbmm_runtime* rt = NULL;
+  CHECK_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK, "bbmm_runtime_create");
+  return rt;
+}
+
 /* bbmm_gen_box_bytes against the product of the extents (nothing for empty or inverted
  * boxes), and bbmm_gen_min_device_memory on runtimes of a given device memory. */
 static void test_capacity_helpers(void) {
@@ -707,13 +720,7 @@ static void test_capacity_helpers(void) {
       CHECK_EQ(acc, 5 + want, "bbmm_gen_box_bytes");
     }
   }
-  bbmm_options o;
-  CHECK_EQ(bbmm_options_init(&o), BBMM_OK, "bbmm_options_init");
-  o.backend = BBMM_BACKEND_HOST;
-  o.devices = 3;
-  o.device_memory = 5000;
-  bbmm_runtime* rt = NULL;
-  CHECK_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK, "bbmm_runtime_create");
+  bbmm_runtime* rt = host_runtime(3, 5000);
   if (rt != NULL) {
     CHECK_EQ(bbmm_gen_min_device_memory(rt), 5000, "bbmm_gen_min_device_memory");
     CHECK_EQ(bbmm_runtime_destroy(rt), BBMM_OK, "bbmm_runtime_destroy");
@@ -757,13 +764,7 @@ static void test_capacity_helpers(void) {
     CHECK_EQ(bbmm_gen_alternating(NULL), 1, "bbmm_gen_alternating (alternate)");
     bbmm_gen_tile_order = 2;
     CHECK_EQ(bbmm_gen_alternating(NULL), 0, "bbmm_gen_alternating (auto, no runtime)");
-    bbmm_options ao;
-    CHECK_EQ(bbmm_options_init(&ao), BBMM_OK, "bbmm_options_init");
-    ao.backend = BBMM_BACKEND_HOST;
-    ao.devices = 1;
-    ao.device_memory = 256;
-    bbmm_runtime* art = NULL;
-    CHECK_EQ(bbmm_runtime_create(&ao, &art), BBMM_OK, "bbmm_runtime_create (256 B)");
+    bbmm_runtime* art = host_runtime(1, 256);
     double x[64];
     for (int i = 0; i < 64; ++i) x[i] = i;
     const int64_t ext[1] = {64};
@@ -781,7 +782,7 @@ static void test_capacity_helpers(void) {
       }
       CHECK_EQ(bbmm_gen_alternating(art), 1, "bbmm_gen_alternating (auto, after a box-out)");
       CHECK_EQ(bbmm_array_unregister(art, xa), BBMM_OK, "bbmm_array_unregister");
-      CHECK_EQ(bbmm_runtime_destroy(art), BBMM_OK, "bbmm_runtime_destroy (256 B)");
+      CHECK_EQ(bbmm_runtime_destroy(art), BBMM_OK, "bbmm_runtime_destroy");
     }
   }
   bbmm_gen_tile_order = 2;

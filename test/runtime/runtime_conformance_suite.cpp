@@ -369,82 +369,67 @@ struct WriteBackTrace {
   std::vector<uint64_t> evictions;
 };
 
-WriteBackTrace write_four_boxes(Runtime& rt, std::vector<double>& x) {
-  Array* a = reg(rt, "x", x.data(), 8, {64});
-  WriteBackTrace tr;
-  for (int k = 0; k < 4; ++k) {
-    const Box b = B({16 * k}, {16 * k + 16});
-    EXPECT_TRUE(run_tile(rt, 0, {{a, b, Access::kWrite}},
-                         write_1d(b, [k](int64_t i) { return 100.0 * k + i; }))
-                    .ok());
-    tr.written_back.push_back(rt.stats(0).bytes_written_back);
-    tr.evictions.push_back(rt.stats(0).evictions);
-  }
-  EXPECT_TRUE(rt.sync_to_host(a).ok());
-  return tr;
+RuntimeOptions writing_back(bbmm_write_back mode) {
+  RuntimeOptions o;
+  o.write_back = mode;
+  return o;
 }
 
-void expect_four_boxes(const std::vector<double>& x) {
+// Writes the four boxes in turn, "steps" times, on device 0 of "rt"; then synchronises
+// and checks the host array, and unregisters it.
+WriteBackTrace write_four_boxes(Runtime& rt, int steps = 1) {
+  std::vector<double> x(64, -1.0);
+  Array* a = reg(rt, "x", x.data(), 8, {64});
+  WriteBackTrace tr;
+  for (int step = 0; step < steps; ++step) {
+    for (int k = 0; k < 4; ++k) {
+      const Box b = B({16 * k}, {16 * k + 16});
+      EXPECT_TRUE(run_tile(rt, 0, {{a, b, Access::kWrite}},
+                           write_1d(b, [k](int64_t i) { return 100.0 * k + i; }))
+                      .ok());
+      tr.written_back.push_back(rt.stats(0).bytes_written_back);
+      tr.evictions.push_back(rt.stats(0).evictions);
+    }
+  }
+  EXPECT_TRUE(rt.sync_to_host(a).ok());
   for (int k = 0; k < 4; ++k)
     for (int i = 16 * k; i < 16 * k + 16; ++i) EXPECT_EQ(x[i], 100.0 * k + i) << i;
+  EXPECT_TRUE(rt.unregister_array(a).ok());
+  return tr;
 }
 
 }  // namespace
 
 TEST_P(RuntimeConformance, LazyWriteBackCopiesOnlyWhatIsBoxedOut) {
-  std::vector<double> x(64, -1.0);
-  RuntimeOptions o;
-  o.write_back = BBMM_WRITE_BACK_LAZY;
-  auto rt = make_runtime(1, 2 * 128, o);
-  const WriteBackTrace tr = write_four_boxes(*rt, x);
+  auto rt = make_runtime(1, 2 * 128, writing_back(BBMM_WRITE_BACK_LAZY));
+  const WriteBackTrace tr = write_four_boxes(*rt);
   EXPECT_EQ(tr.evictions, (std::vector<uint64_t>{0, 0, 1, 2}));
   EXPECT_EQ(tr.written_back, (std::vector<uint64_t>{0, 0, 128, 256}));
-  expect_four_boxes(x);
 }
 
 TEST_P(RuntimeConformance, EagerWriteBackCopiesEveryWriteAtRelease) {
-  std::vector<double> x(64, -1.0);
-  RuntimeOptions o;
-  o.write_back = BBMM_WRITE_BACK_EAGER;
-  auto rt = make_runtime(1, 2 * 128, o);
-  const WriteBackTrace tr = write_four_boxes(*rt, x);
+  auto rt = make_runtime(1, 2 * 128, writing_back(BBMM_WRITE_BACK_EAGER));
+  const WriteBackTrace tr = write_four_boxes(*rt);
   EXPECT_EQ(tr.evictions, (std::vector<uint64_t>{0, 0, 1, 2}));
   // Each tile's box at its release; the box-outs find nothing to copy.
   EXPECT_EQ(tr.written_back, (std::vector<uint64_t>{128, 256, 384, 512}));
-  expect_four_boxes(x);
 }
 
 TEST_P(RuntimeConformance, AutoWriteBackTurnsEagerAfterTheFirstDirtyBoxOut) {
-  std::vector<double> x(64, -1.0);
-  RuntimeOptions o;
-  o.write_back = BBMM_WRITE_BACK_AUTO;
-  auto rt = make_runtime(1, 2 * 128, o);
-  const WriteBackTrace tr = write_four_boxes(*rt, x);
+  auto rt = make_runtime(1, 2 * 128, writing_back(BBMM_WRITE_BACK_AUTO));
+  const WriteBackTrace tr = write_four_boxes(*rt);
   EXPECT_EQ(tr.evictions, (std::vector<uint64_t>{0, 0, 1, 2}));
   // Lazy until tile 2 boxes out [0,16) (dirty, 128 bytes); from then on eager:
   // tile 2's own box at its release, then tile 3's box-out of [16,32) (dirty,
   // written lazily) and tile 3's box.
   EXPECT_EQ(tr.written_back, (std::vector<uint64_t>{0, 0, 256, 512}));
-  expect_four_boxes(x);
 }
 
 TEST_P(RuntimeConformance, AutoWriteBackStaysLazyWhileEverythingFits) {
-  std::vector<double> x(64, -1.0);
-  RuntimeOptions o;
-  o.write_back = BBMM_WRITE_BACK_AUTO;
-  auto rt = make_runtime(1, 4 * 128, o);
-  Array* a = reg(*rt, "x", x.data(), 8, {64});
-  for (int step = 0; step < 3; ++step)
-    for (int k = 0; k < 4; ++k) {
-      const Box b = B({16 * k}, {16 * k + 16});
-      ASSERT_TRUE(run_tile(*rt, 0, {{a, b, Access::kWrite}},
-                           write_1d(b, [k](int64_t i) { return 100.0 * k + i; }))
-                      .ok());
-    }
-  EXPECT_EQ(rt->stats(0).bytes_written_back, 0u);
-  EXPECT_EQ(rt->stats(0).evictions, 0u);
-  ASSERT_TRUE(rt->sync_to_host(a).ok());
-  expect_four_boxes(x);
+  auto rt = make_runtime(1, 4 * 128, writing_back(BBMM_WRITE_BACK_AUTO));
+  const WriteBackTrace tr = write_four_boxes(*rt, 3);
+  EXPECT_EQ(tr.written_back.back(), 0u);
+  EXPECT_EQ(tr.evictions.back(), 0u);
 }
 
 TEST_P(RuntimeConformance, CleanInstancesAreEvictedWithoutWriteBack) {

@@ -7,18 +7,17 @@ namespace bbmm::compiler {
 namespace {
 
 // With --partition=2d: says which partitions split one loop only, and why (the partition
-// pass's reason: the phases' statements are not all in the same two nested loops, or the
+// pass's note: the phases' statements are not all in the same two nested loops, or the
 // inner one is serial), so that the option is not silently without effect.
 void note_one_dimensional(const Scop& s, const ScopBoxes& boxes, Diagnostics& diag) {
   for (const Partition& part : boxes.partitions) {
-    const size_t why = part.reason.find("2-D asked");
-    if (part.dims.size() != 1 || why == std::string::npos) continue;
+    if (part.one_loop_why.empty()) continue;
     std::string phases;
     for (int p : part.phases) phases += (phases.empty() ? "" : ", ") + std::to_string(p);
-    diag.note(s.begin_loc) << "--partition=2d: phase" << (part.phases.size() > 1 ? "s " : " ")
-                           << phases << " of this scop " << (part.phases.size() > 1 ? "split" : "splits")
-                           << " one loop: "
-                           << part.reason.substr(why);
+    const bool several = part.phases.size() > 1;
+    diag.note(s.begin_loc) << "--partition=2d: phase" << (several ? "s " : " ") << phases
+                           << " of this scop " << (several ? "split" : "splits")
+                           << " one loop: " << part.one_loop_why;
   }
 }
 

@@ -916,9 +916,7 @@ class ScopGenerator {
     os << "    for (int64_t bbmm_k1 = 0; bbmm_k1 < bbmm_n1; ++bbmm_k1) {\n";
     bounds("      ");
     os << "      const int bbmm_dev = (int)((bbmm_k0 * bbmm_d0 / bbmm_n0) * bbmm_d1 + bbmm_k1 * bbmm_d1 / bbmm_n1);\n";
-    os << "      " << name << "_tile(bbmm_x" << serial_args;
-    for (size_t d = 0; d < 2; ++d) os << ", " << part.dims[d].lo_param << ", " << part.dims[d].hi_param;
-    os << ", bbmm_dev);\n";
+    os << "      " << name << "_tile(bbmm_x" << serial_args << tile_args << ", bbmm_dev);\n";
     os << "    }\n}\n\n";
     return os.str();
   }

@@ -194,6 +194,7 @@ std::vector<Partition> group_partitions(const Scop& scop, const std::vector<std:
         }
         part.reason = "shared by phases with the same serial loops whose ranges differ by constants";
         if (!notes[p].empty()) part.reason += "; phase " + std::to_string(p) + ": " + notes[p];
+        if (part.one_loop_why.empty()) part.one_loop_why = notes[p];
         placed = true;
         break;
       }
@@ -206,6 +207,7 @@ std::vector<Partition> group_partitions(const Scop& scop, const std::vector<std:
       part.reason = notes[p].empty() ? "no parallel loop: one tile on one device" : notes[p];
     else
       part.reason = notes[p].empty() ? "one phase" : notes[p];
+    if (part.dims.size() == 1) part.one_loop_why = notes[p];
     parts.push_back(std::move(part));
   }
   return parts;

@@ -40,6 +40,7 @@ struct Partition {
   std::vector<int> phases;        // indices into Scop::phases, increasing
   std::vector<PartitionDim> dims;  // 0, 1 or 2
   std::string reason;             // why these phases share it / why 1-D although 2-D asked
+  std::string one_loop_why;       // 2-D asked: why a phase splits one loop only (else empty)
 };
 
 // Per phase, the partition it belongs to and its tile frame.
