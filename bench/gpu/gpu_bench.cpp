@@ -13,12 +13,15 @@
 //   latency   acquire+release hit and miss latency;
 //   halo      a chain of dense copies between GPUs 0 and 1 (8 B .. 1 MiB): µs per hop by
 //             the copy engine or the copy kernel, pulled or pushed (peer_push);
+//   staged    1 GiB of pageable memory to 1, 2, 4... GPUs and back: staged through
+//             pinned buffers vs registering the array (pin, copy, unpin);
 //   pinflags  (only when named, and alone: it needs no CUDA context yet) cudaHostRegister
 //             of 1 GiB of touched memory with each flag set, with a context on GPU 0 only,
 //             then on every GPU: what registration costs per GPU context.
 // Prints markdown tables. Exits 77 when no GPU is present.
 //
-//   gpu_bench [copies] [pinning] [enqueue] [flowout] [boxout] [latency] [halo]   (default: all)
+//   gpu_bench [copies] [pinning] [enqueue] [flowout] [boxout] [latency] [halo] [staged]
+//             (default: all)
 //   gpu_bench pinflags
 #include <cuda_runtime.h>
 
@@ -316,6 +319,7 @@ void bench_pinning() {
     for (const Method& m : methods) {
       CudaBackendOptions o;
       o.devices = 1;
+      o.host_copies = HostCopies::kPinned;
       o.pin_method = m.method;
       if (m.chunk > 0) o.pin_chunk_bytes = m.chunk;
       o.pin_threads = m.threads;
@@ -649,6 +653,70 @@ void bench_boxout(double h2d, double d2h) {
               static_cast<unsigned long>(st.evictions), secs, ideal, ideal / secs);
 }
 
+// ------------------------------------------------------------------ staged
+// 1 GiB of pageable host memory (touched) moved to G GPUs and back in 64 MiB
+// boxes, every GPU at once: staged through the backend's pinned buffers
+// (HostCopies::kStaged, 8, 16 and 32 copier threads), against registering the
+// array, copying pinned and unregistering. Copies: best of 2 passes; pin and unpin once.
+void bench_staged(int visible) {
+  const size_t total = size_t{1} << 30, box = size_t{64} << 20, boxes = total / box;
+  std::vector<char> host(total, 1);
+  std::printf("\n### Pageable 1 GiB to G GPUs and back, 64 MiB boxes, all GPUs at once: staged "
+              "vs pinned (register_host)\n\n");
+  std::printf("| GPUs | path | pin s | H2D s | D2H s | unpin s | total s | H2D GB/s | D2H GB/s |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (int g = 1; g <= visible; g *= 2) {
+    // Staged with 8, 16 and 32 copier threads, then pinned (threads 0).
+    for (int threads : {8, 16, 32, 0}) {
+      const bool pinned = threads == 0;
+      CudaBackendOptions o;
+      o.devices = g;
+      o.host_copies = pinned ? HostCopies::kPinned : HostCopies::kStaged;
+      if (!pinned) o.staging_threads = threads;
+      auto b = make_cuda_backend(o);
+      if (!b.ok()) {
+        std::printf("staged: %s\n", std::string(b.status().message()).c_str());
+        return;
+      }
+      Backend& be = **b;
+      std::vector<DeviceBuffer> bufs;
+      for (int d = 0; d < g; ++d) bufs.push_back(*be.allocate(d, total / g));
+      for (int d = 0; d < g; ++d) be.synchronize(d).IgnoreError();
+      auto pass = [&](bool to_host) {
+        const auto t0 = Clock::now();
+        std::vector<Event> events;
+        for (size_t k = 0; k < boxes; ++k) {
+          const int d = static_cast<int>(k * g / boxes);
+          const size_t local = k * box - d * (total / g);
+          const Endpoint h{kHost, host.data(), k * box, box, box};
+          const Endpoint dev{d, bufs[d].base, local, box, box};
+          events.push_back(must(to_host ? be.copy(h, dev, {box, 1, 1}, {})
+                                        : be.copy(dev, h, {box, 1, 1}, {})));
+        }
+        for (Event& e : events) e.wait().IgnoreError();
+        return seconds_since(t0);
+      };
+      auto t0 = Clock::now();
+      if (pinned) be.register_host(host.data(), total).IgnoreError();
+      const double pin = seconds_since(t0);
+      double h2d = 1e30, d2h = 1e30;
+      for (int rep = 0; rep < 2; ++rep) {
+        h2d = std::min(h2d, pass(false));
+        d2h = std::min(d2h, pass(true));
+      }
+      t0 = Clock::now();
+      if (pinned) be.unregister_host(host.data()).IgnoreError();
+      const double unpin = seconds_since(t0);
+      const std::string path = pinned ? "pinned" : "staged, " + std::to_string(threads) + " threads";
+      std::printf("| %d | %s | %.3f | %.4f | %.4f | %.3f | %.3f | %.1f | %.1f |\n", g,
+                  path.c_str(), pin, h2d, d2h, unpin, pin + h2d + d2h + unpin,
+                  total / h2d / 1e9, total / d2h / 1e9);
+      for (int d = 0; d < g; ++d) be.free(d, bufs[d], {}).IgnoreError();
+      for (int d = 0; d < g; ++d) be.synchronize(d).IgnoreError();
+    }
+  }
+}
+
 // ------------------------------------------------------------------ latency
 void bench_latency() {
   CudaBackendOptions o;
@@ -755,5 +823,6 @@ int main(int argc, char** argv) {
   if (want("boxout")) bbmm::bench_boxout(h2d, d2h);
   if (want("latency")) bbmm::bench_latency();
   if (want("halo")) bbmm::bench_halo(visible);
+  if (want("staged")) bbmm::bench_staged(visible);
   return 0;
 }

@@ -8,7 +8,7 @@
 #   bash .pb/gpu_profile.sh [STAGED_DIR] [KERNEL...]     (default: a few kernels)
 #
 # Environment: PB_PROFILE_ENV="VAR=value ..." is added to every run (e.g.
-# CUDA_MODULE_LOADING=EAGER or BBMM_CUDA_PIN_HOST=0, to compare); PB_PROFILE_REPEAT runs
+# CUDA_MODULE_LOADING=EAGER or BBMM_CUDA_HOST_COPIES=pinned|staged, to compare); PB_PROFILE_REPEAT runs
 # each configuration that many times (default 1); OUT: where profile.tsv goes (default
 # /tmp/pb-profile-out). Prints a Markdown table last.
 set -uo pipefail

@@ -67,6 +67,21 @@ typedef enum bbmm_write_back {
                                 writes leaves it anyway) */
 } bbmm_write_back;
 
+/* How the CUDA backend moves host arrays to and from the GPUs. Pinned: each registered array
+ * is page-locked (cudaHostRegister) and the copy engines read and write it directly; the
+ * registration costs about 0.1 s per GiB (more with several GPUs) and 0.025 s per GiB to
+ * undo. Staged: the arrays stay pageable; each copy goes through a pinned buffer per copy
+ * stream, packed and unpacked by host threads (no registration cost; the host threads'
+ * copy bandwidth, 42-53 GB/s on an H100 machine, caps the copies of all GPUs together).
+ * Auto: staged while the registered arrays fit in the devices' memory together (each byte
+ * crosses PCIe about once each way), pinned from the registration that makes them exceed it
+ * (out of core, bytes cross many times). */
+typedef enum bbmm_host_copies {
+  BBMM_HOST_COPIES_AUTO = 0,   /* the default */
+  BBMM_HOST_COPIES_PINNED = 1,
+  BBMM_HOST_COPIES_STAGED = 2
+} bbmm_host_copies;
+
 enum { BBMM_ARRAY_READ_ONLY = 1 };
 
 typedef struct bbmm_options {
@@ -94,9 +109,9 @@ typedef struct bbmm_options {
   int cuda_peer_push;         /* CUDA: copies between devices issued by the source device's
                                  worker on its streams (1, the default) or by the
                                  destination's (0) */
-  int cuda_pageable_host;     /* CUDA: 0 (the default): registered host arrays are pinned
-                                 (cudaHostRegister); 1: they stay pageable (no pinning cost,
-                                 slower copies that hold the issue thread) */
+  bbmm_host_copies cuda_host_copies; /* CUDA: how host arrays are copied (default
+                                 BBMM_HOST_COPIES_AUTO: staged in core, pinned out of
+                                 core) */
   bbmm_write_back write_back; /* when results go back to the host (default
                                  BBMM_WRITE_BACK_LAZY: when boxed out, synchronised or read
                                  through the host) */
@@ -105,7 +120,7 @@ typedef struct bbmm_options {
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,
  * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,
  * BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL, BBMM_CUDA_PEER_COPY_KERNEL,
- * BBMM_CUDA_PEER_PUSH, BBMM_CUDA_PIN_HOST, BBMM_CUDA_COPY_STREAMS and BBMM_WRITE_BACK (auto,
+ * BBMM_CUDA_PEER_PUSH, BBMM_CUDA_HOST_COPIES (auto, pinned or staged), BBMM_CUDA_COPY_STREAMS and BBMM_WRITE_BACK (auto,
  * eager or lazy) from the environment. Fails on a
  * malformed variable (the message names it). */
 bbmm_status bbmm_options_init(bbmm_options* opts);

@@ -42,14 +42,16 @@ struct RuntimeOptions {
   int cuda_copy_streams = 2;      // CUDA: copy streams per direction and device, 1..8
   bool cuda_peer_copy_kernel = false;  // CUDA: strided boxes between GPUs by the kernel too
   bool cuda_peer_push = true;  // CUDA: copies between devices issued by the source's worker
-  bool cuda_pin_host = true;   // CUDA: pin registered host arrays (cudaHostRegister)
+  // CUDA: host arrays pinned, or their copies staged (bbmm_host_copies in bbmm.h).
+  bbmm_host_copies cuda_host_copies = BBMM_HOST_COPIES_AUTO;
   // When results go back to the host copy (bbmm_write_back in bbmm.h).
   bbmm_write_back write_back = BBMM_WRITE_BACK_LAZY;
 
   // Defaults overridden by BBMM_BACKEND, BBMM_DEVICES, BBMM_DEVICE_MEMORY,
   // BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,
   // BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL, BBMM_CUDA_PEER_COPY_KERNEL,
-  // BBMM_CUDA_PEER_PUSH, BBMM_CUDA_PIN_HOST, BBMM_CUDA_COPY_STREAMS and
+  // BBMM_CUDA_PEER_PUSH, BBMM_CUDA_HOST_COPIES (auto, pinned, staged),
+  // BBMM_CUDA_COPY_STREAMS and
   // BBMM_WRITE_BACK (auto, eager, lazy). Fails
   // naming a malformed variable.
   static absl::StatusOr<RuntimeOptions> from_env();

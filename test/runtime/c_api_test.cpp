@@ -28,7 +28,7 @@ const char* const kEnv[] = {"BBMM_BACKEND", "BBMM_DEVICES", "BBMM_DEVICE_MEMORY"
                             "BBMM_CHECK", "BBMM_HOST_POISON", "BBMM_PEER_ACCESS",
                             "BBMM_CUDA_COPY_KERNEL", "BBMM_CUDA_COPY_STREAMS",
                             "BBMM_CUDA_PEER_COPY_KERNEL", "BBMM_CUDA_PEER_PUSH",
-                            "BBMM_CUDA_PIN_HOST"};
+                            "BBMM_CUDA_HOST_COPIES"};
 
 std::string last() { return bbmm_last_error_message(); }
 bool mentions(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
@@ -195,9 +195,23 @@ TEST_F(CApi, OptionsFromEnvironment) {
   EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(mentions(last(), "BBMM_CUDA_PEER_COPY_KERNEL='perhaps'")) << last();
   unsetenv("BBMM_CUDA_PEER_COPY_KERNEL");
-  // The source's worker issues copies between devices by default; arrays are pinned.
+  // The source's worker issues copies between devices by default.
   check_flag("BBMM_CUDA_PEER_PUSH", &bbmm_options::cuda_peer_push, 1, "0", 0, "source");
-  check_flag("BBMM_CUDA_PIN_HOST", &bbmm_options::cuda_pageable_host, 0, "0", 1, "maybe");
+  // Host copies: auto by default; each name; a bad one named.
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << last();
+  EXPECT_EQ(o.cuda_host_copies, BBMM_HOST_COPIES_AUTO);
+  for (auto [name, want] : {std::pair{"pinned", BBMM_HOST_COPIES_PINNED},
+                            std::pair{"Staged", BBMM_HOST_COPIES_STAGED},
+                            std::pair{"auto", BBMM_HOST_COPIES_AUTO}}) {
+    setenv("BBMM_CUDA_HOST_COPIES", name, 1);
+    ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << last();
+    EXPECT_EQ(o.cuda_host_copies, want) << name;
+  }
+  setenv("BBMM_CUDA_HOST_COPIES", "mapped", 1);
+  EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(last(), "BBMM_CUDA_HOST_COPIES='mapped'") && mentions(last(), "staged"))
+      << last();
+  unsetenv("BBMM_CUDA_HOST_COPIES");
   for (const char* v : {"0", "9", "two"}) {
     setenv("BBMM_CUDA_COPY_STREAMS", v, 1);
     EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT) << v;

@@ -14,6 +14,7 @@ if(BBMM_HAVE_CUDA)
     SOURCES cuda_backend_test.cpp cuda_fake_runtime.cpp
       ${cuda_src}/cuda/cuda_backend.cpp ${cuda_src}/cuda/cuda_copy.cpp
       ${cuda_src}/cuda/cuda_events.cpp ${cuda_src}/cuda/cuda_pinning.cpp
+      ${cuda_src}/cuda/cuda_staging.cpp
       ${cuda_src}/cuda/cuda_pool_grower.cpp
       ${cuda_src}/cuda/cuda_status.cpp ${cuda_src}/cuda/cuda_streams.cpp
       ${cuda_src}/cuda/cuda_topology.cpp ${cuda_src}/cuda/cuda_trace.cpp
@@ -21,6 +22,11 @@ if(BBMM_HAVE_CUDA)
     LIBS absl::status absl::statusor absl::strings absl::inlined_vector Threads::Threads)
   target_include_directories(cuda_backend_fake_test PRIVATE ${cuda_src}
     ${PROJECT_SOURCE_DIR}/include ${CUDAToolkit_INCLUDE_DIRS})
+  # Staged copies of pageable host memory (plan and host-side copies; no CUDA).
+  bbmm_add_test(cuda_staging_test LABELS cuda_fake
+    SOURCES cuda_staging_test.cpp ${cuda_src}/cuda/cuda_staging.cpp
+    LIBS absl::status absl::inlined_vector Threads::Threads)
+  target_include_directories(cuda_staging_test PRIVATE ${cuda_src} ${PROJECT_SOURCE_DIR}/include)
   # The random traces (runtime_fuzz_test.cpp) on the CUDA backend over the same fake: the
   # whole runtime compiled against it, every stream a thread with random delays, so that
   # an ordering the backend misses shows on any machine (the fake has no caches and no
@@ -60,10 +66,10 @@ if(BBMM_HAVE_CUDA)
     add_test(NAME ${t}.peer_pull COMMAND ${t})
     set_tests_properties(${t}.peer_pull PROPERTIES LABELS cuda_fake TIMEOUT 600
       ENVIRONMENT "BBMM_CUDA_PEER_PUSH=0;TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp/")
-    # And with the host arrays left pageable (BBMM_CUDA_PIN_HOST=0: no zero-copy boxes).
+    # And with the host arrays left pageable, their copies staged (BBMM_CUDA_HOST_COPIES=staged).
     add_test(NAME ${t}.pageable COMMAND ${t})
     set_tests_properties(${t}.pageable PROPERTIES LABELS cuda_fake TIMEOUT 600
-      ENVIRONMENT "BBMM_CUDA_PIN_HOST=0;BBMM_FUZZ_TRACES=300;TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp/")
+      ENVIRONMENT "BBMM_CUDA_HOST_COPIES=staged;BBMM_FUZZ_TRACES=300;TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp/")
   endforeach()
   bbmm_add_test(cuda_conformance_test LABELS gpu
     SOURCES cuda_conformance_test.cpp runtime_conformance_suite.cpp

@@ -155,6 +155,44 @@ TEST_F(CudaBackendTest, RectCopiesHostDeviceRoundTripMatchReference) {
   EXPECT_TRUE(backend_->synchronize(0).ok());
 }
 
+// Pageable host memory is staged through a pinned buffer per copy stream
+// (cuda_staging.h), here in several rounds per copy (boxes over the 16 MiB
+// buffer), and in stream order both ways: the second upload reads host bytes
+// the download before it wrote, through the staging buffer.
+TEST_F(CudaBackendTest, PageableCopiesOverTheStagingBufferKeepStreamOrder) {
+  const Rect r{5000, 4000, 1};  // 20 MB, rows 5,000 of 6,000 bytes
+  const size_t row = 6000, bytes = row * r.height + 64;
+  std::vector<unsigned char> a(bytes), b(bytes, 0), c(bytes, 0);
+  fill(a, 11);
+  absl::StatusOr<DeviceBuffer> d1 = backend_->allocate(0, r.width * r.height);
+  absl::StatusOr<DeviceBuffer> d2 = backend_->allocate(0, r.width * r.height + 4096);
+  ASSERT_TRUE(d1.ok() && d2.ok());
+  const CopyShape shape{r.width, r.height, 1};
+  auto host = [&](std::vector<unsigned char>& v) { return Endpoint{kHost, v.data(), 7, row, 0}; };
+  const Endpoint e_d1{0, d1->base, 0, r.width, 0}, e_d2{0, d2->base, 4096, r.width + 0, 0};
+  const Event w0[] = {d1->ready, d2->ready};
+  absl::StatusOr<Event> up1 = backend_->copy(e_d1, host(a), shape, w0);
+  ASSERT_TRUE(up1.ok()) << up1.status();
+  const Event w1[] = {*up1};
+  absl::StatusOr<Event> down1 = backend_->copy(host(b), e_d1, shape, w1);
+  ASSERT_TRUE(down1.ok()) << down1.status();
+  const Event w2[] = {*down1};
+  absl::StatusOr<Event> up2 = backend_->copy(e_d2, host(b), shape, w2);
+  ASSERT_TRUE(up2.ok()) << up2.status();
+  const Event w3[] = {*up2};
+  absl::StatusOr<Event> down2 = backend_->copy(host(c), e_d2, shape, w3);
+  ASSERT_TRUE(down2.ok()) << down2.status();
+  ASSERT_TRUE(down2->wait().ok());
+  std::vector<unsigned char> want(bytes, 0);
+  reference_copy(want.data() + 7, row, 0, a.data() + 7, row, 0, r);
+  EXPECT_TRUE(c == want) << "the box did not survive two staged round trips";
+  EXPECT_TRUE(b == want);
+  const Event after[] = {*down2};
+  ASSERT_TRUE(backend_->free(0, *d1, after).ok());
+  ASSERT_TRUE(backend_->free(0, *d2, after).ok());
+  EXPECT_TRUE(backend_->synchronize(0).ok());
+}
+
 // Strided device-to-device copies by the copy kernel (default) and by the
 // copy engine.
 class CudaDeviceCopyTest : public CudaBackendTest, public ::testing::WithParamInterface<bool> {
@@ -1281,6 +1319,7 @@ TEST_F(CudaBackendTest, PinningMethodsPinAndCopyAcrossChunks) {
                           HostPinMethod::kAuto}) {
     CudaBackendOptions o;
     o.devices = 1;
+    o.host_copies = HostCopies::kPinned;
     o.pin_method = m;
     o.pin_chunk_bytes = 1 << 20;
     o.pin_threads = 3;
@@ -1346,6 +1385,53 @@ TEST_F(CudaBackendTest, PinningMethodsPinAndCopyAcrossChunks) {
     const Event after[] = {*out};
     ASSERT_TRUE((*b)->free(0, *d, after).ok());
   }
+}
+
+// HostCopies::kAuto: arrays stay pageable (copies staged) while the registered
+// ones fit in the devices' capacity together; the registration that makes
+// them exceed it pins all of them.
+TEST_F(CudaBackendTest, AutoHostCopiesPinOnceTheArraysExceedTheCapacity) {
+  CudaBackendOptions o;
+  o.devices = 1;
+  o.capacity_bytes = 1 << 20;
+  absl::StatusOr<std::unique_ptr<Backend>> b = make_cuda_backend(o);
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto pinned = [](const std::vector<unsigned char>& v) {
+    cudaPointerAttributes attr = {};
+    return cudaPointerGetAttributes(&attr, v.data() + v.size() / 2) == cudaSuccess &&
+           attr.type == cudaMemoryTypeHost;
+  };
+  std::vector<unsigned char> a(512 << 10), c(768 << 10), d(256 << 10);
+  ASSERT_TRUE((*b)->register_host(a.data(), a.size()).ok());
+  EXPECT_FALSE(pinned(a)) << "512 KiB of 1 MiB: staged";
+  ASSERT_TRUE((*b)->register_host(c.data(), c.size()).ok());
+  EXPECT_TRUE(pinned(a)) << "1.25 MiB registered: out of core, pinned";
+  EXPECT_TRUE(pinned(c));
+  ASSERT_TRUE((*b)->unregister_host(a.data()).ok());
+  ASSERT_TRUE((*b)->unregister_host(c.data()).ok());
+  EXPECT_FALSE(pinned(a));
+  ASSERT_TRUE((*b)->register_host(d.data(), d.size()).ok());
+  EXPECT_FALSE(pinned(d)) << "back in core: staged";
+  // A staged array's copies go through the staging buffers.
+  fill(d, 9);
+  absl::StatusOr<DeviceBuffer> buf = (*b)->allocate(0, d.size());
+  ASSERT_TRUE(buf.ok());
+  std::vector<unsigned char> back(d.size(), 0);
+  const Event w0[] = {buf->ready};
+  absl::StatusOr<Event> up =
+      (*b)->copy(dense(0, buf->base, 0, d.size()), dense(kHost, d.data(), 0, d.size()),
+                 {d.size(), 1, 1}, w0);
+  ASSERT_TRUE(up.ok());
+  const Event w1[] = {*up};
+  absl::StatusOr<Event> down =
+      (*b)->copy(dense(kHost, back.data(), 0, d.size()), dense(0, buf->base, 0, d.size()),
+                 {d.size(), 1, 1}, w1);
+  ASSERT_TRUE(down.ok());
+  ASSERT_TRUE(down->wait().ok());
+  EXPECT_EQ(back, d);
+  ASSERT_TRUE((*b)->unregister_host(d.data()).ok());
+  const Event after[] = {*down};
+  ASSERT_TRUE((*b)->free(0, *buf, after).ok());
 }
 
 // ------------------------------------------------------------------ arguments

@@ -415,6 +415,10 @@ cudaError_t cudaMemcpy3DBatchAsync(size_t n, cudaMemcpy3DBatchOp* ops, unsigned 
   });
   return cudaSuccess;
 }
+cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* data) {
+  s->push([fn, data] { fn(data); });
+  return cudaSuccess;
+}
 cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s) {
   s->push([=] { std::memset(p, v, n); });
   return cudaSuccess;

@@ -83,7 +83,7 @@ inline BackendFactory cuda_factory(std::string name, bool copy_kernel) {
     o.oversubscribe = true;  // several logical devices per GPU on small machines
     o.copy_kernel = copy_kernel;
     // BBMM_CUDA_COPY_KERNEL, BBMM_CUDA_PEER_COPY_KERNEL, BBMM_CUDA_PEER_PUSH,
-    // BBMM_CUDA_PIN_HOST and BBMM_CUDA_COPY_STREAMS as for a
+    // BBMM_CUDA_HOST_COPIES and BBMM_CUDA_COPY_STREAMS as for a
     // runtime (RuntimeOptions):
     // a copy path can be switched off on the GPU machine without a rebuild.
     absl::StatusOr<RuntimeOptions> env = RuntimeOptions::from_env();
@@ -94,7 +94,12 @@ inline BackendFactory cuda_factory(std::string name, bool copy_kernel) {
     if (std::getenv("BBMM_CUDA_COPY_KERNEL") != nullptr) o.copy_kernel = env->cuda_copy_kernel;
     o.peer_copy_kernel = env->cuda_peer_copy_kernel;  // BBMM_CUDA_PEER_COPY_KERNEL
     o.peer_push = env->cuda_peer_push;                // BBMM_CUDA_PEER_PUSH
-    o.register_host = env->cuda_pin_host;             // BBMM_CUDA_PIN_HOST
+    // BBMM_CUDA_HOST_COPIES; unset: pinned, as these suites always ran (the
+    // pageable ctest variants set staged).
+    o.host_copies = std::getenv("BBMM_CUDA_HOST_COPIES") == nullptr ? HostCopies::kPinned
+                    : env->cuda_host_copies == BBMM_HOST_COPIES_STAGED ? HostCopies::kStaged
+                    : env->cuda_host_copies == BBMM_HOST_COPIES_PINNED ? HostCopies::kPinned
+                                                                        : HostCopies::kAuto;
     o.copy_streams = env->cuda_copy_streams;
     absl::StatusOr<std::unique_ptr<Backend>> b = make_cuda_backend(o);
     if (!b.ok()) {

@@ -141,7 +141,7 @@ void to_c_options(const bbmm::RuntimeOptions& o, bbmm_options* opts) {
   opts->cuda_copy_kernel = o.cuda_copy_kernel ? 1 : 0;
   opts->cuda_peer_copy_kernel = o.cuda_peer_copy_kernel ? 1 : 0;
   opts->cuda_peer_push = o.cuda_peer_push ? 1 : 0;
-  opts->cuda_pageable_host = o.cuda_pin_host ? 0 : 1;
+  opts->cuda_host_copies = o.cuda_host_copies;
   opts->cuda_copy_streams = o.cuda_copy_streams;
 }
 
@@ -268,6 +268,12 @@ bbmm_status to_runtime_options(const bbmm_options* opts, bbmm::RuntimeOptions* o
                 "runtime_create: unknown write_back " + std::to_string(write_back) +
                     " (BBMM_WRITE_BACK_LAZY, _EAGER or _AUTO)");
   }
+  const int host_copies = enum_bits(opts->cuda_host_copies);
+  if (host_copies < BBMM_HOST_COPIES_AUTO || host_copies > BBMM_HOST_COPIES_STAGED) {
+    return fail(BBMM_ERROR_INVALID_ARGUMENT,
+                "runtime_create: unknown cuda_host_copies " + std::to_string(host_copies) +
+                    " (BBMM_HOST_COPIES_AUTO, _PINNED or _STAGED)");
+  }
   bbmm::RuntimeOptions& o = *out;
   o.backend = static_cast<bbmm_backend_kind>(backend);
   o.devices = opts->devices;
@@ -283,7 +289,7 @@ bbmm_status to_runtime_options(const bbmm_options* opts, bbmm::RuntimeOptions* o
   o.cuda_copy_kernel = opts->cuda_copy_kernel != 0;
   o.cuda_peer_copy_kernel = opts->cuda_peer_copy_kernel != 0;
   o.cuda_peer_push = opts->cuda_peer_push != 0;
-  o.cuda_pin_host = opts->cuda_pageable_host == 0;
+  o.cuda_host_copies = static_cast<bbmm_host_copies>(host_copies);
   // 0 (a zeroed struct): the default.
   if (opts->cuda_copy_streams > 0) o.cuda_copy_streams = opts->cuda_copy_streams;
   return BBMM_OK;

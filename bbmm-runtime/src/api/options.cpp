@@ -106,7 +106,16 @@ absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
     return s;
   }
   if (absl::Status s = env_flag("BBMM_CUDA_PEER_PUSH", &o.cuda_peer_push); !s.ok()) return s;
-  if (absl::Status s = env_flag("BBMM_CUDA_PIN_HOST", &o.cuda_pin_host); !s.ok()) return s;
+  if (const char* v = std::getenv("BBMM_CUDA_HOST_COPIES"); v != nullptr && *v != '\0') {
+    const std::string s = absl::AsciiStrToLower(v);
+    if (s == "auto") o.cuda_host_copies = BBMM_HOST_COPIES_AUTO;
+    else if (s == "pinned") o.cuda_host_copies = BBMM_HOST_COPIES_PINNED;
+    else if (s == "staged") o.cuda_host_copies = BBMM_HOST_COPIES_STAGED;
+    else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("BBMM_CUDA_HOST_COPIES='", v, "': use auto, pinned or staged"));
+    }
+  }
   if (const char* v = std::getenv("BBMM_CUDA_COPY_STREAMS"); v != nullptr && *v != '\0') {
     if (!absl::SimpleAtoi(v, &o.cuda_copy_streams) || o.cuda_copy_streams < 1 ||
         o.cuda_copy_streams > 8) {

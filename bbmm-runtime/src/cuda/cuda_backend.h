@@ -75,10 +75,13 @@
 //   device-to-device ones, one by one for what is left (peer rectangles the
 //   kernel does not take: the batch call's documentation does not cover peer
 //   operands; CudaBackendOptions::batch_api_peer tries it).
-// - Pinning (cuda_pinning.h): register_host page-locks in one call by default;
+// - Pinning (cuda_pinning.h): register_host page-locks (host_copies: pinned, or
+//   auto once the registered arrays exceed the devices' capacity) in one call by default;
 //   in chunks (optionally from several threads) when asked. CUDA rejects a
 //   copy whose host bytes span two registrations, so the workers split host
-//   copies at chunk boundaries.
+//   copies at chunk boundaries. Copies of host bytes that are not page-locked
+//   are staged (cuda_staging.h), never handed to CUDA as pageable memory
+//   (CUDA stages those outside stream order: random traces read stale data).
 // - Tracing (cuda_trace.h): with a tracer set, each operation is bracketed by
 //   two timing events on its stream; flush_trace() (and synchronize(), when
 //   many are pending) turns them into slices with the stream's name in the
@@ -92,9 +95,11 @@
 //   issued before it: a new buffer's `ready` waits for the users of buffers
 //   freed earlier even when the pool hands out fresh memory (a false
 //   dependency, at most until those users finish).
-// - A copy from or to pageable host memory is synchronous in CUDA: it holds
-//   the device's worker (never the caller) until it is done. Register host
-//   arrays (register_host) or use pinned memory.
+// - A copy from or to pageable host memory (register_host off, a failed
+//   registration, memory the program never registered) is staged through a
+//   pinned buffer per copy stream (cuda_staging.h): in stream order, but the
+//   host side is a CPU copy (spread over staging_threads threads) and the
+//   stream holds while it runs.
 // - A launch function that blocks (e.g. synchronises its stream) holds the
 //   device's worker likewise.
 //
@@ -114,6 +119,17 @@
 
 namespace bbmm {
 
+// How host arrays reach the GPUs (bbmm_host_copies in bbmm.h).
+enum class HostCopies {
+  // Staged while the arrays registered fit in the devices' capacity together;
+  // from the registration that makes them exceed it, every registered array
+  // is pinned (out of core each byte crosses PCIe many times, and the copy
+  // engines alone move pinned bytes at the full rate of every GPU's link).
+  kAuto,
+  kPinned,  // register_host page-locks each array (cuda_pinning.h)
+  kStaged,  // arrays stay pageable; copies staged (cuda_staging.h)
+};
+
 struct CudaBackendOptions {
   int devices = 0;  // 0: every visible GPU
   // Allow more logical devices than GPUs: logical device d runs on GPU
@@ -122,7 +138,10 @@ struct CudaBackendOptions {
   bool oversubscribe = false;
   size_t capacity_bytes = 0;  // per device; 0: the free memory at start less a reserve
   size_t pitch_alignment = 1;
-  bool register_host = true;  // page-lock registered host arrays
+  // What register_host does. Copies of host memory that is not page-locked
+  // (staged arrays, memory never registered) are staged through pinned
+  // buffers (cuda_staging.h) whatever this says.
+  HostCopies host_copies = HostCopies::kAuto;
   bool peer_access = true;    // false: report no peer access (copies go through the host)
   // Strided device-to-device copies (same device, or peers) by a kernel
   // rather than the copy engine; on by default because it measured faster
@@ -185,6 +204,10 @@ struct CudaBackendOptions {
   HostPinMethod pin_method = HostPinMethod::kAuto;
   size_t pin_chunk_bytes = size_t{256} << 20;
   int pin_threads = 4;
+  // Host threads that pack and unpack a staged copy's round (the CUDA host
+  // function's thread included), shared by the devices: 1..64; 0: 4 per
+  // GPU, at least 8, at most half the host's hardware threads (at least 1).
+  int staging_threads = 0;
 };
 
 // Number of CUDA devices visible (0 when there is no driver or no GPU), with a

@@ -63,6 +63,11 @@ void DeviceStreams::destroy() {
     (void)cudaStreamDestroy(slot->stream);
     slot->stream = nullptr;
   }
+  // After the synchronisation: no host function or copy uses them any more.
+  for (StreamSlot* slot : all) {
+    if (slot->staging != nullptr) (void)cudaFreeHost(slot->staging);
+    slot->staging = nullptr;
+  }
   work_.clear();
 }
 

@@ -54,6 +54,10 @@ struct StreamSlot {
   // The device's allocation generation this stream has waited for
   // (CudaBackendOptions::wait_for_allocations).
   uint64_t alloc_gen_seen = 0;
+  // Copy streams to or from the host: the pinned buffer staged copies of
+  // pageable host memory go through (cuda_staging.h), allocated by the
+  // worker at the first; freed by destroy().
+  char* staging = nullptr;
 };
 
 class DeviceStreams {
@@ -68,8 +72,8 @@ class DeviceStreams {
   // per copy direction; their keys are unique to backend `backend_id`. The
   // calling thread's current device must be `gpu`.
   absl::Status create(uint32_t backend_id, int device, int gpu, int copies);
-  // Waits for and destroys every stream (errors are ignored: used on
-  // teardown). Idempotent.
+  // Waits for and destroys every stream and frees the staging buffers
+  // (errors are ignored: used on teardown). Idempotent.
   void destroy();
   // cudaStreamSynchronize of every stream; the first error.
   absl::Status synchronize_all();

@@ -29,7 +29,8 @@ inline void cpu_relax() {
 
 Worker::Worker(int device, std::shared_ptr<GpuShared> gpu, DeviceStreams& streams,
                DeviceTrace& trace, const CudaTopology& topology, const HostPinner& pinner,
-               const WorkerOptions& options, std::atomic<int>* batch_api_rejections)
+               StagingCopier& copier, const WorkerOptions& options,
+               std::atomic<int>* batch_api_rejections)
     : device_(device),
       gpu_(gpu->gpu),
       shared_(std::move(gpu)),
@@ -37,6 +38,7 @@ Worker::Worker(int device, std::shared_ptr<GpuShared> gpu, DeviceStreams& stream
       trace_(trace),
       topology_(topology),
       pinner_(pinner),
+      copier_(copier),
       options_(options),
       batch_api_rejections_(batch_api_rejections) {}
 
@@ -286,19 +288,11 @@ void Worker::add_wait(const Event& e, StreamKey target, absl::Status* failed) {
   waits_.push_back(WaitOn{ce->stream(), ce->seq(), ce});
 }
 
-bool Worker::touches_pageable_host(const Command& c) const {
-  if (c.kind != CommandKind::kCopy && c.kind != CommandKind::kBatch) return false;
-  if (c.dir != CopyDir::kH2D && c.dir != CopyDir::kD2H) return false;
-  auto pageable = [&](const CopyOp& op) {
-    const Endpoint& h = c.dir == CopyDir::kH2D ? op.src : op.dst;
-    const uintptr_t at = reinterpret_cast<uintptr_t>(h.base) + h.offset;
-    return !pinner_.covers(at, at + 1);
-  };
-  if (c.kind == CommandKind::kCopy) return pageable(c.copy);
-  for (const CopyOp& op : c.batch) {
-    if (pageable(op)) return true;
-  }
-  return false;
+bool Worker::host_side_pinned(const CopyOp& op, CopyDir dir) const {
+  const CopyShape& s = op.shape;
+  if (s.width_bytes == 0 || s.height == 0 || s.depth == 0) return true;
+  const auto [begin, end] = host_span(dir == CopyDir::kD2H ? op.dst : op.src, s);
+  return pinner_.covers(begin, end);
 }
 
 absl::Status Worker::wait_all(cudaStream_t stream) {
@@ -363,30 +357,9 @@ void Worker::issue(Command& c) {
     absl::StrAppend(&c.trace_args, c.trace_args.empty() ? "" : ",", "\"taken_us\":", taken_us,
                     ",\"issued_us\":", c.tracer->now_us());
   }
-  // Pageable host memory: CUDA stages such copies through its own buffers,
-  // possibly outside stream order (a host-to-device copy may read the source
-  // when it is called; random traces read stale data with cuda_pin_host off,
-  // 2 x H100, 2026-11-27). Run them synchronously: after everything the
-  // stream waits for, and finished before the next operation is issued.
-  const bool pageable = touches_pageable_host(c);
-  if (pageable) {
-    const cudaError_t e = cudaStreamSynchronize(slot.stream);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      complete(c, slot, cuda_status("cudaStreamSynchronize (pageable copy)", e, __FILE__, __LINE__));
-      return;
-    }
-  }
   std::shared_ptr<const TimingRef> ref;
   const cudaEvent_t start = trace_begin(c, slot.stream, &ref);
   s = issue_operation(c, slot);
-  if (pageable && s.ok()) {
-    const cudaError_t e = cudaStreamSynchronize(slot.stream);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      s = cuda_status("cudaStreamSynchronize (after a pageable copy)", e, __FILE__, __LINE__);
-    }
-  }
   trace_end(c, slot.stream, slot.name,
             c.kind == CommandKind::kLaunch ? "kernel" : copy_trace_name(c.dir), start,
             std::move(ref));
@@ -437,39 +410,113 @@ bool Worker::split_at_chunks(const CopyOp& op, CopyDir dir, std::vector<CopyOp>*
   return true;
 }
 
+absl::Status Worker::issue_direct(Command& c, std::span<const CopyOp> ops, StreamSlot& slot) {
+  if (c.kind == CommandKind::kCopy) {
+    const CopyOp& op = ops.front();
+    pieces_.clear();
+    if (!split_at_chunks(op, c.dir, &pieces_)) return issue_copy(op, c.dir, copy_env(c), slot.stream);
+    for (const CopyOp& piece : pieces_) {
+      absl::Status s = issue_copy(piece, c.dir, copy_env(c), slot.stream);
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+  // Ops crossing chunk boundaries of pinned host memory become pieces.
+  pieces_.clear();
+  bool split = false;
+  for (const CopyOp& op : ops) {
+    if (split_at_chunks(op, c.dir, &pieces_)) {
+      split = true;
+    } else {
+      pieces_.push_back(op);
+    }
+  }
+  if (split) ops = pieces_;
+  BatchPaths paths;
+  absl::Status s = issue_copy_batch(ops, c.dir, copy_env(c), slot.stream, scratch_, &paths);
+  if (c.tracer != nullptr) {
+    absl::StrAppend(&c.trace_args, ",\"kernel_ops\":", paths.kernel,
+                    ",\"batch_api_ops\":", paths.batch_api, ",\"single_ops\":", paths.single);
+  }
+  return s;
+}
+
+absl::Status Worker::issue_staged(Command& c, StreamSlot& slot, size_t* round_count) {
+  if (slot.staging == nullptr) {
+    void* p = nullptr;
+    // Mapped, as registered arrays are: small boxes of a batch may be moved by the
+    // copy kernel through the host pointer (CopyEnv::host_kernel_max_box).
+    const cudaError_t e = cudaHostAlloc(&p, kStagingBufferBytes,
+                                        cudaHostAllocPortable | cudaHostAllocMapped);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      const absl::Status fs = cuda_status("cudaHostAlloc", e, __FILE__, __LINE__);
+      return absl::Status(fs.code(), absl::StrCat("the staging buffer (", kStagingBufferBytes,
+                                                  " bytes) of stream ", slot.name,
+                                                  " for copies of pageable host memory: ",
+                                                  fs.message()));
+    }
+    slot.staging = static_cast<char*>(p);
+  }
+  const bool to_host = c.dir == CopyDir::kD2H;
+  rounds_.clear();
+  plan_staging(staged_ops_, to_host, kStagingBufferBytes, &rounds_);
+  *round_count = rounds_.size();
+  const CopyEnv env = copy_env(c);
+  for (StagedRound& round : rounds_) {
+    device_ops_.clear();
+    for (const StagedPiece& piece : round.pieces) {
+      device_ops_.push_back(staged_device_op(piece, to_host, slot.staging));
+    }
+    auto job = std::make_unique<StagedJob>(StagedJob{&copier_, std::move(round), to_host,
+                                                     slot.staging});
+    auto host_step = [&]() -> absl::Status {
+      const cudaError_t e = cudaLaunchHostFunc(slot.stream, run_staged_round, job.get());
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return cuda_status(to_host ? "cudaLaunchHostFunc (unpacking a staged copy)"
+                                   : "cudaLaunchHostFunc (packing a staged copy)",
+                           e, __FILE__, __LINE__);
+      }
+      job.release();  // the host function deletes it
+      return absl::OkStatus();
+    };
+    BatchPaths paths;
+    absl::Status s;
+    if (!to_host) s = host_step();
+    if (s.ok()) s = issue_copy_batch(device_ops_, c.dir, env, slot.stream, scratch_, &paths);
+    if (s.ok() && to_host) s = host_step();
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Worker::issue_operation(Command& c, StreamSlot& slot) {
   switch (c.kind) {
-    case CommandKind::kCopy: {
-      pieces_.clear();
-      if (!split_at_chunks(c.copy, c.dir, &pieces_)) {
-        return issue_copy(c.copy, c.dir, copy_env(c), slot.stream);
-      }
-      for (const CopyOp& op : pieces_) {
-        absl::Status s = issue_copy(op, c.dir, copy_env(c), slot.stream);
-        if (!s.ok()) return s;
-      }
-      return absl::OkStatus();
-    }
+    case CommandKind::kCopy:
     case CommandKind::kBatch: {
-      // Ops crossing chunk boundaries of pinned host memory become pieces.
-      pieces_.clear();
-      bool split = false;
-      for (const CopyOp& op : c.batch) {
-        if (split_at_chunks(op, c.dir, &pieces_)) {
-          split = true;
-        } else {
-          pieces_.push_back(op);
+      std::span<const CopyOp> ops = c.kind == CommandKind::kCopy
+                                        ? std::span<const CopyOp>(&c.copy, 1)
+                                        : std::span<const CopyOp>(c.batch);
+      if (c.dir == CopyDir::kH2D || c.dir == CopyDir::kD2H) {
+        // Pageable host bytes go through the stream's staging buffer.
+        staged_ops_.clear();
+        direct_ops_.clear();
+        for (const CopyOp& op : ops) {
+          (host_side_pinned(op, c.dir) ? direct_ops_ : staged_ops_).push_back(op);
+        }
+        if (!staged_ops_.empty()) {
+          size_t rounds = 0;
+          absl::Status s = issue_staged(c, slot, &rounds);
+          if (c.tracer != nullptr) {
+            absl::StrAppend(&c.trace_args, ",\"staged_ops\":", staged_ops_.size(),
+                            ",\"staged_rounds\":", rounds);
+          }
+          if (!s.ok() || direct_ops_.empty()) return s;
+          ops = direct_ops_;
         }
       }
-      const std::span<const CopyOp> ops = split ? std::span<const CopyOp>(pieces_)
-                                                : std::span<const CopyOp>(c.batch);
-      BatchPaths paths;
-      absl::Status s = issue_copy_batch(ops, c.dir, copy_env(c), slot.stream, scratch_, &paths);
-      if (c.tracer != nullptr) {
-        absl::StrAppend(&c.trace_args, ",\"kernel_ops\":", paths.kernel,
-                        ",\"batch_api_ops\":", paths.batch_api, ",\"single_ops\":", paths.single);
-      }
-      return s;
+      return issue_direct(c, ops, slot);
     }
     case CommandKind::kLaunch:
       return run_launch(c, slot);

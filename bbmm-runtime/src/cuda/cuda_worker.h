@@ -59,6 +59,7 @@
 #include "cuda/cuda_copy.h"
 #include "cuda/cuda_events.h"
 #include "cuda/cuda_pinning.h"
+#include "cuda/cuda_staging.h"
 #include "cuda/cuda_streams.h"
 #include "cuda/cuda_topology.h"
 #include "cuda/cuda_trace.h"
@@ -105,8 +106,8 @@ class Worker {
   // `batch_api_rejections` is shared by the backend's workers. All must
   // outlive the worker. start() launches the thread.
   Worker(int device, std::shared_ptr<GpuShared> gpu, DeviceStreams& streams, DeviceTrace& trace,
-         const CudaTopology& topology, const HostPinner& pinner, const WorkerOptions& options,
-         std::atomic<int>* batch_api_rejections);
+         const CudaTopology& topology, const HostPinner& pinner, StagingCopier& copier,
+         const WorkerOptions& options, std::atomic<int>* batch_api_rejections);
   // Stops the thread after it has issued every queued command.
   ~Worker();
   Worker(const Worker&) = delete;
@@ -186,10 +187,18 @@ class Worker {
   // chunk-pinned array, appends its pieces (split_copy_at) to `out` and
   // returns true; else appends nothing and returns false.
   bool split_at_chunks(const CopyOp& op, CopyDir dir, std::vector<CopyOp>* out);
-  // True when copy command `c` reads or writes pageable (unpinned) host memory:
-  // CUDA may stage such a copy outside stream order, so the worker runs it
-  // synchronously (cuda_pin_host off, or a failed registration).
-  bool touches_pageable_host(const Command& c) const;
+  // True when the host bytes of host<->device copy `op` (direction `dir`)
+  // are page-locked (pinned here, or memory CUDA knows as page-locked): the
+  // copy engines move them directly; else the copy is staged.
+  bool host_side_pinned(const CopyOp& op, CopyDir dir) const;
+  // Issues the copies `ops` of copy command `c` (all of it, or its ops with
+  // page-locked host bytes) on `slot`: one op by issue_copy, a batch by
+  // issue_copy_batch, split at chunk boundaries of pinned arrays.
+  absl::Status issue_direct(Command& c, std::span<const CopyOp> ops, StreamSlot& slot);
+  // Issues staged_ops_ (host<->device copies of pageable host bytes, of
+  // command `c`) through `slot`'s staging buffer (cuda_staging.h), allocating
+  // it at the first use; the number of rounds in `*round_count`.
+  absl::Status issue_staged(Command& c, StreamSlot& slot, size_t* round_count);
   // "copy H2D on cuda device 0" for messages.
   std::string describe(const Command& c) const;
 
@@ -202,6 +211,7 @@ class Worker {
   DeviceTrace& trace_;
   const CudaTopology& topology_;
   const HostPinner& pinner_;
+  StagingCopier& copier_;
   const WorkerOptions options_;
   std::atomic<int>* batch_api_rejections_;
 
@@ -240,6 +250,8 @@ class Worker {
   BatchScratch scratch_;
   std::vector<uintptr_t> cuts_;
   std::vector<CopyOp> pieces_;
+  std::vector<CopyOp> staged_ops_, direct_ops_, device_ops_;
+  std::vector<StagedRound> rounds_;
 };
 
 }  // namespace bbmm
