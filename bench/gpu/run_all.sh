@@ -22,9 +22,11 @@
 #   perf      ceilings, then jacobi2d_cuda n=16386 100 steps and heat3d_cuda n=768 100
 #             steps on 1, 2 and (where there are 4) 4 GPUs (2 tiles per GPU, reserve on),
 #             on 2 GPUs without
-#             reserve, and a box-out run on 1 GPU (smaller n)           ~1.5 min (<= 128 s)
-#   bench     gpu_bench (box copies, flow-out, box-out, acquire/release, halo hops)
-#                                                                       ~10 s (<= 20 s)
+#             reserve, on 1 and 2 GPUs with the arrays pinned (BBMM_CUDA_HOST_COPIES=pinned;
+#             the default stages them), and a box-out run on 1 GPU (smaller n)
+#                                                                       ~2 min (<= 190 s)
+#   bench     gpu_bench (box copies, flow-out, box-out, acquire/release, halo hops, staged
+#             vs pinned host copies on 1, 2, 4... GPUs)                 ~40 s (<= 60 s)
 #   tune      heat3d_cuda n=768 on 1 GPU with 5 kernel shapes (BBMM_HEAT3D_KERNEL)  ~1 min
 #   mpi       heat2d and floyd over 2 MPI ranks x 1 GPU, and over 4 where there are 4 GPUs
 #             (mpi_ranks.sh: <name>_bbmmc_cuda_mpi, the generated code unchanged, rank 0
@@ -33,7 +35,7 @@
 #             needs 2 GPUs and mpirun (not in all)                   ~1.5 min (<= 150 s)
 #   trace     jacobi2d_cuda n=16386, 5 steps, 2 GPUs with BBMM_TRACE, plotted by
 #             plot_trace.py (whole run and a window around one kernel)     ~15 s (<= 32 s)
-#   all       tests samples sanitize perf bench trace                    ~7 min (<= 800 s)
+#   all       tests samples sanitize perf bench trace                    ~8 min (<= 900 s)
 # Expected times on 2 x H200; in brackets the sum of the step estimates (upper bounds),
 # which are printed per step; a step that would end past the budget
 # (BBMM_BUDGET_S, default 570 s) is skipped and reported, and every step runs under
@@ -88,7 +90,7 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 # Estimated seconds per subset on 2 x H200 (the sums of the step estimates below).
 est_total=0
 for s in $want; do
-  case "$s" in tests) e=160 ;; samples) e=160 ;; sanitize) e=300 ;; perf) e=128 ;; bench) e=20 ;;
+  case "$s" in tests) e=160 ;; samples) e=160 ;; sanitize) e=300 ;; perf) e=190 ;; bench) e=60 ;;
     trace) e=32 ;; tune) e=60 ;; mpi) e=150 ;; esac
   est_total=$((est_total + e))
 done
@@ -336,6 +338,15 @@ if wants perf; then
     step perf jacobi2d_2logical 12 env BBMM_CUDA_DEVICES_PER_GPU=2 "$B/jacobi2d_cuda" \
       --devices 2 "${J[@]}"
   fi
+  # The same with the arrays pinned (BBMM_CUDA_HOST_COPIES=pinned): these samples time the
+  # run after registering, so the default (auto: staged in core, since the fourteenth
+  # session) pays its copies inside the timed part and pinned pays them outside.
+  step perf jacobi2d_1gpu_pinned 12 env BBMM_CUDA_HOST_COPIES=pinned "$B/jacobi2d_cuda" \
+    --devices 1 "${J[@]}"
+  if (( ngpu >= 2 )); then
+    step perf jacobi2d_2gpu_pinned 12 env BBMM_CUDA_HOST_COPIES=pinned "$B/jacobi2d_cuda" \
+      --devices 2 "${J[@]}"
+  fi
   perf_run jacobi2d_1gpu_boxout jacobi2d_cuda 10 --devices 1 --n 8194 --steps 20 --capacity auto
   perf_run heat3d_1gpu heat3d_cuda 20 --devices 1 "${H[@]}"
   if (( ngpu >= 2 )); then
@@ -343,6 +354,12 @@ if wants perf; then
     perf_run heat3d_2gpu_noreserve heat3d_cuda 20 --devices 2 "${H[@]}" --no-reserve
   fi
   (( ngpu >= 4 )) && perf_run heat3d_4gpu heat3d_cuda 20 --devices 4 "${H[@]}"
+  step perf heat3d_1gpu_pinned 20 env BBMM_CUDA_HOST_COPIES=pinned "$B/heat3d_cuda" \
+    --devices 1 "${H[@]}"
+  if (( ngpu >= 2 )); then
+    step perf heat3d_2gpu_pinned 20 env BBMM_CUDA_HOST_COPIES=pinned "$B/heat3d_cuda" \
+      --devices 2 "${H[@]}"
+  fi
   perf_run heat3d_1gpu_boxout heat3d_cuda 12 --devices 1 --n 384 --steps 10 --capacity auto
 fi
 
@@ -364,7 +381,7 @@ fi
 
 if wants bench; then
   if have gpu_bench; then
-    step bench gpu_bench 20 sh -c "'$B/gpu_bench' > '$OUT/gpu_bench.md'; rc=\$?; cat '$OUT/gpu_bench.md'; exit \$rc"
+    step bench gpu_bench 60 sh -c "'$B/gpu_bench' > '$OUT/gpu_bench.md'; rc=\$?; cat '$OUT/gpu_bench.md'; exit \$rc"
   else
     echo "(gpu_bench not staged)"
   fi

@@ -187,6 +187,18 @@ class CudaBackend final : public Backend {
       devices_.push_back(std::move(dev));
     }
     phase_done("streams and workers");
+    // Staging buffers up front where arrays may be staged: allocating them at
+    // the first copies put 16 pinned allocations of 16 MiB in the first run
+    // on 4 GPUs.
+    if (options_.host_copies != HostCopies::kPinned) {
+      for (auto& dev : devices_) {
+        BBMM_CUDA(cudaSetDevice(dev->gpu));
+        if (absl::Status st = dev->streams.allocate_staging(kStagingBufferBytes); !st.ok()) {
+          return st;
+        }
+      }
+      phase_done("staging buffers");
+    }
     // Pool growers (cuda_pool_grower.h), primed before any work is queued.
     growers_.resize(topology_.gpu_count);
     if (options_.pool_headroom_bytes > 0) {
@@ -719,10 +731,11 @@ absl::StatusOr<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOpti
   int staging_threads = options.staging_threads;
   if (staging_threads == 0) {
     // The host threads' copies of the staged bytes bound what all GPUs move
-    // together: 42-47 GB/s each way with 8 threads on 1, 2 and 4 H100s
-    // (gpu_bench staged, 2026-11-27).
+    // together; the fastest of 8, 16 and 32 threads was 8 for 1 H100 (41-43
+    // GB/s each way; 16 threads: 25-33), 16-32 for 2 (54-59), 32 for 4
+    // (62-85; 8 threads: 41-44) (gpu_bench staged, 2026-11-27).
     const int hardware = static_cast<int>(std::thread::hardware_concurrency());
-    staging_threads = std::max(8, 4 * std::min(n, visible));
+    staging_threads = 8 * std::min(n, visible);
     if (hardware > 0) staging_threads = std::min(staging_threads, std::max(1, hardware / 2));
     staging_threads = std::min(staging_threads, 64);
   }

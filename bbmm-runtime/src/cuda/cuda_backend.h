@@ -205,8 +205,8 @@ struct CudaBackendOptions {
   size_t pin_chunk_bytes = size_t{256} << 20;
   int pin_threads = 4;
   // Host threads that pack and unpack a staged copy's round (the CUDA host
-  // function's thread included), shared by the devices: 1..64; 0: 4 per
-  // GPU, at least 8, at most half the host's hardware threads (at least 1).
+  // function's thread included), shared by the devices: 1..64; 0: 8 per
+  // GPU, at most half the host's hardware threads (at least 1).
   int staging_threads = 0;
 };
 

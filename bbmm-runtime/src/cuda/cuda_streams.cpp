@@ -71,6 +71,28 @@ void DeviceStreams::destroy() {
   work_.clear();
 }
 
+absl::Status DeviceStreams::allocate_staging(size_t bytes) {
+  for (auto* group : {&h2d, &d2h}) {
+    for (StreamSlot& slot : *group) {
+      if (slot.staging != nullptr) continue;
+      void* p = nullptr;
+      // Mapped, as registered arrays are: small boxes of a batch may be moved
+      // by the copy kernel through the host pointer.
+      const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable | cudaHostAllocMapped);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        const absl::Status fs = cuda_status("cudaHostAlloc", e, __FILE__, __LINE__);
+        return absl::Status(fs.code(), absl::StrCat("the staging buffer (", bytes,
+                                                    " bytes) of stream ", slot.name,
+                                                    " for copies of pageable host memory: ",
+                                                    fs.message()));
+      }
+      slot.staging = static_cast<char*>(p);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status DeviceStreams::synchronize_all() {
   absl::Status first;
   for (StreamSlot* slot : work_) {

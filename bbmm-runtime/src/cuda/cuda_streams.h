@@ -75,6 +75,10 @@ class DeviceStreams {
   // Waits for and destroys every stream and frees the staging buffers
   // (errors are ignored: used on teardown). Idempotent.
   void destroy();
+  // Allocates the staging buffer (`bytes`, pinned and mapped) of every
+  // host-to-device and device-to-host stream that has none yet; the calling
+  // thread's current device must be the streams' GPU.
+  absl::Status allocate_staging(size_t bytes);
   // cudaStreamSynchronize of every stream; the first error.
   absl::Status synchronize_all();
   // Every stream that operations are issued on (not join or trace).

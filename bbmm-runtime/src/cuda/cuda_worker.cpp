@@ -443,20 +443,9 @@ absl::Status Worker::issue_direct(Command& c, std::span<const CopyOp> ops, Strea
 
 absl::Status Worker::issue_staged(Command& c, StreamSlot& slot, size_t* round_count) {
   if (slot.staging == nullptr) {
-    void* p = nullptr;
-    // Mapped, as registered arrays are: small boxes of a batch may be moved by the
-    // copy kernel through the host pointer (CopyEnv::host_kernel_max_box).
-    const cudaError_t e = cudaHostAlloc(&p, kStagingBufferBytes,
-                                        cudaHostAllocPortable | cudaHostAllocMapped);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      const absl::Status fs = cuda_status("cudaHostAlloc", e, __FILE__, __LINE__);
-      return absl::Status(fs.code(), absl::StrCat("the staging buffer (", kStagingBufferBytes,
-                                                  " bytes) of stream ", slot.name,
-                                                  " for copies of pageable host memory: ",
-                                                  fs.message()));
-    }
-    slot.staging = static_cast<char*>(p);
+    // Not allocated at creation (host_copies pinned): now, for every copy
+    // stream of the device (their slots belong to this worker).
+    if (absl::Status s = streams_.allocate_staging(kStagingBufferBytes); !s.ok()) return s;
   }
   const bool to_host = c.dir == CopyDir::kD2H;
   rounds_.clear();
