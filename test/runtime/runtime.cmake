@@ -31,6 +31,11 @@ bbmm_add_test(instance_list_test LABELS runtime
 bbmm_add_test(no_blocking_test LABELS runtime
   SOURCES no_blocking_test.cpp
   LIBS bbmm_runtime_internal)
+# read_in_source_test: where a read-in takes a box from (host or a peer still
+# reading it in), with the devices' work held behind the gate (gated_backend.h).
+bbmm_add_test(read_in_source_test LABELS runtime
+  SOURCES read_in_source_test.cpp
+  LIBS bbmm_runtime_internal)
 # runtime_alloc_test: the hit path allocates nothing (replaces global operator
 # new, so it has a binary of its own).
 bbmm_add_test(runtime_alloc_test LABELS runtime

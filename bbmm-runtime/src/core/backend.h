@@ -173,6 +173,14 @@ class Backend {
     (void)host;
     return absl::OkStatus();
   }
+  // True when copies of the registered array at `host` pass through a host-side
+  // copy (CUDA: staged, not pinned): host bandwidth shared by every device, so
+  // a box a peer device is already reading in is better taken from that peer.
+  // Default: false (copies from the host cost the device's own link only).
+  virtual bool host_copies_staged(const void* host) const {
+    (void)host;
+    return false;
+  }
 
   // An event that completes when everything issued to `device` so far has
   // (on every queue of the device).

@@ -51,6 +51,9 @@ class InstrumentedBackend : public Backend {
                                std::span<const Event> wait) override;
   absl::Status register_host(void* host, size_t bytes) override;
   absl::Status unregister_host(void* host) override;
+  bool host_copies_staged(const void* host) const override {
+    return up_->host_copies_staged(host);
+  }
   absl::StatusOr<Event> record(int device) override;
   absl::Status synchronize(int device) override;
   void set_tracer(Tracer* tracer) override;

@@ -465,6 +465,11 @@ class CudaBackend final : public Backend {
     return absl::OkStatus();
   }
 
+  bool host_copies_staged(const void* host) const override {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(host);
+    return !pinner_.covers(at, at + 1);
+  }
+
   absl::Status unregister_host(void* host) override {
     {
       std::lock_guard<std::mutex> lock(host_mu_);
