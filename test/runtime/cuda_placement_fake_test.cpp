@@ -113,7 +113,9 @@ TEST(CudaPlacement, StagedArraysAreBroadcastThroughAPeer) {
   // the peer once it is done; the bytes add up either way.
   const bbmm_stats pinned = broadcast_read(BBMM_HOST_COPIES_PINNED);
   EXPECT_EQ(pinned.bytes_h2d + pinned.bytes_peer, 2 * bytes);
-  if (pinned.bytes_peer == 0) EXPECT_EQ(pinned.bytes_h2d, 2 * bytes);
+  if (pinned.bytes_peer == 0) {
+    EXPECT_EQ(pinned.bytes_h2d, 2 * bytes);
+  }
 }
 
 }  // namespace
