@@ -319,7 +319,7 @@ void bench_pinning() {
     for (const Method& m : methods) {
       CudaBackendOptions o;
       o.devices = 1;
-      o.host_copies = HostCopies::kPinned;
+      o.host_copies = BBMM_HOST_COPIES_PINNED;
       o.pin_method = m.method;
       if (m.chunk > 0) o.pin_chunk_bytes = m.chunk;
       o.pin_threads = m.threads;
@@ -656,7 +656,7 @@ void bench_boxout(double h2d, double d2h) {
 // ------------------------------------------------------------------ staged
 // 1 GiB of pageable host memory (touched) moved to G GPUs and back in 64 MiB
 // boxes, every GPU at once: staged through the backend's pinned buffers
-// (HostCopies::kStaged, 8, 16 and 32 copier threads), against registering the
+// (BBMM_HOST_COPIES_STAGED, 8, 16 and 32 copier threads), against registering the
 // array, copying pinned and unregistering. Copies: best of 2 passes; pin and unpin once.
 void bench_staged(int visible) {
   const size_t total = size_t{1} << 30, box = size_t{64} << 20, boxes = total / box;
@@ -671,7 +671,7 @@ void bench_staged(int visible) {
       const bool pinned = threads == 0;
       CudaBackendOptions o;
       o.devices = g;
-      o.host_copies = pinned ? HostCopies::kPinned : HostCopies::kStaged;
+      o.host_copies = pinned ? BBMM_HOST_COPIES_PINNED : BBMM_HOST_COPIES_STAGED;
       if (!pinned) o.staging_threads = threads;
       auto b = make_cuda_backend(o);
       if (!b.ok()) {

@@ -1319,7 +1319,7 @@ TEST_F(CudaBackendTest, PinningMethodsPinAndCopyAcrossChunks) {
                           HostPinMethod::kAuto}) {
     CudaBackendOptions o;
     o.devices = 1;
-    o.host_copies = HostCopies::kPinned;
+    o.host_copies = BBMM_HOST_COPIES_PINNED;
     o.pin_method = m;
     o.pin_chunk_bytes = 1 << 20;
     o.pin_threads = 3;
@@ -1387,7 +1387,7 @@ TEST_F(CudaBackendTest, PinningMethodsPinAndCopyAcrossChunks) {
   }
 }
 
-// HostCopies::kAuto: arrays stay pageable (copies staged) while the registered
+// BBMM_HOST_COPIES_AUTO: arrays stay pageable (copies staged) while the registered
 // ones fit in the devices' capacity together; the registration that makes
 // them exceed it pins all of them.
 TEST_F(CudaBackendTest, AutoHostCopiesPinOnceTheArraysExceedTheCapacity) {

@@ -93,7 +93,7 @@ void check_staged(Case& c, bool host_is_dst, size_t capacity, StagingCopier& cop
     rect_copy(op);
   }
   std::vector<StagedRound> rounds;
-  plan_staging(c.ops, host_is_dst, capacity, &rounds);
+  plan_staging(c.ops, capacity, &rounds);
   std::vector<char> buffer(capacity + 64);
   size_t bytes = 0, ops_bytes = 0;
   for (const CopyOp& op : c.ops) ops_bytes += op.shape.width_bytes * op.shape.height * op.shape.depth;
@@ -162,7 +162,7 @@ TEST(Staging, AHostFunctionJobRunsAndFreesItself) {
   StagingCopier copier(2);
   Case c = random_case(rng, 3, 100, 3, 1, false);
   std::vector<StagedRound> rounds;
-  plan_staging(c.ops, false, 1 << 20, &rounds);
+  plan_staging(c.ops, 1 << 20, &rounds);
   ASSERT_EQ(rounds.size(), 1u);
   std::vector<char> buffer(1 << 20, 0);
   const StagedRound copy = rounds[0];

@@ -96,10 +96,8 @@ inline BackendFactory cuda_factory(std::string name, bool copy_kernel) {
     o.peer_push = env->cuda_peer_push;                // BBMM_CUDA_PEER_PUSH
     // BBMM_CUDA_HOST_COPIES; unset: pinned, as these suites always ran (the
     // pageable ctest variants set staged).
-    o.host_copies = std::getenv("BBMM_CUDA_HOST_COPIES") == nullptr ? HostCopies::kPinned
-                    : env->cuda_host_copies == BBMM_HOST_COPIES_STAGED ? HostCopies::kStaged
-                    : env->cuda_host_copies == BBMM_HOST_COPIES_PINNED ? HostCopies::kPinned
-                                                                        : HostCopies::kAuto;
+    o.host_copies = std::getenv("BBMM_CUDA_HOST_COPIES") == nullptr ? BBMM_HOST_COPIES_PINNED
+                                                                     : env->cuda_host_copies;
     o.copy_streams = env->cuda_copy_streams;
     absl::StatusOr<std::unique_ptr<Backend>> b = make_cuda_backend(o);
     if (!b.ok()) {

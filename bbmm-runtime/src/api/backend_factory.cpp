@@ -46,10 +46,7 @@ absl::StatusOr<std::unique_ptr<Backend>> make_backend(const RuntimeOptions& opti
       cuda.copy_kernel = options.cuda_copy_kernel;
       cuda.peer_copy_kernel = options.cuda_peer_copy_kernel;
       cuda.peer_push = options.cuda_peer_push;
-      cuda.host_copies = options.cuda_host_copies == BBMM_HOST_COPIES_PINNED ? HostCopies::kPinned
-                         : options.cuda_host_copies == BBMM_HOST_COPIES_STAGED
-                             ? HostCopies::kStaged
-                             : HostCopies::kAuto;
+      cuda.host_copies = options.cuda_host_copies;
       cuda.copy_streams = options.cuda_copy_streams;
       return make_cuda_backend(cuda);
 #else

@@ -1,6 +1,8 @@
 // Runtime options from the environment, and byte-count parsing.
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -61,20 +63,35 @@ absl::Status env_flag(const char* name, bool* out) {
   return absl::OkStatus();
 }
 
+// Sets `*out` from the variable `name` when it is set and not empty: one of
+// `choices`' names (any case), else an error listing `hint`.
+template <typename E>
+absl::Status env_choice(const char* name, std::initializer_list<std::pair<const char*, E>> choices,
+                        const char* hint, E* out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return absl::OkStatus();
+  const std::string s = absl::AsciiStrToLower(v);
+  for (const auto& [choice, value] : choices) {
+    if (s == choice) {
+      *out = value;
+      return absl::OkStatus();
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(name, "='", v, "': use ", hint));
+}
+
 }  // namespace
 
 absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
   RuntimeOptions o;
-  if (const char* v = std::getenv("BBMM_BACKEND"); v != nullptr && *v != '\0') {
-    const std::string s = absl::AsciiStrToLower(v);
-    if (s == "auto") o.backend = BBMM_BACKEND_AUTO;
-    else if (s == "host") o.backend = BBMM_BACKEND_HOST;
-    else if (s == "cuda") o.backend = BBMM_BACKEND_CUDA;
-    else if (s == "opencl") o.backend = BBMM_BACKEND_OPENCL;
-    else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("BBMM_BACKEND='", v, "': use host, cuda, opencl or auto"));
-    }
+  if (absl::Status s = env_choice("BBMM_BACKEND",
+                                   {std::pair{"auto", BBMM_BACKEND_AUTO},
+                                    std::pair{"host", BBMM_BACKEND_HOST},
+                                    std::pair{"cuda", BBMM_BACKEND_CUDA},
+                                    std::pair{"opencl", BBMM_BACKEND_OPENCL}},
+                                   "host, cuda, opencl or auto", &o.backend);
+      !s.ok()) {
+    return s;
   }
   if (const char* v = std::getenv("BBMM_DEVICES"); v != nullptr && *v != '\0') {
     if (!absl::SimpleAtoi(v, &o.devices) || o.devices < 1) {
@@ -106,15 +123,13 @@ absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
     return s;
   }
   if (absl::Status s = env_flag("BBMM_CUDA_PEER_PUSH", &o.cuda_peer_push); !s.ok()) return s;
-  if (const char* v = std::getenv("BBMM_CUDA_HOST_COPIES"); v != nullptr && *v != '\0') {
-    const std::string s = absl::AsciiStrToLower(v);
-    if (s == "auto") o.cuda_host_copies = BBMM_HOST_COPIES_AUTO;
-    else if (s == "pinned") o.cuda_host_copies = BBMM_HOST_COPIES_PINNED;
-    else if (s == "staged") o.cuda_host_copies = BBMM_HOST_COPIES_STAGED;
-    else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("BBMM_CUDA_HOST_COPIES='", v, "': use auto, pinned or staged"));
-    }
+  if (absl::Status s = env_choice("BBMM_CUDA_HOST_COPIES",
+                                   {std::pair{"auto", BBMM_HOST_COPIES_AUTO},
+                                    std::pair{"pinned", BBMM_HOST_COPIES_PINNED},
+                                    std::pair{"staged", BBMM_HOST_COPIES_STAGED}},
+                                   "auto, pinned or staged", &o.cuda_host_copies);
+      !s.ok()) {
+    return s;
   }
   if (const char* v = std::getenv("BBMM_CUDA_COPY_STREAMS"); v != nullptr && *v != '\0') {
     if (!absl::SimpleAtoi(v, &o.cuda_copy_streams) || o.cuda_copy_streams < 1 ||
@@ -123,15 +138,13 @@ absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
           absl::StrCat("BBMM_CUDA_COPY_STREAMS='", v, "': expected 1..8"));
     }
   }
-  if (const char* v = std::getenv("BBMM_WRITE_BACK"); v != nullptr && *v != '\0') {
-    const std::string s = absl::AsciiStrToLower(v);
-    if (s == "auto") o.write_back = BBMM_WRITE_BACK_AUTO;
-    else if (s == "eager") o.write_back = BBMM_WRITE_BACK_EAGER;
-    else if (s == "lazy") o.write_back = BBMM_WRITE_BACK_LAZY;
-    else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("BBMM_WRITE_BACK='", v, "': use auto, eager or lazy"));
-    }
+  if (absl::Status s = env_choice("BBMM_WRITE_BACK",
+                                   {std::pair{"auto", BBMM_WRITE_BACK_AUTO},
+                                    std::pair{"eager", BBMM_WRITE_BACK_EAGER},
+                                    std::pair{"lazy", BBMM_WRITE_BACK_LAZY}},
+                                   "auto, eager or lazy", &o.write_back);
+      !s.ok()) {
+    return s;
   }
   return o;
 }

@@ -190,7 +190,7 @@ class CudaBackend final : public Backend {
     // Staging buffers up front where arrays may be staged: allocating them at
     // the first copies put 16 pinned allocations of 16 MiB in the first run
     // on 4 GPUs.
-    if (options_.host_copies != HostCopies::kPinned) {
+    if (options_.host_copies != BBMM_HOST_COPIES_PINNED) {
       for (auto& dev : devices_) {
         BBMM_CUDA(cudaSetDevice(dev->gpu));
         if (absl::Status st = dev->streams.allocate_staging(kStagingBufferBytes); !st.ok()) {
@@ -437,11 +437,11 @@ class CudaBackend final : public Backend {
 
   absl::Status register_host(void* host, size_t bytes) override {
     switch (options_.host_copies) {
-      case HostCopies::kStaged:
+      case BBMM_HOST_COPIES_STAGED:
         return absl::OkStatus();
-      case HostCopies::kPinned:
+      case BBMM_HOST_COPIES_PINNED:
         return pinner_.pin(host, bytes);
-      case HostCopies::kAuto:
+      case BBMM_HOST_COPIES_AUTO:
         break;
     }
     // Auto: staged while the arrays registered now fit in the devices'
@@ -637,7 +637,7 @@ class CudaBackend final : public Backend {
   // Before devices_: their workers use them.
   HostPinner pinner_;
   StagingCopier copier_;
-  // HostCopies::kAuto: the arrays registered now, and whether pinned.
+  // BBMM_HOST_COPIES_AUTO: the arrays registered now, and whether pinned.
   struct AutoHost {
     size_t bytes;
     bool pinned;

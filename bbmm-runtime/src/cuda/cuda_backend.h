@@ -119,17 +119,6 @@
 
 namespace bbmm {
 
-// How host arrays reach the GPUs (bbmm_host_copies in bbmm.h).
-enum class HostCopies {
-  // Staged while the arrays registered fit in the devices' capacity together;
-  // from the registration that makes them exceed it, every registered array
-  // is pinned (out of core each byte crosses PCIe many times, and the copy
-  // engines alone move pinned bytes at the full rate of every GPU's link).
-  kAuto,
-  kPinned,  // register_host page-locks each array (cuda_pinning.h)
-  kStaged,  // arrays stay pageable; copies staged (cuda_staging.h)
-};
-
 struct CudaBackendOptions {
   int devices = 0;  // 0: every visible GPU
   // Allow more logical devices than GPUs: logical device d runs on GPU
@@ -138,10 +127,15 @@ struct CudaBackendOptions {
   bool oversubscribe = false;
   size_t capacity_bytes = 0;  // per device; 0: the free memory at start less a reserve
   size_t pitch_alignment = 1;
-  // What register_host does. Copies of host memory that is not page-locked
-  // (staged arrays, memory never registered) are staged through pinned
-  // buffers (cuda_staging.h) whatever this says.
-  HostCopies host_copies = HostCopies::kAuto;
+  // What register_host does (bbmm_host_copies in bbmm.h): pinned, page-lock
+  // each array (cuda_pinning.h); staged, leave it pageable; auto, staged while
+  // the arrays registered fit in the devices' capacity together, and from the
+  // registration that makes them exceed it every registered array pinned (out
+  // of core each byte crosses PCIe many times, and the copy engines alone move
+  // pinned bytes at the full rate of every GPU's link). Copies of host memory
+  // that is not page-locked (staged arrays, memory never registered) are
+  // staged through pinned buffers (cuda_staging.h) whatever this says.
+  bbmm_host_copies host_copies = BBMM_HOST_COPIES_AUTO;
   bool peer_access = true;    // false: report no peer access (copies go through the host)
   // Strided device-to-device copies (same device, or peers) by a kernel
   // rather than the copy engine; on by default because it measured faster

@@ -32,9 +32,7 @@ const Endpoint& host_side(const CopyOp& op, bool host_is_dst) {
 
 }  // namespace
 
-void plan_staging(std::span<const CopyOp> ops, bool host_is_dst, size_t capacity,
-                  std::vector<StagedRound>* rounds) {
-  (void)host_is_dst;  // the cuts are the same for both directions
+void plan_staging(std::span<const CopyOp> ops, size_t capacity, std::vector<StagedRound>* rounds) {
   capacity = std::max(capacity, kStagingAlign);
   StagedRound cur;
   auto add = [&](const CopyOp& piece) {

@@ -59,13 +59,12 @@ struct StagedRound {
   size_t bytes = 0;  // the buffer bytes the round uses (end of its last piece)
 };
 
-// Cuts the host<->device copies `ops` (host side: dst when `host_is_dst`,
-// else src; each checked by check_copy) into rounds of at most `capacity`
-// bytes, appended to `rounds`: a copy that fits the round in progress joins
-// it, else it starts a new round, and a copy larger than `capacity` is cut
-// into groups of planes, else of rows, else row pieces.
-void plan_staging(std::span<const CopyOp> ops, bool host_is_dst, size_t capacity,
-                  std::vector<StagedRound>* rounds);
+// Cuts the host<->device copies `ops` (each checked by check_copy; the cuts
+// are the same whichever side is the host's) into rounds of at most
+// `capacity` bytes, appended to `rounds`: a copy that fits the round in
+// progress joins it, else it starts a new round, and a copy larger than
+// `capacity` is cut into groups of planes, else of rows, else row pieces.
+void plan_staging(std::span<const CopyOp> ops, size_t capacity, std::vector<StagedRound>* rounds);
 
 // The copy the device does for `piece`: its host side replaced by the dense
 // bytes at `buffer` + piece.offset.
@@ -86,8 +85,6 @@ class StagingCopier {
   // packing for a host-to-device copy) or from it into the host (true), and
   // returns when done.
   void run(const StagedRound& round, bool to_host, char* buffer);
-
-  int threads() const { return threads_; }
 
  private:
   struct Job {

@@ -449,7 +449,7 @@ absl::Status Worker::issue_staged(Command& c, StreamSlot& slot, size_t* round_co
   }
   const bool to_host = c.dir == CopyDir::kD2H;
   rounds_.clear();
-  plan_staging(staged_ops_, to_host, kStagingBufferBytes, &rounds_);
+  plan_staging(staged_ops_, kStagingBufferBytes, &rounds_);
   *round_count = rounds_.size();
   const CopyEnv env = copy_env(c);
   for (StagedRound& round : rounds_) {
@@ -488,13 +488,17 @@ absl::Status Worker::issue_operation(Command& c, StreamSlot& slot) {
                                         ? std::span<const CopyOp>(&c.copy, 1)
                                         : std::span<const CopyOp>(c.batch);
       if (c.dir == CopyDir::kH2D || c.dir == CopyDir::kD2H) {
-        // Pageable host bytes go through the stream's staging buffer.
-        staged_ops_.clear();
-        direct_ops_.clear();
-        for (const CopyOp& op : ops) {
-          (host_side_pinned(op, c.dir) ? direct_ops_ : staged_ops_).push_back(op);
-        }
-        if (!staged_ops_.empty()) {
+        // Pageable host bytes go through the stream's staging buffer. The ops
+        // are sorted into the two lists only from the first pageable one on
+        // (all pinned, the usual case with pinned arrays: no copy of them).
+        size_t first = 0;
+        while (first < ops.size() && host_side_pinned(ops[first], c.dir)) ++first;
+        if (first < ops.size()) {
+          direct_ops_.assign(ops.begin(), ops.begin() + first);
+          staged_ops_.assign(1, ops[first]);
+          for (const CopyOp& op : ops.subspan(first + 1)) {
+            (host_side_pinned(op, c.dir) ? direct_ops_ : staged_ops_).push_back(op);
+          }
           size_t rounds = 0;
           absl::Status s = issue_staged(c, slot, &rounds);
           if (c.tracer != nullptr) {
