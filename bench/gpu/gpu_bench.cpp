@@ -13,8 +13,11 @@
 //   latency   acquire+release hit and miss latency;
 //   halo      a chain of dense copies between GPUs 0 and 1 (8 B .. 1 MiB): µs per hop by
 //             the copy engine or the copy kernel, pulled or pushed (peer_push);
-//   staged    1 GiB of pageable memory to 1, 2, 4... GPUs and back: staged through
-//             pinned buffers vs registering the array (pin, copy, unpin);
+//   staged    the host side alone (T threads packing and unpacking through pinned
+//             buffers with memcpy or streaming stores; host functions of several
+//             streams at once or not), then 1 GiB of pageable memory to 1, 2, 4... GPUs
+//             and back: staged through pinned buffers vs registering the array (pin,
+//             copy, unpin);
 //   pinflags  (only when named, and alone: it needs no CUDA context yet) cudaHostRegister
 //             of 1 GiB of touched memory with each flag set, with a context on GPU 0 only,
 //             then on every GPU: what registration costs per GPU context.
@@ -35,11 +38,13 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bbmm/runtime.h"
 #include "core/backend.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/cuda_staging.h"
 
 namespace bbmm {
 namespace {
@@ -654,6 +659,83 @@ void bench_boxout(double h2d, double d2h) {
 }
 
 // ------------------------------------------------------------------ staged
+// What bounds the host side of staged copies, with no copy engine in the way:
+// T threads each copying their slice of 1 GiB of touched pageable memory
+// through a 16 MiB pinned buffer of their own (pack: pageable -> pinned;
+// unpack: pinned -> pageable), with memcpy and with streaming stores
+// (copy_streaming); and whether CUDA runs host functions of different
+// streams at once (2 per GPU, each sleeping 20 ms).
+void bench_staging_host(int visible, std::vector<char>& host) {
+  const size_t total = host.size(), chunk = kStagingBufferBytes;
+  std::printf("\n### Host side of staged copies: T threads, each through its own 16 MiB pinned "
+              "buffer (1 GiB, best of 3)\n\n");
+  std::printf("| threads | stores | pack GB/s | unpack GB/s |\n|---|---|---|---|\n");
+  for (int threads : {1, 8, 16, 32}) {
+    std::vector<char*> bufs(threads, nullptr);
+    for (char*& b : bufs) {
+      if (cudaHostAlloc(reinterpret_cast<void**>(&b), chunk, cudaHostAllocPortable) != cudaSuccess) {
+        std::printf("cudaHostAlloc failed\n");
+        return;
+      }
+      std::memset(b, 0, chunk);
+    }
+    for (bool streaming : {false, true}) {
+      auto pass = [&](bool unpack) {
+        const auto t0 = Clock::now();
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; ++t) {
+          pool.emplace_back([&, t] {
+            const size_t begin = total * t / threads, end = total * (t + 1) / threads;
+            for (size_t at = begin; at < end; at += chunk) {
+              const size_t n = std::min(chunk, end - at);
+              char* h = host.data() + at;
+              void* dst = unpack ? static_cast<void*>(h) : bufs[t];
+              const void* src = unpack ? static_cast<const void*>(bufs[t]) : h;
+              if (streaming) {
+                copy_streaming(dst, src, n);
+              } else {
+                std::memcpy(dst, src, n);
+              }
+            }
+          });
+        }
+        for (std::thread& th : pool) th.join();
+        return seconds_since(t0);
+      };
+      double pack = 1e30, unpack = 1e30;
+      for (int rep = 0; rep < 3; ++rep) {
+        pack = std::min(pack, pass(false));
+        unpack = std::min(unpack, pass(true));
+      }
+      std::printf("| %d | %s | %.1f | %.1f |\n", threads, streaming ? "streaming" : "memcpy",
+                  total / pack / 1e9, total / unpack / 1e9);
+    }
+    for (char* b : bufs) cudaFreeHost(b);
+  }
+  // Host functions on 2 streams per GPU.
+  std::vector<cudaStream_t> streams;
+  for (int d = 0; d < visible; ++d) {
+    cudaSetDevice(d);
+    for (int k = 0; k < 2; ++k) {
+      cudaStream_t st = nullptr;
+      cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+      streams.push_back(st);
+    }
+  }
+  auto sleep20 = [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(20)); };
+  const auto t0 = Clock::now();
+  for (cudaStream_t st : streams) cudaLaunchHostFunc(st, sleep20, nullptr);
+  for (cudaStream_t st : streams) cudaStreamSynchronize(st);
+  const double secs = seconds_since(t0);
+  std::printf("\nHost functions: %zu of 20 ms on %zu streams (%d GPUs) took %.1f ms (%s)\n",
+              streams.size(), streams.size(), visible, secs * 1e3,
+              secs > 0.02 * streams.size() * 0.8 ? "serialised"
+              : secs < 0.02 * 2.5                ? "concurrent"
+                                                 : "partly concurrent");
+  for (cudaStream_t st : streams) cudaStreamDestroy(st);
+  cudaSetDevice(0);
+}
+
 // 1 GiB of pageable host memory (touched) moved to G GPUs and back in 64 MiB
 // boxes, every GPU at once: staged through the backend's pinned buffers
 // (BBMM_HOST_COPIES_STAGED, 8, 16 and 32 copier threads), against registering the
@@ -661,18 +743,27 @@ void bench_boxout(double h2d, double d2h) {
 void bench_staged(int visible) {
   const size_t total = size_t{1} << 30, box = size_t{64} << 20, boxes = total / box;
   std::vector<char> host(total, 1);
+  bench_staging_host(visible, host);
   std::printf("\n### Pageable 1 GiB to G GPUs and back, 64 MiB boxes, all GPUs at once: staged "
               "vs pinned (register_host)\n\n");
   std::printf("| GPUs | path | pin s | H2D s | D2H s | unpin s | total s | H2D GB/s | D2H GB/s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (int g = 1; g <= visible; g *= 2) {
-    // Staged with 8, 16 and 32 copier threads, then pinned (threads 0).
-    for (int threads : {8, 16, 32, 0}) {
+    // Staged with 8, 16 and 32 copier threads (streaming stores; memcpy with
+    // 8 and 32), then pinned (threads 0).
+    struct Config {
+      int threads;
+      bool streaming;
+    };
+    for (const Config& config : {Config{8, true}, Config{8, false}, Config{16, true},
+                                 Config{32, true}, Config{32, false}, Config{0, false}}) {
+      const int threads = config.threads;
       const bool pinned = threads == 0;
       CudaBackendOptions o;
       o.devices = g;
       o.host_copies = pinned ? BBMM_HOST_COPIES_PINNED : BBMM_HOST_COPIES_STAGED;
       if (!pinned) o.staging_threads = threads;
+      o.staging_streaming_stores = config.streaming;
       auto b = make_cuda_backend(o);
       if (!b.ok()) {
         std::printf("staged: %s\n", std::string(b.status().message()).c_str());
@@ -707,7 +798,9 @@ void bench_staged(int visible) {
       t0 = Clock::now();
       if (pinned) be.unregister_host(host.data()).IgnoreError();
       const double unpin = seconds_since(t0);
-      const std::string path = pinned ? "pinned" : "staged, " + std::to_string(threads) + " threads";
+      const std::string path = pinned ? "pinned"
+                                      : "staged, " + std::to_string(threads) + " threads" +
+                                            (config.streaming ? ", streaming" : ", memcpy");
       std::printf("| %d | %s | %.3f | %.4f | %.4f | %.3f | %.3f | %.1f | %.1f |\n", g,
                   path.c_str(), pin, h2d, d2h, unpin, pin + h2d + d2h + unpin,
                   total / h2d / 1e9, total / d2h / 1e9);

@@ -215,7 +215,7 @@ if wants tests; then
       BBMM_CUDA_PEER_COPY_KERNEL=1 "$B/cuda_fuzz_test"
     step tests cuda_fuzz_all_peer_pull 15 env BBMM_FUZZ_TRACES=4000 BBMM_CUDA_PEER_PUSH=0 \
       "$B/cuda_fuzz_test"
-    step tests cuda_fuzz_all_pageable 15 env BBMM_FUZZ_TRACES=2000 BBMM_CUDA_HOST_COPIES=staged \
+    step tests cuda_fuzz_all_pageable 45 env BBMM_FUZZ_TRACES=500 BBMM_CUDA_HOST_COPIES=staged \
       "$B/cuda_fuzz_test"
   fi
   have cuda_conformance_test &&

@@ -32,6 +32,8 @@
 // Defined by the fake CUDA runtime only (cuda_fake_runtime.cpp): the pool
 // growths made by the calling thread's allocations; null on a real GPU.
 extern "C" uint64_t fake_cuda_pool_growths_on_this_thread() __attribute__((weak));
+extern "C" void fake_cuda_set_copy_delay_us(int us) __attribute__((weak));
+extern "C" void fake_cuda_set_host_fn_delay_us(int us) __attribute__((weak));
 
 namespace bbmm {
 namespace {
@@ -155,12 +157,30 @@ TEST_F(CudaBackendTest, RectCopiesHostDeviceRoundTripMatchReference) {
   EXPECT_TRUE(backend_->synchronize(0).ok());
 }
 
-// Pageable host memory is staged through a pinned buffer per copy stream
-// (cuda_staging.h), here in several rounds per copy (boxes over the 16 MiB
-// buffer), and in stream order both ways: the second upload reads host bytes
-// the download before it wrote, through the staging buffer.
-TEST_F(CudaBackendTest, PageableCopiesOverTheStagingBufferKeepStreamOrder) {
-  const Rect r{5000, 4000, 1};  // 20 MB, rows 5,000 of 6,000 bytes
+// Pageable host memory is staged through the pinned buffers of a copy
+// stream (cuda_staging.h), here in four rounds per copy (boxes over 3.5 of
+// the 16 MiB buffers: pipelined, each buffer used twice), and in stream
+// order both ways: the second upload reads host bytes the download before it
+// wrote, through the staging buffers. On the fake, twice: with a slow copy
+// engine (a pack that did not wait for the copy of its buffer's previous
+// round would overwrite it in time), then with slow host functions (a copy
+// that did not wait for the unpacking of its buffer's previous round would
+// overwrite it in time).
+class StagedRoundTrip : public CudaBackendTest, public ::testing::WithParamInterface<bool> {};
+INSTANTIATE_TEST_SUITE_P(SlowCopiesOrSlowHostFunctions, StagedRoundTrip, ::testing::Bool());
+
+TEST_P(StagedRoundTrip, PageableCopiesOverTheStagingBuffersKeepStreamOrder) {
+  struct Slow {
+    explicit Slow(bool copies) {
+      if (copies && fake_cuda_set_copy_delay_us) fake_cuda_set_copy_delay_us(3000);
+      if (!copies && fake_cuda_set_host_fn_delay_us) fake_cuda_set_host_fn_delay_us(15000);
+    }
+    ~Slow() {
+      if (fake_cuda_set_copy_delay_us) fake_cuda_set_copy_delay_us(0);
+      if (fake_cuda_set_host_fn_delay_us) fake_cuda_set_host_fn_delay_us(0);
+    }
+  } slow(GetParam());
+  const Rect r{5000, 12000, 1};  // 60 MB, rows 5,000 of 6,000 bytes
   const size_t row = 6000, bytes = row * r.height + 64;
   std::vector<unsigned char> a(bytes), b(bytes, 0), c(bytes, 0);
   fill(a, 11);
@@ -183,8 +203,13 @@ TEST_F(CudaBackendTest, PageableCopiesOverTheStagingBufferKeepStreamOrder) {
   absl::StatusOr<Event> down2 = backend_->copy(host(c), e_d2, shape, w3);
   ASSERT_TRUE(down2.ok()) << down2.status();
   ASSERT_TRUE(down2->wait().ok());
+  // At once: the last round's bytes (unpacked last) are in place when the
+  // copy's event completes.
+  const std::vector<unsigned char> last_row(c.end() - row - 64, c.end());
   std::vector<unsigned char> want(bytes, 0);
   reference_copy(want.data() + 7, row, 0, a.data() + 7, row, 0, r);
+  EXPECT_TRUE(std::equal(last_row.begin(), last_row.end(), want.end() - row - 64))
+      << "the download's event completed before its last round was unpacked";
   EXPECT_TRUE(c == want) << "the box did not survive two staged round trips";
   EXPECT_TRUE(b == want);
   const Event after[] = {*down2};

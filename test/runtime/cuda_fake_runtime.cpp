@@ -117,6 +117,12 @@ thread_local int tls_device = 0;
 thread_local cudaError_t tls_error = cudaSuccess;
 CUmemPoolHandle_st pools[16];
 thread_local uint64_t tls_pool_growths = 0;
+std::atomic<int> copy_delay_us{0};     // fake_cuda_set_copy_delay_us
+std::atomic<int> host_fn_delay_us{0};  // fake_cuda_set_host_fn_delay_us
+void delay_copy() {
+  const int us = copy_delay_us.load();
+  if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
 
 // Accounts an allocation of `n` bytes in `pool`.
 void pool_take(CUmemPoolHandle_st& pool, size_t n) {
@@ -355,7 +361,10 @@ cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
 
 cudaError_t cudaMemcpyAsync(void* d, const void* src, size_t n, cudaMemcpyKind, cudaStream_t s) {
   CHECK_SPAN(d, n) CHECK_SPAN(src, n)
-  s->push([=] { std::memmove(d, src, n); });
+  s->push([=] {
+    delay_copy();
+    std::memmove(d, src, n);
+  });
   return cudaSuccess;
 }
 cudaError_t cudaMemcpyPeerAsync(void* d, int, const void* src, int, size_t n, cudaStream_t s) {
@@ -366,7 +375,10 @@ cudaError_t cudaMemcpy2DAsync(void* d, size_t dp, const void* src, size_t sp, si
                               cudaMemcpyKind, cudaStream_t s) {
   if (w > dp || w > sp) return ret(cudaErrorInvalidValue);
   CHECK_SPAN(d, (h - 1) * dp + w) CHECK_SPAN(src, (h - 1) * sp + w)
-  s->push([=] { copy3d((char*)d, dp, 0, (const char*)src, sp, 0, w, h, 1); });
+  s->push([=] {
+    delay_copy();
+    copy3d((char*)d, dp, 0, (const char*)src, sp, 0, w, h, 1);
+  });
   return cudaSuccess;
 }
 cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms* p, cudaStream_t s) {
@@ -374,6 +386,7 @@ cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms* p, cudaStream_t s) {
   CHECK_SPAN(q.dstPtr.ptr, (q.extent.depth - 1) * q.dstPtr.pitch * q.dstPtr.ysize + (q.extent.height - 1) * q.dstPtr.pitch + q.extent.width)
   CHECK_SPAN(q.srcPtr.ptr, (q.extent.depth - 1) * q.srcPtr.pitch * q.srcPtr.ysize + (q.extent.height - 1) * q.srcPtr.pitch + q.extent.width)
   s->push([q] {
+    delay_copy();
     copy3d((char*)q.dstPtr.ptr, q.dstPtr.pitch, q.dstPtr.pitch * q.dstPtr.ysize,
            (const char*)q.srcPtr.ptr, q.srcPtr.pitch, q.srcPtr.pitch * q.srcPtr.ysize,
            q.extent.width, q.extent.height, q.extent.depth);
@@ -383,6 +396,7 @@ cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms* p, cudaStream_t s) {
 cudaError_t cudaMemcpy3DPeerAsync(const cudaMemcpy3DPeerParms* p, cudaStream_t s) {
   const cudaMemcpy3DPeerParms q = *p;
   s->push([q] {
+    delay_copy();
     copy3d((char*)q.dstPtr.ptr, q.dstPtr.pitch, q.dstPtr.pitch * q.dstPtr.ysize,
            (const char*)q.srcPtr.ptr, q.srcPtr.pitch, q.srcPtr.pitch * q.srcPtr.ysize,
            q.extent.width, q.extent.height, q.extent.depth);
@@ -404,6 +418,7 @@ cudaError_t cudaMemcpy3DBatchAsync(size_t n, cudaMemcpy3DBatchOp* ops, unsigned 
     CHECK_SPAN(o.dst.op.ptr.ptr, (d - 1) * dl + (h - 1) * dr + w)
   }
   s->push([v] {
+    delay_copy();
     for (const auto& o : v) {
       const size_t w = o.extent.width, h = o.extent.height, d = o.extent.depth;
       const size_t sr = o.src.op.ptr.rowLength ? o.src.op.ptr.rowLength : w;
@@ -416,7 +431,11 @@ cudaError_t cudaMemcpy3DBatchAsync(size_t n, cudaMemcpy3DBatchOp* ops, unsigned 
   return cudaSuccess;
 }
 cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* data) {
-  s->push([fn, data] { fn(data); });
+  s->push([fn, data] {
+    const int us = host_fn_delay_us.load();
+    if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+    fn(data);
+  });
   return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s) {
@@ -458,6 +477,13 @@ cudaError_t cudaMallocFromPoolAsync(void** p, size_t n, cudaMemPool_t pool, cuda
   phantoms[*p] = {n, pool};
   return cudaSuccess;
 }
+// Makes every later host<->device or device copy (the cudaMemcpy*Async
+// family) wait `us` microseconds on its stream before it moves bytes: a slow
+// copy engine, for tests of what must not overtake a copy.
+void fake_cuda_set_copy_delay_us(int us) { copy_delay_us.store(us); }
+// Makes every later host function (cudaLaunchHostFunc) wait `us`
+// microseconds on its stream before it runs.
+void fake_cuda_set_host_fn_delay_us(int us) { host_fn_delay_us.store(us); }
 // Pool growths made by the calling thread's allocations (the fake's own
 // counter, for tests of who grows the pools).
 uint64_t fake_cuda_pool_growths_on_this_thread() { return tls_pool_growths; }

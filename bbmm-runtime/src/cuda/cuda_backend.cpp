@@ -97,7 +97,7 @@ class CudaBackend final : public Backend {
       : options_(options),
         id_(next_backend_id.fetch_add(1) & 0xFFFFFF),
         pinner_(HostPinOptions{options.pin_method, options.pin_chunk_bytes, options.pin_threads}),
-        copier_(staging_threads) {}
+        copier_(staging_threads, options.staging_streaming_stores) {}
 
   // Issues everything queued, waits for the devices, frees what is still
   // allocated and unpins the registered arrays.
@@ -193,7 +193,7 @@ class CudaBackend final : public Backend {
     if (options_.host_copies != BBMM_HOST_COPIES_PINNED) {
       for (auto& dev : devices_) {
         BBMM_CUDA(cudaSetDevice(dev->gpu));
-        if (absl::Status st = dev->streams.allocate_staging(kStagingBufferBytes); !st.ok()) {
+        if (absl::Status st = dev->streams.allocate_staging(); !st.ok()) {
           return st;
         }
       }

@@ -96,10 +96,11 @@
 //   freed earlier even when the pool hands out fresh memory (a false
 //   dependency, at most until those users finish).
 // - A copy from or to pageable host memory (register_host off, a failed
-//   registration, memory the program never registered) is staged through a
-//   pinned buffer per copy stream (cuda_staging.h): in stream order, but the
-//   host side is a CPU copy (spread over staging_threads threads) and the
-//   stream holds while it runs.
+//   registration, memory the program never registered) is staged through
+//   two pinned buffers per copy stream (cuda_staging.h): in stream order, but
+//   the host side is a CPU copy (spread over staging_threads threads); a
+//   copy of more than one buffer is pipelined (the CPU copies one buffer
+//   while the copy engine moves the other).
 // - A launch function that blocks (e.g. synchronises its stream) holds the
 //   device's worker likewise.
 //
@@ -202,6 +203,9 @@ struct CudaBackendOptions {
   // function's thread included), shared by the devices: 1..64; 0: 8 per
   // GPU, at most half the host's hardware threads (at least 1).
   int staging_threads = 0;
+  // The copier's stores: streaming (copy_streaming: no read of the
+  // destination into the cache) or plain memcpy.
+  bool staging_streaming_stores = true;
 };
 
 // Number of CUDA devices visible (0 when there is no driver or no GPU), with a

@@ -1,9 +1,14 @@
 #include "cuda/cuda_staging.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <memory>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 namespace bbmm {
 namespace {
@@ -28,6 +33,41 @@ size_t op_bytes(const CopyShape& s) { return s.width_bytes * s.height * s.depth;
 // The host side of a piece.
 const Endpoint& host_side(const CopyOp& op, bool host_is_dst) {
   return host_is_dst ? op.dst : op.src;
+}
+
+// copy_streaming without the fence (store_fence after the last).
+void stream_bytes(void* dst, const void* src, size_t n) {
+#if defined(__x86_64__)
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  // Up to the first 16-byte aligned destination byte: plain stores.
+  const size_t head = std::min(n, (16 - reinterpret_cast<uintptr_t>(d) % 16) % 16);
+  std::memcpy(d, s, head);
+  size_t i = head;
+  for (; i + 64 <= n; i += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
+    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
+  }
+  for (; i + 16 <= n; i += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+  }
+  std::memcpy(d + i, s + i, n - i);
+#else
+  std::memcpy(dst, src, n);
+#endif
+}
+
+void store_fence() {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
 }
 
 }  // namespace
@@ -87,7 +127,13 @@ CopyOp staged_device_op(const StagedPiece& piece, bool host_is_dst, void* buffer
   return op;
 }
 
-StagingCopier::StagingCopier(int threads) : threads_(std::clamp(threads, 1, 64)) {}
+void copy_streaming(void* dst, const void* src, size_t n) {
+  stream_bytes(dst, src, n);
+  store_fence();
+}
+
+StagingCopier::StagingCopier(int threads, bool streaming)
+    : threads_(std::clamp(threads, 1, 64)), streaming_(streaming) {}
 
 StagingCopier::~StagingCopier() {
   {
@@ -123,18 +169,22 @@ void StagingCopier::copy_part(const Job& job, size_t part) {
       const size_t z = row / s.height, y = row % s.height;
       char* hp = host + z * h.slice_pitch + y * h.row_pitch + in_row;
       char* sp = staged + at;
-      if (job.to_host) {
-        std::memcpy(hp, sp, n);
+      void* dst = job.to_host ? static_cast<void*>(hp) : sp;
+      const void* src = job.to_host ? static_cast<const void*>(sp) : hp;
+      if (job.streaming) {
+        stream_bytes(dst, src, n);
       } else {
-        std::memcpy(sp, hp, n);
+        std::memcpy(dst, src, n);
       }
       at += n;
     }
   }
+  // The part's bytes are visible before the job counts it done.
+  if (job.streaming) store_fence();
 }
 
 void StagingCopier::run(const StagedRound& round, bool to_host, char* buffer) {
-  Job job{&round, to_host, buffer, 1};
+  Job job{&round, to_host, streaming_, buffer, 1};
   job.parts = std::clamp<size_t>(round.bytes / kMinPartBytes, 1, static_cast<size_t>(threads_));
   if (job.parts == 1) {
     copy_part(job, 0);

@@ -10,15 +10,31 @@
 // buffer, and the other way round for device-to-host copies.
 //
 // How a staged copy keeps stream order: the worker issues, on the copy's own
-// stream, per round of at most the buffer's size,
+// stream S, per round of at most a buffer's size,
 //   host-to-device:  cudaLaunchHostFunc(pack)  then the copies buffer -> device
 //   device-to-host:  the copies device -> buffer  then cudaLaunchHostFunc(unpack)
-// A host function runs when the stream reaches it (after every event the
+// A host function runs when its stream reaches it (after every event the
 // stream waits for) and the stream goes on only when it returns, so the host
 // bytes are read or written exactly where a DMA would: after what the copy
-// waits for, before its completion event. One buffer per copy stream is
-// enough: the stream itself orders a round's use of the buffer after the
-// previous round's. The packing is spread over the copier's threads (the
+// waits for, before its completion event.
+//
+// A copy of one round does just that on S. A copy of several rounds is a
+// pipeline over the stream's kStagingSlots buffers, so that the host copies
+// one round while the copy engine moves another (one after the other, a
+// round costs the sum of both: 40 GB/s on an H100 whose link moves 54): the
+// host functions run on a second stream, the lane, and events order the two
+// (StagingLane in cuda_streams.h). Round k uses buffer b = k % kStagingSlots:
+//   host-to-device:  lane: wait(start) once; wait(moved[b]) from the second
+//                    use of b on; pack; record(staged[b])
+//                    S:    wait(staged[b]); copies; record(moved[b])
+//   device-to-host:  S:    wait(staged[b]) from the second use of b on;
+//                          copies; record(moved[b])
+//                    lane: wait(moved[b]); unpack; record(staged[b])
+//                    S:    wait(staged[last]) at the end
+// where `start` is recorded on S before the first round: the lane's host
+// functions come after what the copy waits for and after the buffers'
+// previous uses (S is a queue), and S's completion event after the last
+// unpack. The packing of one round is spread over the copier's threads (the
 // host function's thread takes a share).
 //
 // plan_staging cuts the copies into rounds (whole copies, else planes, else
@@ -40,9 +56,11 @@
 
 namespace bbmm {
 
-// Bytes of one staging buffer (one per host<->device copy stream, allocated
-// at its first staged copy).
+// Bytes of one staging buffer, and buffers per host<->device copy stream
+// (allocated with the backend, or at its first staged copy when the arrays
+// are pinned).
 inline constexpr size_t kStagingBufferBytes = size_t{16} << 20;
+inline constexpr int kStagingSlots = 2;
 // Offsets of pieces in a staging buffer are multiples of this.
 inline constexpr size_t kStagingAlign = 256;
 
@@ -70,12 +88,21 @@ void plan_staging(std::span<const CopyOp> ops, size_t capacity, std::vector<Stag
 // bytes at `buffer` + piece.offset.
 CopyOp staged_device_op(const StagedPiece& piece, bool host_is_dst, void* buffer);
 
+// memcpy(dst, src, n) with non-temporal (streaming) stores where the CPU has
+// them (x86-64: SSE2), for bytes the CPU will not read again soon (a staging
+// buffer the copy engine reads; a host array the program reads later): the
+// stores skip the read of the destination's lines into the cache that plain
+// stores cost (one byte of memory traffic in four of a pack). Fenced: the
+// bytes are visible to other threads and devices when it returns.
+void copy_streaming(void* dst, const void* src, size_t n);
+
 // Host threads that copy the host side of staged rounds.
 class StagingCopier {
  public:
   // Up to `threads` threads copy one round (the caller's included); 1: the
-  // caller alone. Threads start at the first round that needs them.
-  explicit StagingCopier(int threads);
+  // caller alone. Threads start at the first round that needs them. Stores
+  // by copy_streaming when `streaming`, else memcpy.
+  explicit StagingCopier(int threads, bool streaming = true);
   // Joins the threads (no run() may be in progress).
   ~StagingCopier();
   StagingCopier(const StagingCopier&) = delete;
@@ -90,6 +117,7 @@ class StagingCopier {
   struct Job {
     const StagedRound* round;
     bool to_host;
+    bool streaming;
     char* buffer;
     size_t parts;
     size_t next = 0;  // the next part to take (under mu_)
@@ -100,6 +128,7 @@ class StagingCopier {
   void thread_main();
 
   const int threads_;
+  const bool streaming_;
   std::mutex mu_;
   std::condition_variable work_cv_;  // threads: a job queued, or stop
   std::condition_variable done_cv_;  // run(): a part finished

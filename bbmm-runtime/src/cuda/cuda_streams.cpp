@@ -15,6 +15,51 @@ absl::Status make_slot(StreamSlot& slot, std::string name, int priority, StreamK
   return absl::OkStatus();
 }
 
+// Frees what make_lane made of `lane` (after its streams are idle).
+void free_lane(StagingLane& lane) {
+  if (lane.stream != nullptr) {
+    (void)cudaStreamSynchronize(lane.stream);
+    (void)cudaStreamDestroy(lane.stream);
+  }
+  for (cudaEvent_t* e : {&lane.start, &lane.moved[0], &lane.moved[1], &lane.staged[0],
+                         &lane.staged[1]}) {
+    if (*e != nullptr) (void)cudaEventDestroy(*e);
+  }
+  if (lane.buffer[0] != nullptr) (void)cudaFreeHost(lane.buffer[0]);
+  lane = StagingLane();
+}
+
+// The staging lane of copy stream `name`: one pinned allocation cut into the
+// buffers, the lane's stream and its events.
+absl::Status make_lane(StagingLane& lane, absl::string_view name) {
+  static_assert(kStagingSlots == 2, "free_lane lists the events of two slots");
+  const size_t bytes = kStagingSlots * kStagingBufferBytes;
+  void* p = nullptr;
+  // Mapped, as registered arrays are: small boxes of a batch may be moved
+  // by the copy kernel through the host pointer.
+  cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable | cudaHostAllocMapped);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    const absl::Status fs = cuda_status("cudaHostAlloc", e, __FILE__, __LINE__);
+    return absl::Status(fs.code(), absl::StrCat("the staging buffers (", bytes,
+                                                " bytes) of stream ", name,
+                                                " for copies of pageable host memory: ",
+                                                fs.message()));
+  }
+  for (int b = 0; b < kStagingSlots; ++b) {
+    lane.buffer[b] = static_cast<char*>(p) + b * kStagingBufferBytes;
+  }
+  int least = 0, greatest = 0;
+  BBMM_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  BBMM_CUDA(cudaStreamCreateWithPriority(&lane.stream, cudaStreamNonBlocking, greatest));
+  BBMM_CUDA(cudaEventCreateWithFlags(&lane.start, cudaEventDisableTiming));
+  for (int b = 0; b < kStagingSlots; ++b) {
+    BBMM_CUDA(cudaEventCreateWithFlags(&lane.moved[b], cudaEventDisableTiming));
+    BBMM_CUDA(cudaEventCreateWithFlags(&lane.staged[b], cudaEventDisableTiming));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status DeviceStreams::create(uint32_t backend_id, int device, int gpu, int copies) {
@@ -64,30 +109,19 @@ void DeviceStreams::destroy() {
     slot->stream = nullptr;
   }
   // After the synchronisation: no host function or copy uses them any more.
-  for (StreamSlot* slot : all) {
-    if (slot->staging != nullptr) (void)cudaFreeHost(slot->staging);
-    slot->staging = nullptr;
-  }
+  for (StreamSlot* slot : all) free_lane(slot->lane);
   work_.clear();
 }
 
-absl::Status DeviceStreams::allocate_staging(size_t bytes) {
+absl::Status DeviceStreams::allocate_staging() {
   for (auto* group : {&h2d, &d2h}) {
     for (StreamSlot& slot : *group) {
-      if (slot.staging != nullptr) continue;
-      void* p = nullptr;
-      // Mapped, as registered arrays are: small boxes of a batch may be moved
-      // by the copy kernel through the host pointer.
-      const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable | cudaHostAllocMapped);
-      if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        const absl::Status fs = cuda_status("cudaHostAlloc", e, __FILE__, __LINE__);
-        return absl::Status(fs.code(), absl::StrCat("the staging buffer (", bytes,
-                                                    " bytes) of stream ", slot.name,
-                                                    " for copies of pageable host memory: ",
-                                                    fs.message()));
+      if (slot.lane.ready()) continue;
+      absl::Status s = make_lane(slot.lane, slot.name);
+      if (!s.ok()) {
+        free_lane(slot.lane);
+        return s;
       }
-      slot.staging = static_cast<char*>(p);
     }
   }
   return absl::OkStatus();

@@ -30,8 +30,27 @@
 
 #include "absl/status/status.h"
 #include "cuda/cuda_events.h"
+#include "cuda/cuda_staging.h"
 
 namespace bbmm {
+
+// The staging pipeline of a host<->device copy stream (cuda_staging.h):
+// kStagingSlots pinned buffers of kStagingBufferBytes, a stream of its own
+// for the host functions that pack or unpack them, and the events that order
+// a buffer's reuse between the two streams.
+struct StagingLane {
+  cudaStream_t stream = nullptr;
+  char* buffer[kStagingSlots] = {};
+  // Recorded on the copy stream where a multi-round staged copy starts (the
+  // lane's first host function waits for it: for what the copy waits for,
+  // and for the buffers' previous uses).
+  cudaEvent_t start = nullptr;
+  // moved[b]: recorded on the copy stream after the copies of the latest
+  // round through buffer b; staged[b]: on the lane after its host function.
+  cudaEvent_t moved[kStagingSlots] = {};
+  cudaEvent_t staged[kStagingSlots] = {};
+  bool ready() const { return buffer[0] != nullptr; }
+};
 
 struct StreamSlot {
   cudaStream_t stream = nullptr;
@@ -54,10 +73,10 @@ struct StreamSlot {
   // The device's allocation generation this stream has waited for
   // (CudaBackendOptions::wait_for_allocations).
   uint64_t alloc_gen_seen = 0;
-  // Copy streams to or from the host: the pinned buffer staged copies of
-  // pageable host memory go through (cuda_staging.h), allocated by the
-  // worker at the first; freed by destroy().
-  char* staging = nullptr;
+  // Copy streams to or from the host: the pipeline staged copies of
+  // pageable host memory go through (cuda_staging.h), made by
+  // allocate_staging; freed by destroy().
+  StagingLane lane;
 };
 
 class DeviceStreams {
@@ -75,10 +94,10 @@ class DeviceStreams {
   // Waits for and destroys every stream and frees the staging buffers
   // (errors are ignored: used on teardown). Idempotent.
   void destroy();
-  // Allocates the staging buffer (`bytes`, pinned and mapped) of every
-  // host-to-device and device-to-host stream that has none yet; the calling
-  // thread's current device must be the streams' GPU.
-  absl::Status allocate_staging(size_t bytes);
+  // Makes the staging lane (buffers pinned and mapped, stream, events) of
+  // every host-to-device and device-to-host stream that has none yet; the
+  // calling thread's current device must be the streams' GPU.
+  absl::Status allocate_staging();
   // cudaStreamSynchronize of every stream; the first error.
   absl::Status synchronize_all();
   // Every stream that operations are issued on (not join or trace).

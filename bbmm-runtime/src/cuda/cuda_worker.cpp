@@ -442,42 +442,90 @@ absl::Status Worker::issue_direct(Command& c, std::span<const CopyOp> ops, Strea
 }
 
 absl::Status Worker::issue_staged(Command& c, StreamSlot& slot, size_t* round_count) {
-  if (slot.staging == nullptr) {
-    // Not allocated at creation (host_copies pinned): now, for every copy
-    // stream of the device (their slots belong to this worker).
-    if (absl::Status s = streams_.allocate_staging(kStagingBufferBytes); !s.ok()) return s;
+  StagingLane& lane = slot.lane;
+  if (!lane.ready()) {
+    // Not made at creation (host_copies pinned): now, for every copy stream
+    // of the device (their slots belong to this worker).
+    if (absl::Status s = streams_.allocate_staging(); !s.ok()) return s;
   }
   const bool to_host = c.dir == CopyDir::kD2H;
   rounds_.clear();
   plan_staging(staged_ops_, kStagingBufferBytes, &rounds_);
   *round_count = rounds_.size();
   const CopyEnv env = copy_env(c);
-  for (StagedRound& round : rounds_) {
-    device_ops_.clear();
-    for (const StagedPiece& piece : round.pieces) {
-      device_ops_.push_back(staged_device_op(piece, to_host, slot.staging));
+  // One round: everything on the copy stream; several: the pipeline over
+  // the lane (cuda_staging.h).
+  const bool piped = rounds_.size() > 1;
+  auto fail = [](const char* call, cudaError_t e) {
+    (void)cudaGetLastError();
+    return cuda_status(call, e, __FILE__, __LINE__);
+  };
+  auto host_step = [&](cudaStream_t stream, std::unique_ptr<StagedJob>& job) -> absl::Status {
+    const cudaError_t e = cudaLaunchHostFunc(stream, run_staged_round, job.get());
+    if (e != cudaSuccess) {
+      return fail(to_host ? "cudaLaunchHostFunc (unpacking a staged copy)"
+                          : "cudaLaunchHostFunc (packing a staged copy)",
+                  e);
     }
-    auto job = std::make_unique<StagedJob>(StagedJob{&copier_, std::move(round), to_host,
-                                                     slot.staging});
-    auto host_step = [&]() -> absl::Status {
-      const cudaError_t e = cudaLaunchHostFunc(slot.stream, run_staged_round, job.get());
-      if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return cuda_status(to_host ? "cudaLaunchHostFunc (unpacking a staged copy)"
-                                   : "cudaLaunchHostFunc (packing a staged copy)",
-                           e, __FILE__, __LINE__);
-      }
-      job.release();  // the host function deletes it
-      return absl::OkStatus();
-    };
-    BatchPaths paths;
-    absl::Status s;
-    if (!to_host) s = host_step();
-    if (s.ok()) s = issue_copy_batch(device_ops_, c.dir, env, slot.stream, scratch_, &paths);
-    if (s.ok() && to_host) s = host_step();
-    if (!s.ok()) return s;
+    job.release();  // the host function deletes it
+    return absl::OkStatus();
+  };
+  auto record = [&](cudaEvent_t event, cudaStream_t stream) -> absl::Status {
+    const cudaError_t e = cudaEventRecord(event, stream);
+    return e == cudaSuccess ? absl::OkStatus() : fail("cudaEventRecord (staged copy)", e);
+  };
+  auto wait = [&](cudaStream_t stream, cudaEvent_t event) -> absl::Status {
+    const cudaError_t e = cudaStreamWaitEvent(stream, event, 0);
+    return e == cudaSuccess ? absl::OkStatus() : fail("cudaStreamWaitEvent (staged copy)", e);
+  };
+  absl::Status s;
+  if (piped) {
+    s = record(lane.start, slot.stream);
+    if (s.ok()) s = wait(lane.stream, lane.start);
   }
-  return absl::OkStatus();
+  for (size_t k = 0; s.ok() && k < rounds_.size(); ++k) {
+    const int b = static_cast<int>(k % kStagingSlots);
+    const bool reused = k >= static_cast<size_t>(kStagingSlots);
+    char* buffer = lane.buffer[b];
+    device_ops_.clear();
+    for (const StagedPiece& piece : rounds_[k].pieces) {
+      device_ops_.push_back(staged_device_op(piece, to_host, buffer));
+    }
+    auto job =
+        std::make_unique<StagedJob>(StagedJob{&copier_, std::move(rounds_[k]), to_host, buffer});
+    BatchPaths paths;
+    if (!piped) {
+      if (!to_host) s = host_step(slot.stream, job);
+      if (s.ok()) s = issue_copy_batch(device_ops_, c.dir, env, slot.stream, scratch_, &paths);
+      if (s.ok() && to_host) s = host_step(slot.stream, job);
+    } else if (!to_host) {
+      if (reused) s = wait(lane.stream, lane.moved[b]);
+      if (s.ok()) s = host_step(lane.stream, job);
+      if (s.ok()) s = record(lane.staged[b], lane.stream);
+      if (s.ok()) s = wait(slot.stream, lane.staged[b]);
+      if (s.ok()) s = issue_copy_batch(device_ops_, c.dir, env, slot.stream, scratch_, &paths);
+      if (s.ok()) s = record(lane.moved[b], slot.stream);
+    } else {
+      if (reused) s = wait(slot.stream, lane.staged[b]);
+      if (s.ok()) s = issue_copy_batch(device_ops_, c.dir, env, slot.stream, scratch_, &paths);
+      if (s.ok()) s = record(lane.moved[b], slot.stream);
+      if (s.ok()) s = wait(lane.stream, lane.moved[b]);
+      if (s.ok()) s = host_step(lane.stream, job);
+      if (s.ok()) s = record(lane.staged[b], lane.stream);
+      // The copy is complete when its last round is unpacked (the lane is a
+      // queue: the earlier rounds are too).
+      if (s.ok() && k + 1 == rounds_.size()) s = wait(slot.stream, lane.staged[b]);
+    }
+  }
+  if (!s.ok() && piped) {
+    // The copy stream's completion event (recorded after a failure too) must
+    // still come after every host function already on the lane.
+    if (cudaEventRecord(lane.staged[0], lane.stream) == cudaSuccess) {
+      (void)cudaStreamWaitEvent(slot.stream, lane.staged[0], 0);
+    }
+    (void)cudaGetLastError();
+  }
+  return s;
 }
 
 absl::Status Worker::issue_operation(Command& c, StreamSlot& slot) {

@@ -196,8 +196,9 @@ class Worker {
   // issue_copy_batch, split at chunk boundaries of pinned arrays.
   absl::Status issue_direct(Command& c, std::span<const CopyOp> ops, StreamSlot& slot);
   // Issues staged_ops_ (host<->device copies of pageable host bytes, of
-  // command `c`) through `slot`'s staging buffer (cuda_staging.h), allocating
-  // it at the first use; the number of rounds in `*round_count`.
+  // command `c`) through `slot`'s staging lane (cuda_staging.h: one round on
+  // the copy stream, several pipelined over the lane's buffers), making the
+  // lanes at the first use; the number of rounds in `*round_count`.
   absl::Status issue_staged(Command& c, StreamSlot& slot, size_t* round_count);
   // "copy H2D on cuda device 0" for messages.
   std::string describe(const Command& c) const;
