@@ -6,9 +6,10 @@
 #   tests     GPU unit tests (cuda_backend_test, cuda_conformance_test, cuda_fuzz_test with
 #             BBMM_FUZZ_TRACES=2000) on all GPUs and with CUDA_VISIBLE_DEVICES=0, the
 #             random traces (4,000) with the other copy paths (engine only, one copy
-#             stream, peer copy kernel, copies pulled by the destination GPU) and conformance
-#             pulled, and the small sample runs of the test suite (reserve and box-out)
-#                                                        ~2.5 min on 4 H100s (<= 160 s)
+#             stream, peer copy kernel, copies pulled by the destination GPU), 500 with the
+#             host copies staged (the suites pin by default), conformance pulled and staged,
+#             and the small sample runs of the test suite (reserve and box-out)
+#                                                        ~4 min on 4 H100s (<= 195 s)
 #   samples   every staged bbmmc sample <name>_bbmmc_cuda at a medium size (table below),
 #             verified against its sequential original: 1 GPU and 2 GPUs (2 logical
 #             devices of GPU 0 when one GPU is visible; checking mode) and 4 GPUs where
@@ -220,6 +221,12 @@ if wants tests; then
   fi
   have cuda_conformance_test &&
     step tests cuda_conformance_all_peer_pull 5 env BBMM_CUDA_PEER_PUSH=0 \
+      "$B/cuda_conformance_test"
+  # The suites register their arrays pinned unless told otherwise: staged here (the
+  # random traces staged above). A staged backend allocates its staging buffers when it
+  # starts (128 MiB per GPU), which makes each random trace slower: 500 traces.
+  have cuda_conformance_test &&
+    step tests cuda_conformance_all_staged 5 env BBMM_CUDA_HOST_COPIES=staged \
       "$B/cuda_conformance_test"
   # The sample tests of test/runtime/cuda.cmake, on all GPUs.
   step tests jacobi2d_small 5 "$B/jacobi2d_cuda" --n 258 --steps 4

@@ -736,11 +736,14 @@ absl::StatusOr<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOpti
   int staging_threads = options.staging_threads;
   if (staging_threads == 0) {
     // The host threads' copies of the staged bytes bound what all GPUs move
-    // together; the fastest of 8, 16 and 32 threads was 8 for 1 H100 (41-43
-    // GB/s each way; 16 threads: 25-33), 16-32 for 2 (54-59), 32 for 4
-    // (62-85; 8 threads: 41-44) (gpu_bench staged, 2026-11-27).
+    // together: on 4 x H100 (64 cores), threads copying through pinned
+    // buffers alone reached 43 GB/s with 8 threads, 56 with 16, 65-68 with 32;
+    // staged copies to 2 GPUs 40/39 GB/s (H2D/D2H) with 8 threads, 48/63 with
+    // 16, 51/81 with 32; to 1 GPU 16 and 32 threads were no better than 8
+    // within the noise (34-48) (gpu_bench staged, fifteenth session,
+    // 2026-11-27). So 16 for 1 GPU, 32 for more.
     const int hardware = static_cast<int>(std::thread::hardware_concurrency());
-    staging_threads = 8 * std::min(n, visible);
+    staging_threads = std::min(n, visible) > 1 ? 32 : 16;
     if (hardware > 0) staging_threads = std::min(staging_threads, std::max(1, hardware / 2));
     staging_threads = std::min(staging_threads, 64);
   }

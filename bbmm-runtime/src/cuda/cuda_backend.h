@@ -200,8 +200,9 @@ struct CudaBackendOptions {
   size_t pin_chunk_bytes = size_t{256} << 20;
   int pin_threads = 4;
   // Host threads that pack and unpack a staged copy's round (the CUDA host
-  // function's thread included), shared by the devices: 1..64; 0: 8 per
-  // GPU, at most half the host's hardware threads (at least 1).
+  // function's thread included), shared by the devices: 1..64; 0: 16 for
+  // one GPU, 32 for more, at most half the host's hardware threads (at
+  // least 1).
   int staging_threads = 0;
   // The copier's stores: streaming (copy_streaming: no read of the
   // destination into the cache) or plain memcpy.
