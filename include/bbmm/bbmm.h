@@ -115,12 +115,15 @@ typedef struct bbmm_options {
   bbmm_write_back write_back; /* when results go back to the host (default
                                  BBMM_WRITE_BACK_LAZY: when boxed out, synchronised or read
                                  through the host) */
+  int cuda_staging_threads;   /* CUDA: host threads that copy staged host bytes, 1..64 (0:
+                                 the default, 16 for one GPU and 32 for more, at most half
+                                 the host's hardware threads) */
 } bbmm_options;
 
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,
  * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,
  * BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL, BBMM_CUDA_PEER_COPY_KERNEL,
- * BBMM_CUDA_PEER_PUSH, BBMM_CUDA_HOST_COPIES (auto, pinned or staged), BBMM_CUDA_COPY_STREAMS and BBMM_WRITE_BACK (auto,
+ * BBMM_CUDA_PEER_PUSH, BBMM_CUDA_HOST_COPIES (auto, pinned or staged), BBMM_CUDA_COPY_STREAMS, BBMM_CUDA_STAGING_THREADS and BBMM_WRITE_BACK (auto,
  * eager or lazy) from the environment. Fails on a
  * malformed variable (the message names it). */
 bbmm_status bbmm_options_init(bbmm_options* opts);

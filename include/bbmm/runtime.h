@@ -44,6 +44,8 @@ struct RuntimeOptions {
   bool cuda_peer_push = true;  // CUDA: copies between devices issued by the source's worker
   // CUDA: host arrays pinned, or their copies staged (bbmm_host_copies in bbmm.h).
   bbmm_host_copies cuda_host_copies = BBMM_HOST_COPIES_AUTO;
+  // CUDA: host threads that copy staged host bytes, 1..64; 0: the default.
+  int cuda_staging_threads = 0;
   // When results go back to the host copy (bbmm_write_back in bbmm.h).
   bbmm_write_back write_back = BBMM_WRITE_BACK_LAZY;
 

@@ -182,6 +182,14 @@ TEST_F(CApi, OptionsFromEnvironment) {
   ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << last();
   EXPECT_EQ(o.cuda_copy_kernel, 0);
   EXPECT_EQ(o.cuda_copy_streams, 1);
+  EXPECT_EQ(o.cuda_staging_threads, 0);  // the default
+  setenv("BBMM_CUDA_STAGING_THREADS", "24", 1);
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << last();
+  EXPECT_EQ(o.cuda_staging_threads, 24);
+  setenv("BBMM_CUDA_STAGING_THREADS", "65", 1);
+  EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(last(), "BBMM_CUDA_STAGING_THREADS='65'")) << last();
+  unsetenv("BBMM_CUDA_STAGING_THREADS");
   setenv("BBMM_CUDA_COPY_KERNEL", "sometimes", 1);
   EXPECT_EQ(bbmm_options_init(&o), BBMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(mentions(last(), "BBMM_CUDA_COPY_KERNEL='sometimes'")) << last();
@@ -298,6 +306,10 @@ TEST_F(CApi, RuntimeCreateAndDestroy) {
   std::memcpy(&o.eviction_policy, &bad_policy, sizeof bad_policy);
   EXPECT_EQ(bbmm_runtime_create(&o, &rt), BBMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(mentions(last(), "eviction policy") && mentions(last(), "5")) << last();
+  o.eviction_policy = BBMM_EVICT_LRU;
+  o.cuda_staging_threads = 100;
+  EXPECT_EQ(bbmm_runtime_create(&o, &rt), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(last(), "cuda_staging_threads 100")) << last();
 }
 
 TEST_F(CApi, ErrorMessagesArePerThread) {

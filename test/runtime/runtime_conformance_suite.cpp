@@ -254,7 +254,7 @@ TEST_P(RuntimeConformance, ThreeDStencilUnderBoxOutKeepsViewsInFewPieces) {
     for (int phase = 0; phase < 2; ++phase) {
       Array* src = phase == 0 ? a : b;
       Array* dst = phase == 0 ? b : a;
-      for (const auto [lo, hi] : {std::pair<int64_t, int64_t>{1, 17}, {17, 33}}) {
+      for (const auto& [lo, hi] : {std::pair<int64_t, int64_t>{1, 17}, {17, 33}}) {
         absl::StatusOr<Tile> t = rt->begin_tile(0);
         ASSERT_TRUE(t.ok()) << t.status();
         ASSERT_TRUE(t->require(src, B({lo - 1, 0, 0}, {hi + 1, n, n}), Access::kRead).ok());

@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<Backend>> make_backend(const RuntimeOptions& opti
       cuda.peer_push = options.cuda_peer_push;
       cuda.host_copies = options.cuda_host_copies;
       cuda.copy_streams = options.cuda_copy_streams;
+      cuda.staging_threads = options.cuda_staging_threads;
       return make_cuda_backend(cuda);
 #else
       return absl::UnavailableError(

@@ -143,6 +143,7 @@ void to_c_options(const bbmm::RuntimeOptions& o, bbmm_options* opts) {
   opts->cuda_peer_push = o.cuda_peer_push ? 1 : 0;
   opts->cuda_host_copies = o.cuda_host_copies;
   opts->cuda_copy_streams = o.cuda_copy_streams;
+  opts->cuda_staging_threads = o.cuda_staging_threads;
 }
 
 bbmm_status to_c(const absl::Status& s) {
@@ -274,6 +275,11 @@ bbmm_status to_runtime_options(const bbmm_options* opts, bbmm::RuntimeOptions* o
                 "runtime_create: unknown cuda_host_copies " + std::to_string(host_copies) +
                     " (BBMM_HOST_COPIES_AUTO, _PINNED or _STAGED)");
   }
+  if (opts->cuda_staging_threads < 0 || opts->cuda_staging_threads > 64) {
+    return fail(BBMM_ERROR_INVALID_ARGUMENT,
+                "runtime_create: cuda_staging_threads " +
+                    std::to_string(opts->cuda_staging_threads) + " (use 0..64; 0: the default)");
+  }
   bbmm::RuntimeOptions& o = *out;
   o.backend = static_cast<bbmm_backend_kind>(backend);
   o.devices = opts->devices;
@@ -292,6 +298,7 @@ bbmm_status to_runtime_options(const bbmm_options* opts, bbmm::RuntimeOptions* o
   o.cuda_host_copies = static_cast<bbmm_host_copies>(host_copies);
   // 0 (a zeroed struct): the default.
   if (opts->cuda_copy_streams > 0) o.cuda_copy_streams = opts->cuda_copy_streams;
+  o.cuda_staging_threads = opts->cuda_staging_threads;
   return BBMM_OK;
 }
 

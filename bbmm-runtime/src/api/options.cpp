@@ -138,6 +138,13 @@ absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
           absl::StrCat("BBMM_CUDA_COPY_STREAMS='", v, "': expected 1..8"));
     }
   }
+  if (const char* v = std::getenv("BBMM_CUDA_STAGING_THREADS"); v != nullptr && *v != '\0') {
+    if (!absl::SimpleAtoi(v, &o.cuda_staging_threads) || o.cuda_staging_threads < 0 ||
+        o.cuda_staging_threads > 64) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "BBMM_CUDA_STAGING_THREADS='", v, "': expected 0..64 (0: the default)"));
+    }
+  }
   if (absl::Status s = env_choice("BBMM_WRITE_BACK",
                                    {std::pair{"auto", BBMM_WRITE_BACK_AUTO},
                                     std::pair{"eager", BBMM_WRITE_BACK_EAGER},

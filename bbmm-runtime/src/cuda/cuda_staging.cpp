@@ -203,7 +203,9 @@ void StagingCopier::run(const StagedRound& round, bool to_host, char* buffer) {
     }
     queue_.push_back(&job);
   }
-  work_cv_.notify_all();
+  // Wake only as many threads as the job has parts for besides the caller's
+  // (waking them all costs each round a herd of threads finding nothing).
+  for (size_t k = 1; k < job.parts; ++k) work_cv_.notify_one();
   std::unique_lock<std::mutex> lock(mu_);
   while (job.next < job.parts) {
     const size_t part = job.next++;
