@@ -272,6 +272,17 @@ bbmm_status bbmm_array_receive(bbmm_runtime* rt, bbmm_array* array, const int64_
  * wait). Starting the write-backs of several arrays before waiting for any lets
  * their copies run together. */
 bbmm_status bbmm_array_write_back(bbmm_runtime* rt, bbmm_array* array);
+
+/* Declares that the program will not read the current values of `array` again (a
+ * scratch array after its last use): the elements only devices hold are dropped, never
+ * written back, and the host copy, as it is (with whatever was written back to it
+ * before, or is being written back now), becomes the array's value; a later tile that
+ * reads the array reads it in from there. Saves the device-to-host copies of arrays a
+ * program only needs during a computation (e.g. the second array of a two-array
+ * stencil when only the first is the result). The devices' memory is freed as usual
+ * (boxing out, bbmm_array_unregister). Fails with BBMM_ERROR_INVALID_ARGUMENT when a
+ * tile holding the array is open. Read-only arrays: nothing to do. */
+bbmm_status bbmm_array_discard(bbmm_runtime* rt, bbmm_array* array);
 /* Makes the host copy of `array` valid everywhere and waits for it. */
 bbmm_status bbmm_sync_to_host(bbmm_runtime* rt, bbmm_array* array);
 /* Waits for all devices; starts a new checking epoch. */

@@ -153,6 +153,10 @@ class Runtime {
   absl::Status write_back(Array* array);
   // Makes the host copy of `array` valid everywhere and waits for it.
   absl::Status sync_to_host(Array* array);
+  // Drops the values only devices hold, without writing them back: the host
+  // copy as it is becomes the array's value (see bbmm_array_discard in
+  // bbmm.h). kFailedPrecondition when an open tile holds the array.
+  absl::Status discard(Array* array);
   // Waits for all devices; starts a new checking epoch.
   absl::Status synchronize();
   // Starts a new checking epoch without waiting: a phase boundary (see

@@ -250,6 +250,8 @@ TEST_F(CApi, WarmUp) {
 TEST_F(CApi, WriteBackRejectsNullArguments) {
   EXPECT_EQ(bbmm_array_write_back(nullptr, nullptr), BBMM_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(last().find("array_write_back"), std::string::npos) << last();
+  EXPECT_EQ(bbmm_array_discard(nullptr, nullptr), BBMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last().find("array_discard"), std::string::npos) << last();
 }
 
 TEST_F(CApi, MalformedEnvironmentVariablesAreNamed) {

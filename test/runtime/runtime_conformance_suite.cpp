@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/runtime_core.h"
 #include "runtime_conformance.h"
@@ -598,6 +599,57 @@ TEST_P(RuntimeConformance, ReadOnlyArraysAreNeverWrittenBack) {
   EXPECT_EQ(t->require(a, B({0}, {4}), Access::kReadWrite).code(),
             absl::StatusCode::kInvalidArgument);
   for (int i = 0; i < 64; ++i) EXPECT_EQ(x[i], value(i));
+}
+
+// discard: what only devices hold is dropped, never written back; the host
+// copy, untouched, is the value read in afterwards, also on a device whose
+// (stale) instance still covers the box.
+TEST_P(RuntimeConformance, DiscardDropsWhatOnlyDevicesHoldWithoutWritingItBack) {
+  std::vector<double> x = iota_doubles(64);
+  auto rt = make_runtime(2, 0);
+  Array* a = reg(*rt, "scratch", x.data(), 8, {64});
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {32}), Access::kWrite}},
+                       write_1d(B({0}, {32}), [](int64_t i) { return -value(i); }))
+                  .ok());
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({32}, {48}), Access::kWrite}},
+                       write_1d(B({32}, {48}), [](int64_t i) { return -value(i); }))
+                  .ok());
+  {
+    // Not while a tile holds the array.
+    absl::StatusOr<Tile> t = rt->begin_tile(1);
+    ASSERT_TRUE(t.ok());
+    ASSERT_TRUE(t->require(a, B({40}, {44}), Access::kRead).ok());
+    ASSERT_TRUE(t->acquire().ok());
+    const absl::Status held = rt->discard(a);
+    EXPECT_EQ(held.code(), absl::StatusCode::kFailedPrecondition) << held;
+    EXPECT_TRUE(absl::StrContains(held.message(), "'scratch'")) << held;
+    ASSERT_TRUE(t->release().ok());
+  }
+  ASSERT_TRUE(rt->discard(a).ok());
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  EXPECT_EQ(rt->stats(-1).bytes_d2h, 0u);
+  EXPECT_EQ(rt->stats(-1).writebacks, 0u);
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(x[i], value(i)) << i;
+  // Read again on device 0, whose instance of [0, 32) holds the dropped values.
+  auto bad = std::make_shared<std::atomic<int>>(0);
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {48}), Access::kRead}}, check_1d(bad, B({0}, {48})))
+                  .ok());
+  ASSERT_TRUE(rt->synchronize().ok());
+  EXPECT_EQ(*bad, 0);
+  // Written after the discard: written back as usual.
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({60}, {64}), Access::kWrite}},
+                       write_1d(B({60}, {64}), [](int64_t i) { return 2 * value(i); }))
+                  .ok());
+  ASSERT_TRUE(rt->unregister_array(a).ok());
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(x[i], i >= 60 ? 2 * value(i) : value(i)) << i;
+  EXPECT_EQ(rt->stats(-1).bytes_d2h, 4u * 8);
+  // A read-only array: nothing to drop; an unregistered one: an error.
+  std::vector<double> c = iota_doubles(8);
+  Array* ro = reg(*rt, "coeffs", c.data(), 8, {8}, {}, /*read_only=*/true);
+  EXPECT_TRUE(rt->discard(ro).ok());
+  ASSERT_TRUE(rt->unregister_array(ro).ok());
+  EXPECT_EQ(rt->discard(ro).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(rt->discard(nullptr).code(), absl::StatusCode::kInvalidArgument);
 }
 
 // ------------------------------------------------------------------ shapes

@@ -964,9 +964,14 @@ class ScopGenerator {
     os << "    /* The host copies become current (the write-backs of all arrays start before any\n"
           "       is waited for, so that they run together); the device instances are freed. */\n";
     for (int a : arrays()) {
-      if (!s_.arrays[a].written) continue;
-      os << "    bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx." << s_.arrays[a].c_name
-         << "), \"bbmm_array_write_back(" << s_.arrays[a].c_name << ")\");\n";
+      const ArrayInfo& arr = s_.arrays[a];
+      if (!arr.written) continue;
+      // Values nobody reads after the scop (a local array not used after it, or one named
+      // by '#pragma bbmm scratch') are dropped, not copied back.
+      const char* call = arr.live_out ? "bbmm_array_write_back" : "bbmm_array_discard";
+      if (!arr.live_out) os << "    /* " << arr.c_name << ": not used after the scop */\n";
+      os << "    bbmm_gen_check(" << call << "(bbmm_ctx.rt, bbmm_ctx." << arr.c_name << "), \""
+         << call << "(" << arr.c_name << ")\");\n";
     }
     for (int a : arrays()) {
       os << "    bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx." << s_.arrays[a].c_name

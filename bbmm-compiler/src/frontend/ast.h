@@ -104,6 +104,12 @@ struct Function {
   size_t body_end = 0;       // token index of the matching `}`
 };
 
+// An array named by `#pragma bbmm scratch(...)`: its values after the scop are not used.
+struct ScratchName {
+  std::string name;
+  size_t offset = 0;  // the pragma
+};
+
 struct ScopAst {
   size_t begin_offset = 0;  // `#pragma scop` (byte of its `#`)
   size_t end_offset = 0;    // `#pragma endscop`
@@ -113,6 +119,7 @@ struct ScopAst {
   size_t locals_visible = 0;  // how many of the function's locals precede the scop
   std::vector<StmtPtr> body;
   std::vector<std::string> names_after;  // identifiers used after the scop in the function
+  std::vector<ScratchName> scratch;      // `#pragma bbmm scratch(...)` in the scop
 };
 
 // A declaration whose type is an identifier bbmmc does not know as a type (`foo_t A[n]` with

@@ -1,8 +1,11 @@
 #include "frontend/parser.h"
 
+#include <algorithm>
 #include <cctype>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace bbmm::compiler {
@@ -11,6 +14,25 @@ namespace {
 constexpr int kMaxNesting = 200;
 // Bounds the size (and so the depth) of one statement's trees: recursion stays shallow.
 constexpr int kMaxNodes = 4000;
+
+std::string_view trim_view(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// The words after `#pragma` of a `#pragma bbmm scratch(...)`: what follows "scratch", or
+// nullopt for another pragma.
+std::optional<std::string_view> scratch_pragma_args(std::string_view text) {
+  if (text.substr(0, 4) != "bbmm") return std::nullopt;
+  text = trim_view(text.substr(4));
+  if (text.substr(0, 7) != "scratch") return std::nullopt;
+  text.remove_prefix(7);
+  if (!text.empty() && (std::isalnum(static_cast<unsigned char>(text.front())) || text.front() == '_')) {
+    return std::nullopt;
+  }
+  return trim_view(text);
+}
 
 bool is_type_keyword(std::string_view s) {
   static const std::set<std::string_view> k = {
@@ -162,6 +184,8 @@ class Parser {
   void parse_external();
   void parse_function_body(Function& f, size_t open, size_t close, int fn_index);
   void parse_scop(Function& f, int fn_index, size_t close);
+  // `#pragma bbmm scratch(A, B)` at the top level of scop `s` (the current token).
+  void parse_scratch(ScopAst& s, std::string_view args);
 
   // --- scop statements -----------------------------------------------------------------
   StmtPtr parse_stmt();
@@ -635,6 +659,13 @@ void Parser::parse_scop(Function& f, int fn_index, size_t close) {
       advance();
       continue;
     }
+    if (cur().kind == Tok::kPragma) {
+      if (std::optional<std::string_view> args = scratch_pragma_args(cur().text)) {
+        parse_scratch(s, *args);
+        advance();
+        continue;
+      }
+    }
     failed_ = false;
     size_t before = p_;
     StmtPtr st = parse_stmt();
@@ -646,6 +677,42 @@ void Parser::parse_scop(Function& f, int fn_index, size_t close) {
   for (size_t j = p_; j < close && j < t_.size(); ++j)
     if (t_[j].kind == Tok::kIdent) s.names_after.emplace_back(t_[j].text);
   tu_.scops.push_back(std::move(s));
+}
+
+void Parser::parse_scratch(ScopAst& s, std::string_view args) {
+  const size_t off = cur().offset;
+  auto malformed = [&](std::string_view what) {
+    error_at(off) << "malformed '#pragma bbmm scratch': " << what;
+    diag_.set_last_hint(
+        "write '#pragma bbmm scratch(A, B)' with the arrays whose values after the scop are "
+        "not used");
+  };
+  if (args.size() < 2 || args.front() != '(' || args.back() != ')') {
+    malformed("expected a parenthesised list of array names");
+    return;
+  }
+  args = args.substr(1, args.size() - 2);
+  if (trim_view(args).empty()) {
+    malformed("the list of array names is empty");
+    return;
+  }
+  std::vector<std::string> names;
+  while (true) {
+    const size_t comma = args.find(',');
+    const std::string_view name = trim_view(args.substr(0, comma));
+    const bool ident = !name.empty() && !std::isdigit(static_cast<unsigned char>(name.front())) &&
+                       std::all_of(name.begin(), name.end(), [](char c) {
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                       });
+    if (!ident) {
+      malformed("'" + std::string(name) + "' is not a name");
+      return;
+    }
+    names.emplace_back(name);
+    if (comma == std::string_view::npos) break;
+    args.remove_prefix(comma + 1);
+  }
+  for (std::string& n : names) s.scratch.push_back(ScratchName{std::move(n), off});
 }
 
 // ---------------------------------------------------------------------------------------
@@ -746,9 +813,19 @@ StmtPtr Parser::parse_stmt() {
       }
       return s;
     }
+    if (scratch_pragma_args(x.text)) {
+      error_at(x.offset) << "'#pragma bbmm scratch' inside a statement";
+      diag_.set_last_hint(
+          "put it at the top level of the scop, between its statements (it is about the "
+          "values the arrays hold after the scop)");
+      advance();
+      return nullptr;
+    }
     if (x.text.substr(0, 4) == "bbmm") {
       error_at(x.offset) << "unknown bbmm pragma '#pragma " << x.text << "'";
-      diag_.set_last_hint("the only bbmm pragma is '#pragma bbmm parallel'");
+      diag_.set_last_hint(
+          "the bbmm pragmas are '#pragma bbmm parallel' (before a for loop) and '#pragma "
+          "bbmm scratch(A, ...)' (in a scop: arrays whose values after it are not used)");
       advance();
       return nullptr;
     }

@@ -1344,6 +1344,19 @@ std::optional<Scop> ModelBuilder::build() {
     if (a.where == Decl::Where::kLocal) a.live_out = after.count(a.c_name) > 0;
     else a.live_out = true;
   }
+  // `#pragma bbmm scratch(...)`: the program does not use these values after the scop.
+  for (const ScratchName& n : ast_.scratch) {
+    auto it = std::find_if(scop_.arrays.begin(), scop_.arrays.end(),
+                           [&](const ArrayInfo& a) { return a.c_name == n.name; });
+    if (it == scop_.arrays.end()) {
+      error(n.offset) << "'#pragma bbmm scratch' names '" << n.name
+                      << "', which the scop does not access";
+      diag_.set_last_hint("name arrays the scop accesses; their values after it are not used");
+      continue;
+    }
+    it->live_out = false;
+  }
+  if (!ok_) return std::nullopt;
   return std::move(scop_);
 }
 

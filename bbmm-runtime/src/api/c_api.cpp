@@ -490,6 +490,15 @@ bbmm_status bbmm_tile_release(bbmm_tile* tile) {
   });
 }
 
+bbmm_status bbmm_array_discard(bbmm_runtime* rt, bbmm_array* array) {
+  return guarded([&] {
+    if (rt == nullptr || array == nullptr) {
+      return fail(BBMM_ERROR_INVALID_ARGUMENT, "array_discard: null runtime or array");
+    }
+    return to_c(rt->rt->discard(unwrap(array)));
+  });
+}
+
 bbmm_status bbmm_array_write_back(bbmm_runtime* rt, bbmm_array* array) {
   return guarded([&] {
     if (rt == nullptr || array == nullptr) {

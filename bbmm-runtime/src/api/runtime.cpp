@@ -136,6 +136,7 @@ absl::StatusOr<Tile> Runtime::begin_tile(int device) {
 }
 
 absl::Status Runtime::write_back(Array* array) { return core_->write_back(array); }
+absl::Status Runtime::discard(Array* array) { return core_->discard(array); }
 absl::Status Runtime::sync_to_host(Array* array) { return core_->sync_to_host(array); }
 
 absl::Status Runtime::synchronize() { return core_->synchronize(); }

@@ -703,6 +703,37 @@ absl::Status RuntimeCore::sync_to_host(Array* array) {
   return absl::OkStatus();
 }
 
+absl::Status RuntimeCore::discard(Array* array) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (array == nullptr) return absl::InvalidArgumentError("discard: null array");
+  if (std::none_of(arrays_.begin(), arrays_.end(),
+                   [array](const auto& p) { return p.get() == array; })) {
+    return absl::InvalidArgumentError(
+        "discard: unknown array (already unregistered, or of another runtime)");
+  }
+  if (array->read_only) return absl::OkStatus();
+  for (auto& insts : array->instances) {
+    for (Instance* inst : insts) {
+      if (inst->usage > 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "discard array '", array->name, "': instance ", inst->box.to_string(),
+            " on device ", inst->device, " is held by an open tile"));
+      }
+    }
+  }
+  // As if the host had written every element: the devices' copies are stale,
+  // nothing is written back, the next read-in comes from the host (after the
+  // write-backs still in flight: the host hazards order it).
+  array->directory.set(array->whole, kHostBit);
+  if (global_tiles()) {
+    // Every rank's host copy is the value: nothing to gather.
+    const int ranks = transport_->size();
+    array->rank_directory.set(array->whole,
+                              ranks >= 64 ? ~HolderMask{0} : (HolderMask{1} << ranks) - 1);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RuntimeCore::synchronize() {
   absl::Status status;
   for (int d = 0; d < device_count(); ++d) {

@@ -78,6 +78,7 @@ class RuntimeCore {
 
   absl::Status write_back(Array* array);
   absl::Status sync_to_host(Array* array);
+  absl::Status discard(Array* array);
   absl::Status synchronize();
   // A new checking epoch (the writes of closed tiles are forgotten), without waiting.
   absl::Status phase_boundary();

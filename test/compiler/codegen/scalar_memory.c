@@ -2,7 +2,8 @@
    runtime (durbin's alpha): in the serial loop k, 'nrm' is reset, accumulated over i and
    read by a statement (a serial region: one tile per k), then read by the parallel loop j,
    another phase; 'scale' is set once before the loops and read in every
-   iteration of k. Both get their last values back in the host variables. 'last' is
+   iteration of k. Neither is used after the scop: the generated code drops them
+   (bbmm_array_discard) instead of copying their last values back. 'last' is
    live-out and last written in the last iteration of a parallel loop: private, with its
    last value copied out to its memory under a guard. */
 #include <math.h>

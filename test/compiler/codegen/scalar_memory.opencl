@@ -3,7 +3,8 @@
    runtime (durbin's alpha): in the serial loop k, 'nrm' is reset, accumulated over i and
    read by a statement (a serial region: one tile per k), then read by the parallel loop j,
    another phase; 'scale' is set once before the loops and read in every
-   iteration of k. Both get their last values back in the host variables. 'last' is
+   iteration of k. Neither is used after the scop: the generated code drops them
+   (bbmm_array_discard) instead of copying their last values back. 'last' is
    live-out and last written in the last iteration of a parallel loop: private, with its
    last value copied out to its memory under a guard. */
 #include <math.h>
@@ -11,7 +12,7 @@
 #define BBMM_GEN_TARGET BBMM_BACKEND_OPENCL
 #include "bbmm/generated_support_opencl.h"
 
-/* ---- bbmmc: scop 0 of kernel (lines 11-25), target opencl ---- */
+/* ---- bbmmc: scop 0 of kernel (lines 12-26), target opencl ---- */
 
 /* What every phase of the scop needs: the runtime, the scop parameters, read-only
    scalars and the registered arrays. */
@@ -1623,8 +1624,10 @@ void kernel(int n, int m, double A[n][m], double R[n], double* out) {
     }
     /* The host copies become current (the write-backs of all arrays start before any
        is waited for, so that they run together); the device instances are freed. */
-    bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.scale), "bbmm_array_write_back(scale)");
-    bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.nrm), "bbmm_array_write_back(nrm)");
+    /* scale: not used after the scop */
+    bbmm_gen_check(bbmm_array_discard(bbmm_ctx.rt, bbmm_ctx.scale), "bbmm_array_discard(scale)");
+    /* nrm: not used after the scop */
+    bbmm_gen_check(bbmm_array_discard(bbmm_ctx.rt, bbmm_ctx.nrm), "bbmm_array_discard(nrm)");
     bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.A), "bbmm_array_write_back(A)");
     bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.R), "bbmm_array_write_back(R)");
     bbmm_gen_check(bbmm_array_write_back(bbmm_ctx.rt, bbmm_ctx.last), "bbmm_array_write_back(last)");
@@ -1637,8 +1640,8 @@ void kernel(int n, int m, double A[n][m], double R[n], double* out) {
   *out = last;
 }
 --- stderr ---
-scalar_memory.c:15:5: note: the loop nest of 'i' runs serially, as one tile on one device per step of its enclosing serial loops: no loop in it is parallel
-  loop 'i' (line 15) carries RAW on nrm: S3 -> S3 (nrm -> nrm), WAW on nrm: S3 -> S3 (nrm -> nrm) (through the scalar 'nrm')
+scalar_memory.c:16:5: note: the loop nest of 'i' runs serially, as one tile on one device per step of its enclosing serial loops: no loop in it is parallel
+  loop 'i' (line 16) carries RAW on nrm: S3 -> S3 (nrm -> nrm), WAW on nrm: S3 -> S3 (nrm -> nrm) (through the scalar 'nrm')
     for (int i = 0; i < m; i++)
     ^
 hint: if a loop's iterations are independent in fact (e.g. Floyd-Warshall's row and column k do not change during iteration k), '#pragma bbmm parallel' right before it asserts it; bbmmc --emit=deps prints the dependences
