@@ -7,7 +7,9 @@
 // sequence of operations: tiles (require random READ / WRITE / READ_WRITE
 // boxes, acquire, launch a kernel, flow_out, release), pairs of tiles open at
 // the same time (on one device or two; neither reads or writes what the other
-// writes), sync_to_host and synchronize. One tile in ten is a host tile
+// writes), sync_to_host, synchronize and discard (the host copy, once the
+// write-backs in flight have landed, becomes the shadow: later read-ins must
+// come from it, not from a device's dropped instance). One tile in ten is a host tile
 // (BBMM_DEVICE_HOST: run on the calling thread over the host arrays).
 //
 // Kernels work through the views: they check every element the tile reads
@@ -114,13 +116,13 @@ struct TileSpec {
   bool launch = true;
 };
 
-enum class OpKind { kTile, kPair, kSync, kSynchronize, kReserve };
+enum class OpKind { kTile, kPair, kSync, kSynchronize, kReserve, kDiscard };
 
 struct Op {
   OpKind kind = OpKind::kTile;
   TileSpec a, b;        // kTile: a; kPair: a and b
   bool b_first = false; // kPair: launch/flow/release b before a
-  int array = 0;        // kSync, kReserve
+  int array = 0;        // kSync, kReserve, kDiscard
   int device = 0;       // kReserve
   Box box;              // kReserve
 };
@@ -195,6 +197,9 @@ std::string to_string(const Trace& t) {
         break;
       case OpKind::kReserve:
         absl::StrAppend(&s, "reserve A", op.array, op.box.to_string(), " on dev", op.device);
+        break;
+      case OpKind::kDiscard:
+        absl::StrAppend(&s, "discard A", op.array);
         break;
     }
     s += "\n";
@@ -364,8 +369,11 @@ Trace generate(uint64_t seed) {
     } else if (k < 90) {
       op.kind = OpKind::kSync;
       op.array = static_cast<int>(rng.range(0, narrays - 1));
-    } else {
+    } else if (k < 96) {
       op.kind = OpKind::kSynchronize;
+    } else {
+      op.kind = OpKind::kDiscard;
+      op.array = static_cast<int>(rng.range(0, narrays - 1));
     }
     t.ops.push_back(op);
   }
@@ -546,6 +554,22 @@ class Runner {
         absl::Status s = rt_->synchronize();
         if (!s.ok()) return absl::StrCat("synchronize: ", s.message());
         epoch_writes_.clear();
+        return std::nullopt;
+      }
+      case OpKind::kDiscard: {
+        // No tile is open: it must succeed. Then the host copy, once what is being
+        // written back has landed (sync_to_host waits for it and writes nothing more
+        // back), is the array's value.
+        absl::Status s = rt_->discard(arrays_[op.array]);
+        if (!s.ok()) return absl::StrCat("discard A", op.array, ": ", s.message());
+        s = rt_->sync_to_host(arrays_[op.array]);
+        if (!s.ok()) return absl::StrCat("sync_to_host after discard A", op.array, ": ", s.message());
+        if (auto f = kernel_error()) return f;
+        const ArraySpec& a = t_.arrays[op.array];
+        for_each_point(a.whole(), [&](const int64_t* idx) {
+          std::copy_n(&host_[op.array][a.host_offset(idx) * a.elem], a.elem,
+                      &shadow_[op.array][a.linear(idx) * a.elem]);
+        });
         return std::nullopt;
       }
       case OpKind::kReserve: {
