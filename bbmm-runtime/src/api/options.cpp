@@ -63,6 +63,20 @@ absl::Status env_flag(const char* name, bool* out) {
   return absl::OkStatus();
 }
 
+// Sets `*out` from the integer variable `name` when it is set and not empty: lo..hi, else
+// an error "NAME='v': expected lo..hi" followed by `note`.
+absl::Status env_int(const char* name, int lo, int hi, const char* note, int* out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return absl::OkStatus();
+  int n = 0;
+  if (!absl::SimpleAtoi(v, &n) || n < lo || n > hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, "='", v, "': expected ", lo, "..", hi, note));
+  }
+  *out = n;
+  return absl::OkStatus();
+}
+
 // Sets `*out` from the variable `name` when it is set and not empty: one of
 // `choices`' names (any case), else an error listing `hint`.
 template <typename E>
@@ -111,12 +125,9 @@ absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
   if (absl::Status s = env_flag("BBMM_CHECK", &o.check); !s.ok()) return s;
   if (absl::Status s = env_flag("BBMM_HOST_POISON", &o.host_poison); !s.ok()) return s;
   if (absl::Status s = env_flag("BBMM_PEER_ACCESS", &o.peer_access); !s.ok()) return s;
-  if (const char* v = std::getenv("BBMM_CUDA_DEVICES_PER_GPU"); v != nullptr && *v != '\0') {
-    if (!absl::SimpleAtoi(v, &o.cuda_devices_per_gpu) || o.cuda_devices_per_gpu < 1 ||
-        o.cuda_devices_per_gpu > 16) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("BBMM_CUDA_DEVICES_PER_GPU='", v, "': expected 1..16"));
-    }
+  if (absl::Status s = env_int("BBMM_CUDA_DEVICES_PER_GPU", 1, 16, "", &o.cuda_devices_per_gpu);
+      !s.ok()) {
+    return s;
   }
   if (absl::Status s = env_flag("BBMM_CUDA_COPY_KERNEL", &o.cuda_copy_kernel); !s.ok()) return s;
   if (absl::Status s = env_flag("BBMM_CUDA_PEER_COPY_KERNEL", &o.cuda_peer_copy_kernel); !s.ok()) {
@@ -131,19 +142,14 @@ absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
       !s.ok()) {
     return s;
   }
-  if (const char* v = std::getenv("BBMM_CUDA_COPY_STREAMS"); v != nullptr && *v != '\0') {
-    if (!absl::SimpleAtoi(v, &o.cuda_copy_streams) || o.cuda_copy_streams < 1 ||
-        o.cuda_copy_streams > 8) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("BBMM_CUDA_COPY_STREAMS='", v, "': expected 1..8"));
-    }
+  if (absl::Status s = env_int("BBMM_CUDA_COPY_STREAMS", 1, 8, "", &o.cuda_copy_streams);
+      !s.ok()) {
+    return s;
   }
-  if (const char* v = std::getenv("BBMM_CUDA_STAGING_THREADS"); v != nullptr && *v != '\0') {
-    if (!absl::SimpleAtoi(v, &o.cuda_staging_threads) || o.cuda_staging_threads < 0 ||
-        o.cuda_staging_threads > 64) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "BBMM_CUDA_STAGING_THREADS='", v, "': expected 0..64 (0: the default)"));
-    }
+  if (absl::Status s = env_int("BBMM_CUDA_STAGING_THREADS", 0, 64, " (0: the default)",
+                               &o.cuda_staging_threads);
+      !s.ok()) {
+    return s;
   }
   if (absl::Status s = env_choice("BBMM_WRITE_BACK",
                                    {std::pair{"auto", BBMM_WRITE_BACK_AUTO},

@@ -202,18 +202,38 @@ absl::StatusOr<Array*> RuntimeCore::register_array(std::string name, void* host,
                                             *whole, st, read_only, device_count()));
   if (global_tiles()) {
     // Every rank starts from the same host values.
-    const int ranks = transport_->size();
-    arrays_.back()->rank_directory.set(
-        *whole, ranks >= 64 ? ~HolderMask{0} : (HolderMask{1} << ranks) - 1);
+    arrays_.back()->rank_directory.set(*whole, all_ranks());
   }
   return arrays_.back().get();
+}
+
+HolderMask RuntimeCore::all_ranks() const {
+  const int ranks = rank_count();
+  return ranks >= 64 ? ~HolderMask{0} : (HolderMask{1} << ranks) - 1;
+}
+
+bool RuntimeCore::registered(const Array* array) const {
+  return std::any_of(arrays_.begin(), arrays_.end(),
+                     [array](const auto& p) { return p.get() == array; });
+}
+
+absl::Status RuntimeCore::check_not_held(const Array& array, const char* op) const {
+  for (const auto& insts : array.instances) {
+    for (const Instance* inst : insts) {
+      if (inst->usage > 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            op, " array '", array.name, "': instance ", inst->box.to_string(), " on device ",
+            inst->device, " is held by an unreleased tile"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status RuntimeCore::unregister_array(Array* array) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (std::none_of(arrays_.begin(), arrays_.end(),
-                     [array](const auto& p) { return p.get() == array; })) {
+    if (!registered(array)) {
       return absl::InvalidArgumentError(
           "unregister: unknown array (null, already unregistered, or of another runtime)");
     }
@@ -229,15 +249,7 @@ absl::Status RuntimeCore::unregister_array(Array* array) {
   auto it = std::find_if(arrays_.begin(), arrays_.end(),
                          [array](const auto& p) { return p.get() == array; });
   if (it == arrays_.end()) return absl::InvalidArgumentError("unregister: unknown array");
-  for (auto& insts : array->instances) {
-    for (Instance* inst : insts) {
-      if (inst->usage > 0) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "unregister array '", array->name, "': instance ", inst->box.to_string(),
-            " on device ", inst->device, " is held by an unreleased tile"));
-      }
-    }
-  }
+  if (absl::Status held = check_not_held(*array, "unregister"); !held.ok()) return held;
   for (auto& insts : array->instances) {
     while (!insts.empty()) {
       absl::Status fs = manager_->free(insts.back());
@@ -706,31 +718,18 @@ absl::Status RuntimeCore::sync_to_host(Array* array) {
 absl::Status RuntimeCore::discard(Array* array) {
   std::lock_guard<std::mutex> lock(mu_);
   if (array == nullptr) return absl::InvalidArgumentError("discard: null array");
-  if (std::none_of(arrays_.begin(), arrays_.end(),
-                   [array](const auto& p) { return p.get() == array; })) {
+  if (!registered(array)) {
     return absl::InvalidArgumentError(
         "discard: unknown array (already unregistered, or of another runtime)");
   }
   if (array->read_only) return absl::OkStatus();
-  for (auto& insts : array->instances) {
-    for (Instance* inst : insts) {
-      if (inst->usage > 0) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "discard array '", array->name, "': instance ", inst->box.to_string(),
-            " on device ", inst->device, " is held by an open tile"));
-      }
-    }
-  }
+  if (absl::Status held = check_not_held(*array, "discard"); !held.ok()) return held;
   // As if the host had written every element: the devices' copies are stale,
   // nothing is written back, the next read-in comes from the host (after the
   // write-backs still in flight: the host hazards order it).
   array->directory.set(array->whole, kHostBit);
-  if (global_tiles()) {
-    // Every rank's host copy is the value: nothing to gather.
-    const int ranks = transport_->size();
-    array->rank_directory.set(array->whole,
-                              ranks >= 64 ? ~HolderMask{0} : (HolderMask{1} << ranks) - 1);
-  }
+  // Over several ranks every rank's host copy is the value: nothing to gather.
+  if (global_tiles()) array->rank_directory.set(array->whole, all_ranks());
   return absl::OkStatus();
 }
 

@@ -188,6 +188,13 @@ class RuntimeCore {
   // The host array of `array` for the transport; kInvalidArgument (naming
   // `op`) unless it is dense row-major, or when there is no transport.
   absl::StatusOr<HostArrayRef> host_ref(const Array& array, const Box& box, const char* op) const;
+  // Every rank's bit in a rank directory.
+  HolderMask all_ranks() const;
+  // (mu_ held) Whether `array` is one of this runtime's registered arrays.
+  bool registered(const Array* array) const;
+  // (mu_ held) kFailedPrecondition naming `op`, the array and the instance
+  // when an unreleased tile holds an instance of `array`.
+  absl::Status check_not_held(const Array& array, const char* op) const;
 
   std::unique_ptr<InstrumentedBackend> backend_;
   std::vector<size_t> capacity_;  // per device

@@ -21,9 +21,10 @@ void free_lane(StagingLane& lane) {
     (void)cudaStreamSynchronize(lane.stream);
     (void)cudaStreamDestroy(lane.stream);
   }
-  for (cudaEvent_t* e : {&lane.start, &lane.moved[0], &lane.moved[1], &lane.staged[0],
-                         &lane.staged[1]}) {
-    if (*e != nullptr) (void)cudaEventDestroy(*e);
+  if (lane.start != nullptr) (void)cudaEventDestroy(lane.start);
+  for (int b = 0; b < kStagingSlots; ++b) {
+    if (lane.moved[b] != nullptr) (void)cudaEventDestroy(lane.moved[b]);
+    if (lane.staged[b] != nullptr) (void)cudaEventDestroy(lane.staged[b]);
   }
   if (lane.buffer[0] != nullptr) (void)cudaFreeHost(lane.buffer[0]);
   lane = StagingLane();
@@ -32,7 +33,6 @@ void free_lane(StagingLane& lane) {
 // The staging lane of copy stream `name`: one pinned allocation cut into the
 // buffers, the lane's stream and its events.
 absl::Status make_lane(StagingLane& lane, absl::string_view name) {
-  static_assert(kStagingSlots == 2, "free_lane lists the events of two slots");
   const size_t bytes = kStagingSlots * kStagingBufferBytes;
   void* p = nullptr;
   // Mapped, as registered arrays are: small boxes of a batch may be moved

@@ -4,39 +4,21 @@
    instances were boxed out during the run (then some of it was written back on the way):
    prints "scratch B: untouched" or "scratch B: partly written back", then "verification
    against the sequential program: PASSED" or the differences. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "../common/e2e_arrays.h"
 
 void kernel_scratch(int n, int steps, double A[n], double B[n]);
 void kernel_scratch_seq(int n, int steps, double A[n], double B[n]);
 void kernel_local(int n, double A[n]);
 void kernel_local_seq(int n, double A[n]);
 
-static double* values(long n, int seed) {
-  double* v = malloc((size_t)n * sizeof(double));
-  for (long k = 0; k < n; ++k) v[k] = 1.0 + (double)((k * 7 + seed * 13) % 17) / 16.0;
-  return v;
-}
-
-static double* copy(const double* v, long n) {
-  double* c = malloc((size_t)n * sizeof(double));
-  memcpy(c, v, (size_t)n * sizeof(double));
-  return c;
-}
-
 int main(int argc, char** argv) {
   const int n = argc > 1 ? atoi(argv[1]) : 64, steps = 3;
-  int failures = 0;
   {
     double *A = values(n, 1), *B = values(n, 2);
     double *A2 = copy(A, n), *B2 = copy(B, n), *B0 = copy(B, n);
     kernel_scratch_seq(n, steps, A, B);
     kernel_scratch(n, steps, A2, B2);
-    if (memcmp(A, A2, sizeof(double) * n) != 0) {
-      ++failures;
-      printf("MISMATCH in kernel_scratch: A\n");
-    }
+    compare("kernel_scratch: A", A, A2, sizeof(double) * n);
     if (memcmp(B, B0, sizeof(double) * n) == 0) {
       ++failures;
       printf("kernel_scratch: the sequential kernel left B unchanged: the test proves nothing\n");
@@ -50,10 +32,7 @@ int main(int argc, char** argv) {
     double *A2 = copy(A, n);
     kernel_local_seq(n, A);
     kernel_local(n, A2);
-    if (memcmp(A, A2, sizeof(double) * n) != 0) {
-      ++failures;
-      printf("MISMATCH in kernel_local: A\n");
-    }
+    compare("kernel_local: A", A, A2, sizeof(double) * n);
     free(A), free(A2);
   }
   printf("verification against the sequential program: %s\n", failures ? "FAILED" : "PASSED");
