@@ -11,6 +11,9 @@
  * - bbmm_cu_wave_march: the cheapest march in waves of resident blocks, by brute force;
  * - bbmm_cu_pick_march: the fill rule, then the waves or the balance rule, composed
  *   independently;
+ * - bbmm_cu_fits32: every value the generated grid-stride and march loops compute,
+ *   emulated thread by thread in 64 bits, fits in int32_t whenever it says so, for ranges
+ *   at the edges of int32_t's range;
  * - the environment settings in child processes: a malformed BBMM_CUDA_BLOCK,
  *   BBMM_CUDA_MARCH, BBMM_CUDA_GRID_CAP or BBMM_CUDA_FILL exits 1 naming the variable;
  *   valid ones apply.
@@ -364,6 +367,87 @@ static void test_environment(void) {
   }
 }
 
+// The least and greatest values the counters of coordinate d of a generated single-piece
+// kernel take (cuda_codegen.cpp: the march loop of the outermost of 2-3 coordinates with
+// its inner loop and end, the grid-stride loop of the others), over every thread of the
+// grid, emulated in 64 bits.
+static void emulate_counters(int dims, int d, int64_t lo, int64_t hi, int64_t march, int64_t g,
+                             int64_t b, int64_t* least, int64_t* most) {
+  const bool marched = d >= 1 && d == dims - 1;
+  const int64_t u = marched ? march : 1, stride = g * b * u;
+  *least = INT64_MAX;
+  *most = INT64_MIN;
+  auto see = [&](int64_t v) {
+    if (v < *least) *least = v;
+    if (v > *most) *most = v;
+  };
+  for (int64_t t = 0; t < g * b; ++t) {
+    int64_t v = lo + t * u;
+    see(v);
+    while (v < hi) {
+      if (marched) {
+        const int64_t e = hi < v + march ? hi : v + march;
+        see(e);
+        for (int64_t x = v; x < e; ++x) see(x + 1);
+      }
+      v += stride;
+      see(v);
+    }
+  }
+}
+
+// bbmm_cu_fits32 against the emulated counters: when it allows 32 bits, every value fits;
+// ranges near both ends of int32_t and around 0, with and without a grid cap.
+static void test_fits32(void) {
+  const int shape[3] = {16, 4, 2};
+  const int64_t extents[] = {1, 17, 100, 3001};
+  const int64_t bases[] = {-5, INT32_MIN, (int64_t)INT32_MIN - 40, (int64_t)INT32_MAX - 3000,
+                           (int64_t)INT32_MAX - 200, (int64_t)INT32_MAX - 20};
+  int allowed = 0, refused = 0;
+  for (int dims = 1; dims <= 3; ++dims) {
+    for (int64_t march : {1, 3, 32}) {
+      for (int64_t cap : {0, 1, 3}) {
+        for (int64_t e : extents) {
+          for (int64_t base : bases) {
+            for (int at = 0; at < dims; ++at) {  // the coordinate placed at "base"
+              int64_t lo[3] = {0, 0, 0}, hi[3] = {5, 6, 7};
+              lo[at] = base;
+              hi[at] = base + e;
+              dim3 grid, block;
+              if (!bbmm_cu_shape_of(dims, lo, hi, shape, march, cap, &grid, &block)) continue;
+              const int64_t g[3] = {grid.x, grid.y, grid.z}, b[3] = {block.x, block.y, block.z};
+              bool fits = true;
+              for (int d = 0; d < dims; ++d) {
+                int64_t least, most;
+                emulate_counters(dims, d, lo[d], hi[d], march, g[d], b[d], &least, &most);
+                if (least < INT32_MIN || most > INT32_MAX) fits = false;
+              }
+              const bool says = bbmm_cu_fits32(dims, lo, hi, march, grid, block);
+              ++checks;
+              if (says && !fits) {
+                fprintf(stderr, "bbmm_cu_fits32: allows 32 bits but a counter overflows (dims %d, "
+                        "march %lld, cap %lld, coordinate %d in [%lld, %lld))\n", dims,
+                        (long long)march, (long long)cap, at, (long long)lo[at], (long long)hi[at]);
+                ++failures;
+              }
+              (says ? allowed : refused)++;
+            }
+          }
+        }
+      }
+    }
+  }
+  // Both answers occur: ranges around 0 are allowed, those ending at INT32_MAX refused.
+  CHECK_EQ(allowed > 0, 1, "bbmm_cu_fits32 allows some launches");
+  CHECK_EQ(refused > 0, 1, "bbmm_cu_fits32 refuses some launches");
+  // A launch one step past the limit is refused, one at it allowed (1-D, 128 threads).
+  const int64_t lo[1] = {0};
+  int64_t hi[1] = {(int64_t)INT32_MAX - 128};
+  CHECK_EQ(bbmm_cu_fits32(1, lo, hi, 1, dim3(1), dim3(128)), 1, "at the limit");
+  hi[0] += 1;
+  CHECK_EQ(bbmm_cu_fits32(1, lo, hi, 1, dim3(1), dim3(128)), 0, "past the limit");
+}
+
 int main() {
   unsetenv("BBMM_CUDA_BLOCK");
   unsetenv("BBMM_CUDA_MARCH");
@@ -376,6 +460,7 @@ int main() {
   test_balance_march();
   test_wave_march();
   test_pick_march();
+  test_fits32();
   test_environment();
   printf("generated_support_cuda_test: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;

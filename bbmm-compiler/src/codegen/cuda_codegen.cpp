@@ -44,12 +44,21 @@ void check_calls(const Expr& e, std::vector<std::string>& bad) {
 
 const char* const kAxis[] = {"x", "y", "z"};  // the grid dimension of mapped coordinate d
 
-// The C++ spelling of a kernel's loop over grid coordinate "d" (grid-stride).
-std::string grid_loop(int d, const std::string& ind) {
+// "expr" (an int64_t expression) as a counter of type "type": converted unless int64_t.
+std::string as_counter(const std::string& type, const std::string& expr) {
+  return type == "int64_t" ? expr : "(" + type + ")(" + expr + ")";
+}
+
+// The C++ spelling of a kernel's loop over grid coordinate "d" (grid-stride), counting in
+// "type": the start and the step are computed in 64 bits and converted (the launcher runs
+// a 32-bit type only where every value fits, bbmm_cu_fits32).
+std::string grid_loop(int d, const std::string& type, const std::string& ind) {
   const std::string a = kAxis[d], g = grid_param(d), i = std::to_string(d);
-  return ind + "for (int64_t " + g + " = bbmm_c.lo[" + i + "] + (int64_t)blockIdx." + a +
-         " * blockDim." + a + " + threadIdx." + a + "; " + g + " < bbmm_c.hi[" + i + "]; " + g +
-         " += (int64_t)gridDim." + a + " * blockDim." + a + ")\n";
+  return ind + "for (" + type + " " + g + " = " +
+         as_counter(type, "bbmm_c.lo[" + i + "] + (int64_t)blockIdx." + a + " * blockDim." + a +
+                              " + threadIdx." + a) +
+         "; " + g + " < " + as_counter(type, "bbmm_c.hi[" + i + "]") + "; " + g +
+         " += " + as_counter(type, "(int64_t)gridDim." + a + " * blockDim." + a) + ")\n";
 }
 
 // The kernel of "phase": "pieces" picks the multi-piece variant. "tile_loops_cache" keeps the
@@ -61,8 +70,9 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
   std::ostringstream os;
   const std::string fn = name + (pieces ? "_kernel_pieces" : "_kernel");
   // The single-piece kernel indexes with I (int32_t where every piece holds fewer than
-  // 2^31 elements, else int64_t), in the unsigned U (wrapping) so that partial sums out of
-  // I's range still give the exact offset.
+  // 2^31 elements and every value of its loop counters fits, else int64_t), in the
+  // unsigned U (wrapping) so that partial sums out of I's range still give the exact
+  // offset; its grid coordinates count in I too.
   // Its arrays' base pointers are __restrict__ parameters (the arrays of a scop are
   // distinct; instances of distinct arrays never overlap), const where the phase only
   // reads the array: values stay in registers across statements and reads may go through
@@ -140,17 +150,23 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
     // H200 this order runs heat3d's step 1.46x and heat2d's 1.12x faster than marching
     // outside the other loops (bench/gpu/kernels/stencil_variants.cu, docs/performance.md).
     const int marched = map.dims >= 2 ? map.dims - 1 : -1;
+    // The grid coordinates count in I in the single-piece kernel (int32_t where the
+    // launcher found every value fits: heat3d's kernel 58 -> 44 registers, sm_90), in
+    // int64_t in the multi-piece one. The statements still see their iterators as int64_t.
+    const std::string ct = pieces ? "int64_t" : "I";
     if (marched >= 0) {
       const std::string a = kAxis[marched], i = std::to_string(marched);
-      os << ind << "for (int64_t bbmm_m" << i << " = bbmm_c.lo[" << i << "] + ((int64_t)blockIdx." << a
-         << " * blockDim." << a << " + threadIdx." << a << ") * bbmm_c.march; bbmm_m" << i
-         << " < bbmm_c.hi[" << i << "]; bbmm_m" << i << " += (int64_t)gridDim." << a << " * blockDim."
-         << a << " * bbmm_c.march)\n";
+      const std::string m = "bbmm_m" + i;
+      os << ind << "for (" << ct << " " << m << " = "
+         << as_counter(ct, "bbmm_c.lo[" + i + "] + ((int64_t)blockIdx." + a + " * blockDim." + a +
+                               " + threadIdx." + a + ") * bbmm_c.march")
+         << "; " << m << " < " << as_counter(ct, "bbmm_c.hi[" + i + "]") << "; " << m << " += "
+         << as_counter(ct, "(int64_t)gridDim." + a + " * blockDim." + a + " * bbmm_c.march") << ")\n";
       ind += "  ";
     }
     for (int d = map.dims - 1; d >= 0; --d) {
       if (d != marched) {
-        os << grid_loop(d, ind);
+        os << grid_loop(d, ct, ind);
         ind += "  ";
       }
       opts.extra_params.push_back(grid_param(d));
@@ -160,9 +176,9 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
       // Not unrolled: nvcc unrolls it 4 times by default, which doubles the registers and
       // ran heat3d's step 1.4x slower (stencil_variants: inner against inner_u4).
       os << ind << "#pragma unroll 1\n";
-      os << ind << "for (int64_t " << g << " = bbmm_m" << i << ", bbmm_e" << i << " = bbmm_min(bbmm_c.hi["
-         << i << "], bbmm_m" << i << " + bbmm_c.march); " << g << " < bbmm_e" << i << "; ++" << g
-         << ")\n";
+      os << ind << "for (" << ct << " " << g << " = bbmm_m" << i << ", bbmm_e" << i << " = "
+         << as_counter(ct, "bbmm_min(bbmm_c.hi[" + i + "], (int64_t)bbmm_m" + i + " + bbmm_c.march)")
+         << "; " << g << " < bbmm_e" << i << "; ++" << g << ")\n";
       ind += "  ";
     }
     for (size_t i = 0; i < ph.statements.size(); ++i) {
@@ -297,6 +313,17 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
                      name + "_kernel<int64_t, uint64_t>";
     os << "  if (!bbmm_cu_shape(" << kernel << ", " << map.dims
        << ", bbmm_c.lo, bbmm_c.hi, &bbmm_c.march, &bbmm_grid, &bbmm_block)) return;\n";
+    if (!pieces) {
+      // The 32-bit kernel also needs its loop counters to fit; else the 64-bit one, shaped
+      // for its own occupancy.
+      os << "  if (bbmm_small && !bbmm_cu_fits32(" << map.dims
+         << ", bbmm_c.lo, bbmm_c.hi, bbmm_c.march, bbmm_grid, bbmm_block)) {\n";
+      os << "    bbmm_small = 0;\n";
+      os << "    bbmm_c.march = " << (map.dims >= 2 ? "bbmm_cu_march()" : "1") << ";\n";
+      os << "    if (!bbmm_cu_shape((const void*)" << name << "_kernel<int64_t, uint64_t>, "
+         << map.dims << ", bbmm_c.lo, bbmm_c.hi, &bbmm_c.march, &bbmm_grid, &bbmm_block)) return;\n";
+      os << "  }\n";
+    }
     if (pieces) {
       os << "  size_t bbmm_size = sizeof(struct " << name << "_args);\n";
       os << "  for (int bbmm_k = 0; bbmm_k < " << sig.arrays.size() << "; ++bbmm_k)\n";
