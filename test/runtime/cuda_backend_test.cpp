@@ -34,6 +34,7 @@
 extern "C" uint64_t fake_cuda_pool_growths_on_this_thread() __attribute__((weak));
 extern "C" void fake_cuda_set_copy_delay_us(int us) __attribute__((weak));
 extern "C" void fake_cuda_set_host_fn_delay_us(int us) __attribute__((weak));
+extern "C" uint64_t fake_cuda_host_fn_calls() __attribute__((weak));
 
 namespace bbmm {
 namespace {
@@ -1457,6 +1458,70 @@ TEST_F(CudaBackendTest, AutoHostCopiesPinOnceTheArraysExceedTheCapacity) {
   ASSERT_TRUE((*b)->unregister_host(d.data()).ok());
   const Event after[] = {*down};
   ASSERT_TRUE((*b)->free(0, *buf, after).ok());
+}
+
+// Host memory the program page-locked itself (cudaHostAlloc) is copied by the copy
+// engines directly, in every host-copy mode; pageable memory goes through the staging
+// buffers, whose rounds run as host functions on the copy's stream (counted by the
+// fake runtime; on a GPU only the decision and the bytes are checked).
+TEST_F(CudaBackendTest, HostMemoryTheProgramPinnedIsCopiedWithoutStaging) {
+  for (bbmm_host_copies mode :
+       {BBMM_HOST_COPIES_STAGED, BBMM_HOST_COPIES_AUTO, BBMM_HOST_COPIES_PINNED}) {
+    CudaBackendOptions o;
+    o.devices = 1;
+    o.host_copies = mode;
+    absl::StatusOr<std::unique_ptr<Backend>> b = make_cuda_backend(o);
+    ASSERT_TRUE(b.ok()) << b.status();
+    const size_t n = 3 << 20;
+    PinnedBuffer pinned(n);
+    ASSERT_NE(pinned.data(), nullptr);
+    std::vector<unsigned char> pageable(n);
+    fill(pinned.data(), n, 5);
+    fill(pageable, 6);
+    ASSERT_TRUE((*b)->register_host(pinned.data(), n).ok());
+    ASSERT_TRUE((*b)->register_host(pageable.data(), n).ok());
+    EXPECT_FALSE((*b)->host_copies_staged(pinned.data())) << "mode " << mode;
+    EXPECT_FALSE((*b)->host_copies_staged(pinned.data() + n - 1)) << "mode " << mode;
+    EXPECT_EQ((*b)->host_copies_staged(pageable.data()), mode == BBMM_HOST_COPIES_STAGED ||
+                                                             mode == BBMM_HOST_COPIES_AUTO)
+        << "mode " << mode;
+    // Round trips through one device buffer; the host functions each launches.
+    absl::StatusOr<DeviceBuffer> buf = (*b)->allocate(0, n);
+    ASSERT_TRUE(buf.ok());
+    Event last = buf->ready;
+    auto round_trip = [&](unsigned char* host, uint64_t* host_fns) {
+      const uint64_t before = fake_cuda_host_fn_calls ? fake_cuda_host_fn_calls() : 0;
+      std::vector<unsigned char> back(n, 0);
+      const Event w0[] = {last};
+      absl::StatusOr<Event> up = (*b)->copy(dense(0, buf->base, 0, n), dense(kHost, host, 0, n),
+                                            {n, 1, 1}, w0);
+      ASSERT_TRUE(up.ok());
+      // Down into a second pinned or pageable buffer like the source.
+      PinnedBuffer pinned_back(n);
+      unsigned char* dst = (*b)->host_copies_staged(host) ? back.data() : pinned_back.data();
+      const Event w1[] = {*up};
+      absl::StatusOr<Event> down = (*b)->copy(dense(kHost, dst, 0, n), dense(0, buf->base, 0, n),
+                                              {n, 1, 1}, w1);
+      ASSERT_TRUE(down.ok());
+      ASSERT_TRUE(down->wait().ok());
+      EXPECT_EQ(std::memcmp(dst, host, n), 0) << "mode " << mode;
+      last = *down;
+      *host_fns = (fake_cuda_host_fn_calls ? fake_cuda_host_fn_calls() : 0) - before;
+    };
+    uint64_t pinned_fns = 0, pageable_fns = 0;
+    round_trip(pinned.data(), &pinned_fns);
+    round_trip(pageable.data(), &pageable_fns);
+    if (fake_cuda_host_fn_calls) {
+      EXPECT_EQ(pinned_fns, 0u) << "mode " << mode << ": pinned memory staged";
+      if ((*b)->host_copies_staged(pageable.data())) {
+        EXPECT_GT(pageable_fns, 0u) << "mode " << mode << ": pageable memory not staged";
+      }
+    }
+    ASSERT_TRUE((*b)->unregister_host(pinned.data()).ok());
+    ASSERT_TRUE((*b)->unregister_host(pageable.data()).ok());
+    const Event after[] = {last};
+    ASSERT_TRUE((*b)->free(0, *buf, after).ok());
+  }
 }
 
 // ------------------------------------------------------------------ arguments

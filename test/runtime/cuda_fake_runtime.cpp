@@ -118,6 +118,7 @@ thread_local cudaError_t tls_error = cudaSuccess;
 CUmemPoolHandle_st pools[16];
 thread_local uint64_t tls_pool_growths = 0;
 std::atomic<int> copy_delay_us{0};     // fake_cuda_set_copy_delay_us
+std::atomic<uint64_t> host_fn_calls{0};  // fake_cuda_host_fn_calls
 std::atomic<int> host_fn_delay_us{0};  // fake_cuda_set_host_fn_delay_us
 void delay_copy() {
   const int us = copy_delay_us.load();
@@ -431,6 +432,7 @@ cudaError_t cudaMemcpy3DBatchAsync(size_t n, cudaMemcpy3DBatchOp* ops, unsigned 
   return cudaSuccess;
 }
 cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* data) {
+  host_fn_calls.fetch_add(1, std::memory_order_relaxed);
   s->push([fn, data] {
     const int us = host_fn_delay_us.load();
     if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
@@ -484,6 +486,8 @@ void fake_cuda_set_copy_delay_us(int us) { copy_delay_us.store(us); }
 // Makes every later host function (cudaLaunchHostFunc) wait `us`
 // microseconds on its stream before it runs.
 void fake_cuda_set_host_fn_delay_us(int us) { host_fn_delay_us.store(us); }
+// Host functions launched so far (cudaLaunchHostFunc), all streams.
+uint64_t fake_cuda_host_fn_calls() { return host_fn_calls.load(); }
 // Pool growths made by the calling thread's allocations (the fake's own
 // counter, for tests of who grows the pools).
 uint64_t fake_cuda_pool_growths_on_this_thread() { return tls_pool_growths; }
