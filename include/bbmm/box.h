@@ -44,8 +44,17 @@ class Box {
 
   // Makes [lo, hi) without validation. Requires 1 <= rank <= 8 and
   // lo[d] <= hi[d]; for callers (the runtime's inner loops, generated code)
-  // that established this already.
-  static Box make_unchecked(int rank, const int64_t* lo, const int64_t* hi);
+  // that established this already. Inline: the runtime's tile path makes
+  // boxes this way many times per tile.
+  static Box make_unchecked(int rank, const int64_t* lo, const int64_t* hi) {
+    Box b;
+    b.rank_ = rank;
+    for (int d = 0; d < rank; ++d) {
+      b.lo_[d] = lo[d];
+      b.hi_[d] = hi[d];
+    }
+    return b;
+  }
 
   int rank() const { return rank_; }
   int64_t lo(int d) const { return lo_[d]; }

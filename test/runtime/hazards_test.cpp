@@ -27,17 +27,14 @@ namespace {
 // completed count passes it (queues complete in order).
 class FakeEvent final : public EventState {
  public:
-  FakeEvent(const int* completed, const void* queue, uint64_t seq)
-      : completed_(completed), queue_(queue), seq_(seq) {}
-  bool query() const override { return static_cast<uint64_t>(*completed_) >= seq_; }
+  FakeEvent(const int* completed, const void* queue, uint64_t seq) : completed_(completed) {
+    set_queue(queue, seq);
+  }
+  bool query() const override { return static_cast<uint64_t>(*completed_) >= sequence(); }
   absl::Status wait() const override { return absl::OkStatus(); }
-  const void* queue() const override { return queue_; }
-  uint64_t sequence() const override { return seq_; }
 
  private:
   const int* completed_;
-  const void* queue_;
-  uint64_t seq_;
 };
 
 struct Op {

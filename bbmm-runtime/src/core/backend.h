@@ -46,14 +46,28 @@ class EventState {
   // error, if it failed.
   virtual absl::Status wait() const = 0;
   // The in-order queue the operation ran on (nullptr: unknown) and its
-  // position there: operations of one queue complete in that order.
-  virtual const void* queue() const { return nullptr; }
-  virtual uint64_t sequence() const { return 0; }
+  // position there: operations of one queue complete in that order. Plain
+  // fields, not virtual calls: the hazard lists compare them for every pair
+  // of events on the tile path.
+  const void* queue() const { return queue_; }
+  uint64_t sequence() const { return sequence_; }
   // True when this operation's completion implies `other`'s (both on one
   // in-order queue, `other` earlier). Lets hazard lists drop entries.
   bool implies(const EventState& other) const {
-    return queue() != nullptr && queue() == other.queue() && sequence() >= other.sequence();
+    return queue_ != nullptr && queue_ == other.queue_ && sequence_ >= other.sequence_;
   }
+
+ protected:
+  // Sets the queue and position; only before the state is shared (an Event
+  // handed out), since readers do not synchronise with it.
+  void set_queue(const void* queue, uint64_t sequence) {
+    queue_ = queue;
+    sequence_ = sequence;
+  }
+
+ private:
+  const void* queue_ = nullptr;
+  uint64_t sequence_ = 0;
 };
 
 // Completion of an asynchronous operation. A default Event is already

@@ -47,16 +47,6 @@ absl::StatusOr<Box> Box::from_extents(std::span<const int64_t> extents) {
   return create(std::span<const int64_t>(zeros, extents.size()), extents);
 }
 
-Box Box::make_unchecked(int rank, const int64_t* lo, const int64_t* hi) {
-  Box b;
-  b.rank_ = rank;
-  for (int d = 0; d < rank; ++d) {
-    b.lo_[d] = lo[d];
-    b.hi_[d] = hi[d];
-  }
-  return b;
-}
-
 bool Box::empty() const {
   if (rank_ == 0) return true;
   for (int d = 0; d < rank_; ++d) {

@@ -100,17 +100,12 @@ class CudaOpEvent final : public EventState {
   // of the query counts as completion: wait() reports it); true for an
   // operation that failed before issuing anything.
   bool query() const override;
-  // The stream the operation was assigned to at enqueue (a key, not a
-  // pointer; nullptr when not assigned) and its place there.
-  const void* queue() const override {
-    return order_key_ == 0 ? nullptr : reinterpret_cast<const void*>(order_key_);
-  }
-  uint64_t sequence() const override { return order_; }
+  // queue() is the stream the operation was assigned to at enqueue (a key,
+  // not a pointer; nullptr when not assigned), sequence() its place there.
   // Called once, when the command is enqueued and before the Event is handed
   // out: the operation is the `order`-th of stream `key`.
   void set_order(StreamKey key, uint64_t order) {
-    order_key_ = static_cast<uintptr_t>(key) + 1;
-    order_ = order;
+    set_queue(reinterpret_cast<const void*>(static_cast<uintptr_t>(key) + 1), order);
   }
   // Blocks until issued, then cudaEventSynchronize; returns the operation's
   // error when it failed, or the error of the synchronisation.
@@ -148,9 +143,6 @@ class CudaOpEvent final : public EventState {
   // Written once by the issuer before the state is published (release), read
   // after it is seen (acquire).
   cudaEvent_t ev_ = nullptr;
-  // Set at enqueue (set_order) by the thread that then hands the Event out.
-  uintptr_t order_key_ = 0;
-  uint64_t order_ = 0;
   StreamKey key_ = 0;
   uint64_t seq_ = 0;
   absl::Status error_;

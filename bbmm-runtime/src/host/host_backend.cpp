@@ -30,9 +30,7 @@ constexpr unsigned char kPoison = 0xA5;
 
 class HostEventState final : public EventState {
  public:
-  HostEventState(const void* queue, uint64_t sequence) : queue_(queue), sequence_(sequence) {}
-  const void* queue() const override { return queue_; }
-  uint64_t sequence() const override { return sequence_; }
+  HostEventState(const void* queue, uint64_t sequence) { set_queue(queue, sequence); }
 
   bool query() const override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -55,8 +53,6 @@ class HostEventState final : public EventState {
   }
 
  private:
-  const void* const queue_;
-  const uint64_t sequence_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   bool done_ = false;
