@@ -303,7 +303,9 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
       os << "  bbmm_c.lo[" << d << "] = " << map.lo[d] << ";\n";
       os << "  bbmm_c.hi[" << d << "] = " << map.hi[d] << ";\n";
     }
-    os << "  bbmm_c.march = " << (map.dims >= 2 ? "bbmm_cu_march()" : "1") << ";\n";
+    // 2-D and 3-D launches march (the default, then shaped); 1-D ones do not.
+    const std::string march = map.dims >= 2 ? "bbmm_cu_march()" : "1";
+    os << "  bbmm_c.march = " << march << ";\n";
     os << "  bbmm_c.per_element = bbmm_cu_per_element();\n";
     os << "  dim3 bbmm_grid, bbmm_block;\n";
     // The kernel this launch runs, for its occupancy (bbmm_cu_waves).
@@ -319,7 +321,7 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
       os << "  if (bbmm_small && !bbmm_cu_fits32(" << map.dims
          << ", bbmm_c.lo, bbmm_c.hi, bbmm_c.march, bbmm_grid, bbmm_block)) {\n";
       os << "    bbmm_small = 0;\n";
-      os << "    bbmm_c.march = " << (map.dims >= 2 ? "bbmm_cu_march()" : "1") << ";\n";
+      os << "    bbmm_c.march = " << march << ";\n";
       os << "    if (!bbmm_cu_shape((const void*)" << name << "_kernel<int64_t, uint64_t>, "
          << map.dims << ", bbmm_c.lo, bbmm_c.hi, &bbmm_c.march, &bbmm_grid, &bbmm_block)) return;\n";
       os << "  }\n";
