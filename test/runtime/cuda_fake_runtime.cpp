@@ -141,6 +141,7 @@ void pool_give(CUmemPoolHandle_st& pool, size_t n) {
 
 std::mutex reg_mu;
 std::map<uintptr_t, size_t> registered;  // begin -> bytes (host registered or hostalloc)
+std::map<uintptr_t, size_t> host_allocs;  // begin -> bytes (cudaHostAlloc only)
 
 cudaError_t ret(cudaError_t e) {
   if (e != cudaSuccess) tls_error = e;
@@ -506,6 +507,9 @@ cudaError_t cudaMemGetInfo(size_t* f, size_t* t) {
 cudaError_t cudaHostRegister(void* p, size_t n, unsigned int) {
   std::lock_guard<std::mutex> l(reg_mu);
   const uintptr_t b = (uintptr_t)p, e = b + n;
+  // As the driver does: memory from cudaHostAlloc cannot be registered ("invalid argument").
+  for (const auto& [base, bytes] : host_allocs)
+    if (b < base + bytes && base < e) return ret(cudaErrorInvalidValue);
   auto it = registered.upper_bound(b);
   if (it != registered.begin()) {
     auto prev = std::prev(it);
@@ -524,12 +528,14 @@ cudaError_t cudaHostAlloc(void** p, size_t n, unsigned int) {
   *p = std::malloc(n);
   std::lock_guard<std::mutex> l(reg_mu);
   registered[(uintptr_t)*p] = n;
+  host_allocs[(uintptr_t)*p] = n;
   return cudaSuccess;
 }
 cudaError_t cudaFreeHost(void* p) {
   {
     std::lock_guard<std::mutex> l(reg_mu);
     registered.erase((uintptr_t)p);
+    host_allocs.erase((uintptr_t)p);
   }
   std::free(p);
   return cudaSuccess;

@@ -192,7 +192,8 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
     if (!tile_loops_cache) tile_loops_cache = std::make_unique<TileLoops>(scop, boxes, phase, sig, opts);
     os << tile_loops_cache->print(
         [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
-          statement_block(scop, s, bind, "int64_t", printer, lines);
+          statement_block(scop, s, bind, "int64_t", printer, lines, /*count=*/false,
+                          /*operands_first=*/true);
         },
         opts.indent);
     os << ind << "}\n";

@@ -198,7 +198,7 @@ std::vector<const CopyOut*> copy_outs_of(const Scop& scop, int stmt) {
 
 void statement_block(const Scop& scop, int stmt, const std::vector<std::string>& bind0,
                      const std::string& iter_type, const AccessPrinter& access,
-                     std::vector<std::string>& lines, bool count) {
+                     std::vector<std::string>& lines, bool count, bool operands_first) {
   const Statement& st = scop.statements[stmt];
   // Only the iterators the statement uses (`t = 0;` inside a loop uses none): an unused
   // constant is a warning, an error for nvcc -Werror all-warnings.
@@ -214,7 +214,10 @@ void statement_block(const Scop& scop, int stmt, const std::vector<std::string>&
   lines.push_back("{");
   lines.push_back("  /* " + st.name + ": " + comment_safe(st.text) + " */");
   if (!bind.empty()) lines.push_back("  const " + iter_type + " " + join(bind, ", ") + ";");
-  lines.push_back("  " + rewrite_statement(scop, stmt, access));
+  std::vector<std::string> loads;
+  const std::string text = rewrite_statement(scop, stmt, access, operands_first ? &loads : nullptr);
+  for (const std::string& l : loads) lines.push_back("  " + l);
+  lines.push_back("  " + text);
   if (count) lines.push_back("  BBMM_GEN_INSTANCE();");
   for (const CopyOut* c : copy) {
     // The last value of a live-out private scalar, or of the element of a private array
@@ -240,11 +243,70 @@ void statement_block(const Scop& scop, int stmt, const std::vector<std::string>&
   lines.push_back("}");
 }
 
-std::string rewrite_statement(const Scop& scop, int stmt, const AccessPrinter& access) {
+namespace {
+
+bool has_call(const Expr* e) {
+  if (!e) return false;
+  if (e->kind == Expr::Kind::kCall) return true;
+  for (const ExprPtr& k : e->kids) {
+    if (has_call(k.get())) return true;
+  }
+  return false;
+}
+
+// The reads in memory of "e" that every evaluation of it performs, in source order: not
+// under a branch of ?: or the right operand of && and || ("cond"), and not the operand of an
+// assignment, ++, -- or & ("lvalue").
+void unconditional_reads(const Expr& e, bool cond, bool lvalue,
+                         const std::map<const Expr*, const Access*>& by_expr,
+                         std::vector<const Expr*>& out) {
+  auto it = by_expr.find(&e);
+  if (it != by_expr.end()) {
+    if (!cond && !lvalue && it->second->kind == AccessKind::kRead) out.push_back(&e);
+    return;  // affine subscripts read nothing
+  }
+  using K = Expr::Kind;
+  for (size_t k = 0; k < e.kids.size(); ++k) {
+    bool c = cond, l = false;
+    switch (e.kind) {
+      case K::kAssign:
+        l = k == 0;
+        break;
+      case K::kUnary:
+        l = e.text == "&" || e.text == "++" || e.text == "--";
+        break;
+      case K::kPostfix:
+        l = true;
+        break;
+      case K::kTernary:
+        c = cond || k > 0;
+        break;
+      case K::kBinary:
+        c = cond || (k == 1 && (e.text == "&&" || e.text == "||"));
+        break;
+      case K::kMember:
+        l = lvalue;
+        break;
+      default:
+        break;
+    }
+    unconditional_reads(*e.kids[k], c, l, by_expr, out);
+  }
+}
+
+}  // namespace
+
+std::string rewrite_statement(const Scop& scop, int stmt, const AccessPrinter& access,
+                              std::vector<std::string>* operand_loads) {
   const Statement& st = scop.statements[stmt];
   const Access* decl_write = nullptr;
   const std::map<const Expr*, const Access*> by_expr = printed_accesses(scop, stmt, &decl_write);
+  // Operands first: each read every evaluation performs becomes a local declared before the
+  // statement, one per distinct text, in source order.
+  std::map<const Expr*, std::string> loaded;
   std::function<std::string(const Expr&)> rewrite = [&](const Expr& e) -> std::string {
+    auto ld = loaded.find(&e);
+    if (ld != loaded.end()) return ld->second;
     auto it = by_expr.find(&e);
     if (it == by_expr.end()) return "";
     if (scop.arrays[it->second->array].is_scalar) return access(*it->second, {"0"});
@@ -255,6 +317,25 @@ std::string rewrite_statement(const Scop& scop, int stmt, const AccessPrinter& a
     for (const Expr* s : subs) texts.push_back(print_c_expr(*s, rewrite));
     return access(*it->second, texts);
   };
+  const Expr* value = st.decl && st.decl->init ? st.decl->init.get()
+                      : st.rhs_value           ? st.rhs_value
+                                               : st.expr;
+  if (operand_loads && has_call(value)) {
+    std::vector<const Expr*> reads;
+    if (st.rhs_value) {
+      unconditional_reads(*st.expr->kids[0], false, true, by_expr, reads);
+      unconditional_reads(*st.rhs_value, false, false, by_expr, reads);
+    } else {
+      unconditional_reads(*value, false, false, by_expr, reads);
+    }
+    std::map<std::string, std::string> by_text;
+    for (const Expr* e : reads) {
+      const std::string text = rewrite(*e);
+      auto [slot, fresh] = by_text.emplace(text, "bbmm_v" + std::to_string(by_text.size()));
+      if (fresh) operand_loads->push_back("const auto " + slot->second + " = " + text + ";");
+      loaded[e] = slot->second;
+    }
+  }
   if (st.decl && st.decl->init) {
     const std::string lhs = decl_write ? access(*decl_write, {"0"}) : st.decl->name;
     return lhs + " = " + print_c_expr(*st.decl->init, rewrite) + ";";

@@ -123,16 +123,23 @@ using AccessPrinter =
 // its iterators bound ("const <iter_type> i = ..., j = ...;" from "bind") and the statement
 // with its accesses replaced by "access"; appended to "lines".
 // "count": the block also counts the instance (host-target kernels: BBMM_GEN_INSTANCE(),
-// bbmm/generated_support.h).
+// bbmm/generated_support.h). "operands_first" (C++ targets): see rewrite_statement.
 void statement_block(const Scop& scop, int stmt, const std::vector<std::string>& bind,
                      const std::string& iter_type, const AccessPrinter& access,
-                     std::vector<std::string>& lines, bool count = false);
+                     std::vector<std::string>& lines, bool count = false,
+                     bool operands_first = false);
 
 // The statement "stmt" with each access in memory (Scop::in_memory: arrays and promoted
 // scalars, whose one subscript is "0") replaced by "access(acc, subscripts)"; private and
 // read-only scalars keep their C names. A declaration's init is printed as an assignment,
 // a link of a chained assignment as its own assignment (Statement::rhs_value).
-std::string rewrite_statement(const Scop& scop, int stmt, const AccessPrinter& access);
+// With "operand_loads", a statement whose value calls a function first loads the reads
+// every evaluation performs (not those under ?:, && or ||) into locals, one per distinct
+// access, appended as "const auto bbmm_v<k> = <access>;": a math call inlines to branches
+// that nvcc does not move loads across, so the loads would otherwise wait for one another
+// (bscholes' V and T behind the log of S / K; C leaves the operands' order unspecified).
+std::string rewrite_statement(const Scop& scop, int stmt, const AccessPrinter& access,
+                              std::vector<std::string>* operand_loads = nullptr);
 
 // Multi-piece kernels: each access reference of "phase" looks, once per kernel, for the
 // piece holding the whole box the reference touches in the tile (poly/boxes.h,

@@ -65,6 +65,19 @@ void run_spread(size_t n, int threads, const std::function<void(size_t)>& job) {
   for (std::thread& th : pool) th.join();
 }
 
+// Whether CUDA knows [begin, end) as page-locked host memory (asked at both ends).
+bool page_locked(uintptr_t begin, uintptr_t end) {
+  for (uintptr_t a : {begin, end - 1}) {
+    cudaPointerAttributes attr;
+    if (cudaPointerGetAttributes(&attr, reinterpret_cast<const void*>(a)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    if (attr.type != cudaMemoryTypeHost) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 const char* pin_method_name(HostPinMethod m) {
@@ -93,6 +106,11 @@ absl::Status HostPinner::pin(void* host, size_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     if (pinned_.count(host) != 0) return absl::OkStatus();
   }
+  // Memory the program pinned itself (cudaHostAlloc, or its own cudaHostRegister) is copied
+  // directly as it is; registering it again would fail (cudaHostAlloc'ed memory: "invalid
+  // argument", an API error under compute-sanitizer, and a false message below).
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(host);
+  if (page_locked(begin, begin + bytes)) return absl::OkStatus();
   const HostPinMethod method = resolve_pin_method(options_.method, bytes);
   // kAuto chunks only huge arrays, in few large chunks (few copies to split).
   const size_t chunk = options_.method == HostPinMethod::kAuto
@@ -194,16 +212,8 @@ bool HostPinner::covers(uintptr_t begin, uintptr_t end) const {
       if (begin >= first && end <= last) return true;
     }
   }
-  // Not pinned by this backend: ask CUDA about both ends.
-  for (uintptr_t a : {begin, end - 1}) {
-    cudaPointerAttributes attr;
-    if (cudaPointerGetAttributes(&attr, reinterpret_cast<const void*>(a)) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    if (attr.type != cudaMemoryTypeHost) return false;
-  }
-  return true;
+  // Not pinned by this backend: ask CUDA.
+  return page_locked(begin, end);
 }
 
 void HostPinner::unpin_all() {
