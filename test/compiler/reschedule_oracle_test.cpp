@@ -14,7 +14,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <sstream>
@@ -52,7 +55,13 @@ Dataflow dataflow(const Scop& scop, const isl::set& fixed) {
   for (const testing::Instance& in : run.inst) {
     const Statement& st = scop.statements[in.stmt];
     std::vector<long> src(in.it.size());
-    for (size_t d = 0; d < in.it.size(); ++d) src[st.to_source.empty() ? d : st.to_source[d]] = in.it[d];
+    if (!st.source_rows.empty()) {
+      // Skewed (a wavefront): source iterator k = source_rows[k] . it.
+      for (size_t k = 0; k < src.size(); ++k)
+        for (size_t d = 0; d < in.it.size(); ++d) src[k] += st.source_rows[k][d] * in.it[d];
+    } else {
+      for (size_t d = 0; d < in.it.size(); ++d) src[st.to_source.empty() ? d : st.to_source[d]] = in.it[d];
+    }
     keys.push_back({in.stmt, src});
     df.instances.insert(keys.back());
   }
@@ -115,17 +124,20 @@ bool rescheduled(const Scop& before, const Scop& after) {
   for (size_t k = 0; k < before.statements.size(); ++k) {
     const Statement& b = before.statements[k];
     const Statement& a = after.statements[k];
-    if (!a.to_source.empty() || b.position != a.position || b.loops != a.loops) return true;
+    if (!a.to_source.empty() || !a.source_rows.empty() || b.position != a.position ||
+        b.loops != a.loops)
+      return true;
   }
   return false;
 }
 
 std::unique_ptr<Program> analyze(const std::string& path, const std::vector<std::string>& cpp_args,
-                                 bool reschedule) {
+                                 bool reschedule, bool wavefront = false) {
   Diagnostics diag;
   PipelineOptions opts;
   opts.cpp_args = cpp_args;
   opts.reschedule = reschedule;
+  opts.wavefront = wavefront;
   auto prog = analyze_file(path, opts, diag);
   EXPECT_FALSE(diag.has_errors()) << path;
   return prog;
@@ -134,9 +146,9 @@ std::unique_ptr<Program> analyze(const std::string& path, const std::vector<std:
 // Every scop of "path", source order against bbmmc's schedule; returns how many scops the
 // pass rewrote.
 int check_file(const std::string& path, const std::vector<std::string>& cpp_args,
-               const std::vector<std::vector<long>>& settings) {
+               const std::vector<std::vector<long>>& settings, bool wavefront = false) {
   auto src = analyze(path, cpp_args, false);
-  auto got = analyze(path, cpp_args, true);
+  auto got = analyze(path, cpp_args, true, wavefront);
   if (!src || !got) return 0;
   EXPECT_EQ(src->scops.size(), got->scops.size());
   int changed = 0;
@@ -186,6 +198,39 @@ TEST(RescheduleOracle, PolyBenchKernels) {
                           {{4, 5, 3}, {5, 3, 4}});
   }
   EXPECT_GE(changed, 5);
+}
+
+// Wavefronts (--schedule=isl+wavefront): seidel-2d from PolyBench and a 2-D Gauss-Seidel
+// sweep skewed, with a parallel loop each, and the same dataflow as in source order.
+TEST(RescheduleOracle, WavefrontsKeepTheDataflow) {
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("bbmm_wavefront_" + std::to_string(getpid()) + ".c");
+  {
+    std::ofstream f(tmp);
+    f << "void sweep(int n, int m, double A[n][m]) {\n#pragma scop\n"
+         "  for (int i = 1; i < n; i++)\n    for (int j = 1; j < m - 1; j++)\n"
+         "      A[i][j] = 0.25 * (A[i - 1][j - 1] + A[i - 1][j + 1] + A[i][j - 1] + A[i][j]);\n"
+         "#pragma endscop\n}\n";
+  }
+  std::vector<std::pair<std::string, std::vector<std::string>>> inputs = {{tmp.string(), {}}};
+  const std::string dir = BBMM_POLYBENCH_DIR;
+  if (std::filesystem::is_directory(dir)) {
+    const std::filesystem::path p = std::filesystem::path(dir) / "stencils/seidel-2d";
+    inputs.push_back({(p / "seidel-2d.c").string(),
+                      {"-DMINI_DATASET", "-I" + dir + "/utilities", "-I" + p.string()}});
+  }
+  for (const auto& [file, args] : inputs) {
+    EXPECT_EQ(check_file(file, args, {{3, 6}, {2, 5}, {4, 4}, {1, 3}}, /*wavefront=*/true), 1) << file;
+    auto plain = analyze(file, args, true);
+    auto skewed = analyze(file, args, true, true);
+    ASSERT_TRUE(plain && skewed && !plain->scops.empty() && !skewed->scops.empty());
+    const Scop& a = plain->scops[0];
+    const Scop& b = skewed->scops[0];
+    EXPECT_LT(a.phases[a.statements[0].phase].parallel_loop, 0) << file << ": parallel without a wavefront";
+    EXPECT_GE(b.phases[b.statements[0].phase].parallel_loop, 0) << file << ": no parallel loop";
+    EXPECT_FALSE(b.statements[0].source_rows.empty()) << file;
+  }
+  std::filesystem::remove(tmp);
 }
 
 // Random nests, each rewritten after isl's schedule whatever the serial depths.

@@ -605,6 +605,36 @@ std::string TileLoops::print(const PrintStatement& print_stmt, int indent) const
         bind.push_back(name + " = " + scop_.loops[st.loops[d]].c_name);
       }
     }
+    if (!st.source_rows.empty()) {
+      // A skewed statement (a wavefront): each source iterator is an affine expression of
+      // the loops' values; the loops' own names are bound too where the source has none.
+      std::vector<std::string> value(st.loops.size());
+      for (size_t d = 0; d < st.loops.size(); ++d) {
+        value[d] = d < static_cast<size_t>(serial_) ? scop_.loops[st.loops[d]].c_name
+                   : d < args.size()                ? "(" + args[d] + ")"
+                                                    : "0";
+      }
+      for (size_t k = 0; k < st.source_rows.size(); ++k) {
+        std::string e;
+        for (size_t d = 0; d < st.source_rows[k].size(); ++d) {
+          const long c = st.source_rows[k][d];
+          if (c == 0) continue;
+          const long m = c < 0 ? -c : c;
+          e += (c < 0 ? (e.empty() ? "-" : " - ") : (e.empty() ? "" : " + ")) +
+               (m == 1 ? value[d] : std::to_string(m) + " * " + value[d]);
+        }
+        if (e == st.source_c_names[k]) continue;  // a serial loop of the same name
+        bind.push_back(st.source_c_names[k] + " = " + (e.empty() ? "0" : e));
+      }
+      for (size_t d = serial_; d < args.size() && d < st.loops.size(); ++d) {
+        const std::string& name = scop_.c_iterator(s, static_cast<int>(d));
+        if (std::find(st.source_c_names.begin(), st.source_c_names.end(), name) ==
+            st.source_c_names.end())
+          bind.push_back(name + " = " + args[d]);
+      }
+      print_stmt(s, bind, lines);
+      return;
+    }
     for (size_t d = serial_; d < args.size() && d < st.loops.size(); ++d) {
       bind.push_back(scop_.c_iterator(s, static_cast<int>(d)) + " = " + args[d]);
     }

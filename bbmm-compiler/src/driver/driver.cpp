@@ -92,7 +92,7 @@ std::string usage() {
     << "             [--partition=1d|2d] [--writes=hull|rows] [--params NAME=V,...]\n"
     << "             [--block=X,Y,Z] [--march=R]\n"
     << "             [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND]\n"
-    << "             [--max-isl-operations=N] [--schedule=isl|source] [--help] [--version]\n"
+    << "             [--max-isl-operations=N] [--schedule=isl|isl+wavefront|source] [--help] [--version]\n"
        "\n"
        "Reads sequential C with affine loop nests between '#pragma scop' and\n"
        "'#pragma endscop', builds their polyhedral model with isl, analyses them and\n"
@@ -130,7 +130,10 @@ std::string usage() {
        "                    limit); a scop that needs more is reported as too complex\n"
        "  --schedule=S      isl (default): reorder loop nests whose source order hides a\n"
        "                    parallel loop (interchange, distribution; see docs/bbmmc.md);\n"
-       "                    source: keep the order of the source\n"
+       "                    isl+wavefront: also skew a one-statement nest into a\n"
+       "                    wavefront (seidel-2d; experimental: slow to compile, and\n"
+       "                    its tiles' writes are not boxes yet); source: keep the\n"
+       "                    order of the source\n"
        "  --help, --version\n"
        "\n"
        "Exit status: 0 success, 1 error in the input or the options, 2 internal error.\n";
@@ -260,11 +263,13 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
         opts.max_isl_operations = n;
       } else if (a.rfind("--schedule=", 0) == 0) {
         const std::string v = a.substr(11);
-        if (v != "isl" && v != "source") {
-          err << "bbmmc: error: unknown --schedule '" << v << "' (use one of: isl, source)\n";
+        if (v != "isl" && v != "source" && v != "isl+wavefront") {
+          err << "bbmmc: error: unknown --schedule '" << v
+              << "' (use one of: isl, isl+wavefront, source)\n";
           return 1;
         }
-        opts.reschedule = v == "isl";
+        opts.reschedule = v != "source";
+        opts.wavefront = v == "isl+wavefront";
       } else if (a.rfind("--cpp=", 0) == 0) {
         opts.cpp = a.substr(6);
       } else if (a == "-o") {

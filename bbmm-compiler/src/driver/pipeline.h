@@ -21,6 +21,9 @@ struct PipelineOptions {
   // Run isl's scheduler on nests whose source order hides parallel loops
   // (poly/reschedule.h); false keeps every source schedule.
   bool reschedule = true;
+  // With "reschedule": also skew a nest of one statement into a wavefront (poly/reschedule.h;
+  // --schedule=isl+wavefront).
+  bool wavefront = false;
 };
 
 // Runs the preprocessor on "path" and analyses the result. Never throws; problems are

@@ -107,6 +107,10 @@ struct Statement {
   // keeps its source order (dimension d is then the iterator of loop loops[d]).
   std::vector<int> to_source;
   std::vector<std::string> source_c_names;
+  // Set instead of to_source when the pass skewed the domain (a wavefront): source
+  // iterator k is the sum over d of source_rows[k][d] * domain dimension d, and domain
+  // dimension d is the iterator of loop loops[d] (source_c_names as above).
+  std::vector<std::vector<long>> source_rows;
 };
 
 // The last value of a live-out scalar that a phase keeps private: after each instance in

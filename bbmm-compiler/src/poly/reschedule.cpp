@@ -1,6 +1,7 @@
 #include "poly/reschedule.h"
 
 #include <isl/aff.h>
+#include <isl/constraint.h>
 #include <isl/map.h>
 #include <isl/options.h>
 #include <isl/schedule.h>
@@ -32,6 +33,7 @@ struct Entry {
   int src = 0;
   int sign = 1;
   long c = 0;
+  std::vector<long> row;  // a wavefront: the coefficients over every iterator (src unused)
 };
 
 // A node of the new loop tree of a scop: a statement, a loop kept from the model
@@ -41,7 +43,8 @@ struct TNode {
   int stmt = -1;
   int old_loop = -1;
   int sign = 1;
-  std::vector<std::pair<int, int>> members;  // (statement, source dimension)
+  std::vector<std::pair<int, int>> members;  // (statement, source dimension or -1: row)
+  std::map<int, std::vector<long>> rows;      // statement -> its wavefront row
   std::vector<TNode> kids;
 };
 
@@ -193,10 +196,16 @@ class Rebuilder {
     TNode loop;
     loop.is_loop = true;
     loop.sign = entry(iters[0]).sign;
+    bool rows = false;
     for (int s : iters) {
       if (entry(s).sign != loop.sign) return false;
-      loop.members.push_back({s, entry(s).src});
+      if (!entry(s).row.empty()) {
+        rows = true;
+        loop.rows[s] = entry(s).row;
+      }
+      loop.members.push_back({s, entry(s).row.empty() ? entry(s).src : -1});
     }
+    if (rows && !consts.empty()) return false;  // no order against a wavefront's statements
     if (!build(flat, iters, k + 1, loop.kids)) return false;
     // Statements at a constant of this dimension go before the loop when every instance
     // of the loop comes at or after that constant, after it when at or before (ties are
@@ -229,6 +238,7 @@ class Rebuilder {
     out.body.clear();
     paths_.assign(src_.statements.size(), {});
     srcdims_.assign(src_.statements.size(), {});
+    rows_.assign(src_.statements.size(), {});
     std::vector<int> path;
     std::vector<int> src_path;
     for (const TNode& n : top) add(n, -1, path, src_path, out, out.body);
@@ -244,6 +254,10 @@ class Rebuilder {
       const int depth = static_cast<int>(dims.size());
       if (st.source_c_names.empty())
         for (int d = 0; d < depth; ++d) st.source_c_names.push_back(src_.loops[old.loops[d]].c_name);
+      if (std::find(dims.begin(), dims.end(), -1) != dims.end()) {
+        skew(old, dims, rows_[st.index], out, st);
+        continue;
+      }
       std::vector<int> to_source;
       for (int d = 0; d < depth; ++d)
         to_source.push_back(old.to_source.empty() ? dims[d] : old.to_source[dims[d]]);
@@ -265,6 +279,116 @@ class Rebuilder {
       }
     }
     rebuild_schedules(out);
+  }
+
+  // Statement "st" (source "old") under loops whose depth d runs source dimension dims[d],
+  // or the row rows[d] when dims[d] is -1: its domain and accesses mapped by that unimodular
+  // matrix, its source iterators given by the inverse (Statement::source_rows).
+  static void skew(const Statement& old, const std::vector<int>& dims,
+                   const std::vector<std::vector<long>>& rows, Scop& out, Statement& st) {
+    const int depth = static_cast<int>(dims.size());
+    std::vector<std::vector<long>> m(depth, std::vector<long>(depth, 0));
+    std::vector<std::string> names;
+    for (int d = 0; d < depth; ++d) {
+      if (dims[d] < 0) {
+        m[d] = rows[d];
+        names.push_back(out.loops[st.loops[d]].iterator);
+      } else {
+        m[d][dims[d]] = 1;
+        names.push_back(old.iterators[dims[d]]);
+      }
+    }
+    std::vector<std::vector<long>> inv;
+    if (!integer_inverse(m, inv)) {
+      std::string t;
+      for (auto& r : m) {
+        t += "[";
+        for (long v : r) t += std::to_string(v) + " ";
+        t += "]";
+      }
+      throw std::logic_error("reschedule: a wavefront is not unimodular: " + t);
+    }
+    isl::map t = affine_map(old.domain, m, names);
+    st.domain = st.domain.apply(t);
+    st.iterators = names;
+    st.to_source.clear();
+    st.source_rows = inv;
+    for (int a : st.accesses) {
+      Access& acc = out.accesses[a];
+      acc.relation = acc.relation.apply_domain(t);
+      isl_space* tsp = isl_space_unwrap(isl_space_domain(isl_map_get_space(acc.tagged.get())));
+      isl_space* ref = isl_space_range(tsp);
+      isl_map* id = isl_map_identity(isl_space_map_from_set(ref));
+      acc.tagged = acc.tagged.apply_domain(isl::manage(isl_map_product(t.copy(), id)));
+    }
+  }
+
+  // S[x] -> S[y] over "dom"'s space with y_d = sum_k m[d][k] x_k, output dims named "names".
+  static isl::map affine_map(const isl::set& dom, const std::vector<std::vector<long>>& m,
+                             const std::vector<std::string>& names) {
+    isl_space* sp = isl_set_get_space(dom.get());
+    isl_local_space* ls = isl_local_space_from_space(isl_space_copy(sp));
+    isl_multi_aff* ma = isl_multi_aff_zero(isl_space_map_from_set(sp));
+    for (size_t d = 0; d < m.size(); ++d) {
+      isl_aff* a = isl_aff_zero_on_domain(isl_local_space_copy(ls));
+      for (size_t k = 0; k < m[d].size(); ++k)
+        a = isl_aff_set_coefficient_si(a, isl_dim_in, static_cast<int>(k), static_cast<int>(m[d][k]));
+      ma = isl_multi_aff_set_aff(ma, static_cast<int>(d), a);
+    }
+    isl_local_space_free(ls);
+    isl_map* r = isl_map_from_multi_aff(ma);
+    for (size_t d = 0; d < names.size(); ++d)
+      r = isl_map_set_dim_name(r, isl_dim_out, static_cast<int>(d), names[d].c_str());
+    return isl::manage(r);
+  }
+
+  // The inverse of the integer matrix "m" when it is integer (|det m| = 1).
+  static bool integer_inverse(const std::vector<std::vector<long>>& m,
+                              std::vector<std::vector<long>>& inv) {
+    const int n = static_cast<int>(m.size());
+    // Gauss-Jordan over the rationals, as numerator/denominator pairs kept reduced.
+    struct Q {
+      long p = 0, q = 1;
+    };
+    auto norm = [](Q x) {
+      long a = x.p < 0 ? -x.p : x.p, b = x.q < 0 ? -x.q : x.q;
+      while (b) {
+        long t = a % b;
+        a = b;
+        b = t;
+      }
+      if (a > 1) x.p /= a, x.q /= a;
+      if (x.q < 0) x.p = -x.p, x.q = -x.q;
+      return x;
+    };
+    auto sub = [&](Q a, Q b) { return norm({a.p * b.q - b.p * a.q, a.q * b.q}); };
+    auto mul = [&](Q a, Q b) { return norm({a.p * b.p, a.q * b.q}); };
+    auto div = [&](Q a, Q b) { return norm({a.p * b.q, a.q * b.p}); };
+    std::vector<std::vector<Q>> a(n, std::vector<Q>(2 * n));
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) a[i][j] = {m[i][j], 1};
+      a[i][n + i] = {1, 1};
+    }
+    for (int c = 0; c < n; ++c) {
+      int piv = c;
+      while (piv < n && a[piv][c].p == 0) ++piv;
+      if (piv == n) return false;
+      std::swap(a[c], a[piv]);
+      const Q d = a[c][c];
+      for (Q& x : a[c]) x = div(x, d);
+      for (int r = 0; r < n; ++r) {
+        if (r == c || a[r][c].p == 0) continue;
+        const Q f = a[r][c];
+        for (int j = 0; j < 2 * n; ++j) a[r][j] = sub(a[r][j], mul(f, a[c][j]));
+      }
+    }
+    inv.assign(n, std::vector<long>(n, 0));
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        if (a[i][n + j].q != 1) return false;
+        inv[i][j] = a[i][n + j].p;
+      }
+    return true;
   }
 
   // S[source dims] -> S[new dims] of statement "st" (dims[d]: source dim at new d).
@@ -331,12 +455,14 @@ class Rebuilder {
       std::vector<int>& dims = srcdims_[n.stmt];
       dims.clear();
       for (size_t d = 0; d < path.size(); ++d) dims.push_back(src_path[d] >= 0 ? src_path[d] : static_cast<int>(d));
-      // Kept loops run source dimension d at depth d; new ones say which.
+      // Kept loops run source dimension d at depth d; new ones say which (-1: a row).
+      rows_[n.stmt].assign(path.size(), {});
       for (size_t d = 0; d < path.size(); ++d) {
         const TNode* owner = owners_[path[d]];
         if (!owner) continue;
         for (auto [st, sd] : owner->members)
           if (st == n.stmt) dims[d] = sd;
+        if (dims[d] < 0) rows_[n.stmt][d] = owner->rows.at(n.stmt);
       }
       return;
     }
@@ -352,6 +478,14 @@ class Rebuilder {
       L.asserted_parallel = o.asserted_parallel;
       L.loc = o.loc;
       L.pragma_loc = o.pragma_loc;
+      L.ast = o.ast;
+    } else if (n.members[0].second < 0) {
+      // A wavefront: a new iterator (an affine function of the source ones).
+      const Loop& o = src_.loops[src_.statements[n.members[0].first].loops[0]];
+      L.iterator = "bbmm_it" + std::to_string(L.id);
+      L.c_name = L.iterator;
+      L.step = 1;
+      L.loc = o.loc;
       L.ast = o.ast;
     } else {
       // The common source iterator of its statements, else a synthetic name.
@@ -400,11 +534,147 @@ class Rebuilder {
   const Scop& src_;
   std::vector<std::vector<int>> paths_;    // per statement: its new loops
   std::vector<std::vector<int>> srcdims_;  // per statement: source dimension at each depth
+  std::vector<std::vector<std::vector<long>>> rows_;  // per statement and depth: a row or {}
   std::vector<const TNode*> owners_;       // per new loop id: its node when new
 };
 
+// A wavefront for the nest of one statement "st" whose isl schedule "flat" starts with a
+// hyperplane h over several of its iterators (seidel-2d: 4t + 2i + j): when h strictly
+// carries every dependence in "deps" (h . (target - source) >= 1), the instances at one
+// value of h . x are independent, so every loop inside it is parallel. The entries: h, then
+// each iterator but the innermost one whose coefficient in h is +-1 (so the matrix is
+// unimodular), the iterator of the first subscript of the statement's first write first
+// (tiles then split the written array's rows: seidel-2d's tile at one wavefront writes rows
+// [lo, hi), disjoint from the other tiles'), the others in source order. False when the
+// schedule does not start so, or a loop of the statement has a step other than +-1.
+bool wavefront_entries(const Scop& s, int st, const isl::map& flat, const isl::union_map& deps,
+                       std::vector<Entry>& out) {
+  const Statement& x = s.statements[st];
+  const int depth = static_cast<int>(x.iterators.size());
+  if (depth < 2) return false;
+  for (int l : x.loops)
+    if (s.loops[l].step != 1 && s.loops[l].step != -1) return false;
+  isl_pw_multi_aff* pma = isl_pw_multi_aff_from_map(flat.copy());
+  if (!pma) return false;
+  if (isl_pw_multi_aff_n_piece(pma) != 1) {
+    isl_pw_multi_aff_free(pma);
+    return false;
+  }
+  isl_multi_aff* ma = nullptr;
+  isl_pw_multi_aff_foreach_piece(
+      pma,
+      [](isl_set* set, isl_multi_aff* m, void* user) -> isl_stat {
+        isl_set_free(set);
+        *static_cast<isl_multi_aff**>(user) = m;
+        return isl_stat_ok;
+      },
+      &ma);
+  isl_pw_multi_aff_free(pma);
+  if (!ma) return false;
+  // The first dimension that involves an iterator.
+  std::vector<long> h;
+  const int n = static_cast<int>(isl_multi_aff_dim(ma, isl_dim_out));
+  for (int k = 0; k < n && h.empty(); ++k) {
+    isl_aff* a = isl_multi_aff_get_aff(ma, k);
+    std::vector<long> row(depth, 0);
+    bool any = false, ok = true;
+    isl_val* den = isl_aff_get_denominator_val(a);
+    ok = isl_val_is_one(den) == isl_bool_true;
+    isl_val_free(den);
+    const int np = static_cast<int>(isl_aff_dim(a, isl_dim_param));
+    const int nd = static_cast<int>(isl_aff_dim(a, isl_dim_div));
+    if (np > 0 && isl_aff_involves_dims(a, isl_dim_param, 0, np) != isl_bool_false) ok = false;
+    if (nd > 0 && isl_aff_involves_dims(a, isl_dim_div, 0, nd) != isl_bool_false) ok = false;
+    for (int d = 0; d < depth; ++d) {
+      isl_val* v = isl_aff_get_coefficient_val(a, isl_dim_in, d);
+      row[d] = isl_val_get_num_si(v);
+      any = any || row[d] != 0;
+      isl_val_free(v);
+    }
+    isl_aff_free(a);
+    if (!any) continue;
+    if (!ok) break;
+    h = row;
+  }
+  isl_multi_aff_free(ma);
+  int nonzero = 0, elim = -1;
+  for (int d = 0; d < static_cast<int>(h.size()); ++d) {
+    if (h[d] != 0) ++nonzero;
+    if (h[d] == 1 || h[d] == -1) elim = d;
+  }
+  if (nonzero < 2 || elim < 0) return false;
+  // h strictly carries every dependence of the nest.
+  isl::union_map own = deps.intersect_domain(isl::union_set(x.domain)).intersect_range(isl::union_set(x.domain));
+  isl::union_set deltas = isl::manage(isl_union_map_deltas(own.copy()));
+  struct Carry {
+    const std::vector<long>* h;
+    bool carried = true;
+  } carry{&h};
+  if (isl_union_set_foreach_set(
+          deltas.get(),
+          [](isl_set* d, void* user) -> isl_stat {
+            Carry* c = static_cast<Carry*>(user);
+            isl_constraint* k =
+                isl_constraint_alloc_inequality(isl_local_space_from_space(isl_set_get_space(d)));
+            for (size_t j = 0; j < c->h->size(); ++j)
+              k = isl_constraint_set_coefficient_si(k, isl_dim_set, static_cast<int>(j),
+                                                    static_cast<int>(-(*c->h)[j]));
+            d = isl_set_add_constraint(d, k);  // h . delta <= 0
+            c->carried = c->carried && isl_set_is_empty(d) == isl_bool_true;
+            isl_set_free(d);
+            return isl_stat_ok;
+          },
+          &carry) < 0 ||
+      !carry.carried)
+    return false;
+  // The first write's first subscript.
+  int first = -1;
+  for (int a : x.accesses) {
+    const Access& acc = s.accesses[a];
+    if (acc.kind != AccessKind::kWrite || isl_map_dim(acc.relation.get(), isl_dim_out) < 1) continue;
+    isl_pw_multi_aff* w = isl_pw_multi_aff_from_map(acc.relation.copy());
+    if (w && isl_pw_multi_aff_n_piece(w) == 1) {
+      // (The aff of its one piece: the piece's domain bounds every iterator.)
+      isl_aff* a0 = nullptr;
+      isl_pw_aff* p0 = isl_pw_multi_aff_get_pw_aff(w, 0);
+      isl_pw_aff_foreach_piece(
+          p0,
+          [](isl_set* set, isl_aff* aff, void* user) -> isl_stat {
+            isl_set_free(set);
+            *static_cast<isl_aff**>(user) = aff;
+            return isl_stat_ok;
+          },
+          &a0);
+      for (int d = 0; d < depth && first < 0 && a0; ++d) {
+        isl_val* v = isl_aff_get_coefficient_val(a0, isl_dim_in, d);
+        if (d != elim && !isl_val_is_zero(v)) first = d;
+        isl_val_free(v);
+      }
+      isl_aff_free(a0);
+      isl_pw_aff_free(p0);
+    }
+    isl_pw_multi_aff_free(w);
+    break;
+  }
+  Entry e0;
+  e0.iter = true;
+  e0.row = h;
+  out.push_back(e0);
+  auto add = [&](int d) {
+    Entry e;
+    e.iter = true;
+    e.src = d;
+    out.push_back(e);
+  };
+  if (first >= 0) add(first);
+  for (int d = 0; d < depth; ++d)
+    if (d != elim && d != first) add(d);
+  return true;
+}
+
 // isl's schedule for the statements "stmts" of "s" as a loop tree; false when refused.
-bool schedule_nest(const Scop& s, const std::vector<int>& stmts, std::vector<TNode>& out) {
+bool schedule_nest(const Scop& s, const std::vector<int>& stmts, bool wavefront,
+                   std::vector<TNode>& out) {
   isl::ctx ctx = s.context.ctx();
   isl::union_set dom = isl::union_set::empty(ctx);
   for (int st : stmts) dom = dom.unite(isl::union_set(s.statements[st].domain));
@@ -434,6 +704,8 @@ bool schedule_nest(const Scop& s, const std::vector<int>& stmts, std::vector<TNo
     const int st = s.statement_index(name ? name : "");
     if (st < 0) return false;
     if (!flat_entries(s.statements[st], m, entries[st])) {
+      entries[st].clear();
+      if (wavefront && stmts.size() == 1 && wavefront_entries(s, st, m, all, entries[st])) continue;
       if (std::getenv("BBMM_RESCHEDULE_DEBUG")) std::cerr << "refused: " << str(m) << "\n";
       return false;
     }
@@ -454,6 +726,14 @@ bool respects_dependences(const Scop& src, const Scop& out) {
     std::vector<int> dims(st.loops.size());
     for (size_t d = 0; d < dims.size(); ++d) dims[d] = static_cast<int>(d);
     isl::map perm;
+    if (!st.source_rows.empty()) {
+      // Skewed: the new dimensions from the source ones, the inverse of source_rows.
+      std::vector<std::vector<long>> fwd;
+      if (!Rebuilder::integer_inverse(st.source_rows, fwd)) return false;
+      perm = Rebuilder::affine_map(old.domain, fwd, st.iterators);
+      time = time.unite(isl::union_map(perm.apply_range(st.schedule)));
+      continue;
+    }
     if (!st.to_source.empty()) {
       // Source dimension at new d: to_source relative to the source model (identity there).
       for (size_t d = 0; d < dims.size(); ++d) dims[d] = st.to_source[d];
@@ -470,14 +750,15 @@ bool respects_dependences(const Scop& src, const Scop& out) {
 
 }  // namespace
 
-bool reschedule_nests_unchecked(const Scop& scop, const std::vector<int>& nests, Scop& out) {
+bool reschedule_nests_unchecked(const Scop& scop, const std::vector<int>& nests, Scop& out,
+                                bool wavefront) {
   std::vector<TNode> top;
   bool any = false;
   for (size_t t = 0; t < scop.body.size(); ++t) {
     const Node& n = scop.body[t];
     if (n.is_loop && std::find(nests.begin(), nests.end(), static_cast<int>(t)) != nests.end()) {
       std::vector<TNode> repl;
-      if (schedule_nest(scop, scop.loops[n.index].statements, repl)) {
+      if (schedule_nest(scop, scop.loops[n.index].statements, wavefront, repl)) {
         top.insert(top.end(), repl.begin(), repl.end());
         any = true;
         continue;
@@ -496,7 +777,7 @@ bool reschedule_nests_unchecked(const Scop& scop, const std::vector<int>& nests,
   return true;
 }
 
-bool reschedule(Scop& scop, IslContext& isl, Diagnostics& diag) {
+bool reschedule(Scop& scop, IslContext& isl, Diagnostics& diag, bool wavefront) {
   // Candidate nests: top-level loops with a statement in a serial region and no asserted
   // loop. (Nests whose statements all have a parallel loop already are left alone: making
   // an outer loop parallel there, as in symm, widens each tile's boxes, and small devices
@@ -524,13 +805,13 @@ bool reschedule(Scop& scop, IslContext& isl, Diagnostics& diag) {
     // Drop the nests that do not gain until the rest all do.
     while (!candidates.empty()) {
       next = std::make_unique<Scop>(scop);
-      if (!reschedule_nests_unchecked(scop, candidates, *next)) {
+      if (!reschedule_nests_unchecked(scop, candidates, *next, wavefront)) {
         // Some nest's schedule was refused: try the nests one at a time.
         if (candidates.size() == 1) return;
         std::vector<int> good;
         for (int c : candidates) {
           Scop one = scop;
-          if (reschedule_nests_unchecked(scop, {c}, one)) good.push_back(c);
+          if (reschedule_nests_unchecked(scop, {c}, one, wavefront)) good.push_back(c);
         }
         if (good.size() == candidates.size()) return;  // each alone, not together: give up
         candidates = good;

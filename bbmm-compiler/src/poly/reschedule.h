@@ -1,5 +1,5 @@
 #pragma once
-// Rescheduling (issue 13, first slice: no skewing). isl's scheduler finds outer parallel
+// Rescheduling (issue 13; skewing only into wavefronts, on request). isl's scheduler finds outer parallel
 // loops that the source order hides (interchange, distribution, fusion of loops: atax's
 // and bicg's column sums, trisolv's, cholesky's and lu's inner updates), and the model is
 // rewritten so that the rule the later passes rely on holds again: domain dimension d of a
@@ -32,11 +32,18 @@ namespace bbmm::compiler {
 // budget (poly/budget.h), capped at 300,000 operations. Returns true when the model changed. Past the budget the source
 // schedule is kept and a note on "diag" says so. Throws isl::exception (not a quota) on an
 // isl failure, as compute_dependences does.
-bool reschedule(Scop& scop, IslContext& isl, Diagnostics& diag);
+// With "wavefront", a nest of one statement whose isl schedule starts with a hyperplane over
+// several iterators that carries every dependence (seidel-2d: 4t + 2i + j) is skewed: the
+// hyperplane becomes a new serial loop (bbmm_it<k>) and the other iterators, parallel inside
+// it, its loops (the iterator of the write's first subscript outermost); the statement's
+// domain and accesses are mapped by that unimodular matrix and Statement::source_rows gives
+// the source iterators back (the kernels bind them, kernel_codegen.h).
+bool reschedule(Scop& scop, IslContext& isl, Diagnostics& diag, bool wavefront = false);
 
 // The rewriting alone, for tests: the model of "scop" with the nests at top-level body
 // positions "nests" rescheduled by isl, without the acceptance rule on serial depths (the
 // legality check still applies). False when isl's result cannot be expressed or is refused.
-bool reschedule_nests_unchecked(const Scop& scop, const std::vector<int>& nests, Scop& out);
+bool reschedule_nests_unchecked(const Scop& scop, const std::vector<int>& nests, Scop& out,
+                                bool wavefront = false);
 
 }  // namespace bbmm::compiler
