@@ -13,7 +13,11 @@
 # HOST_COST_BACKEND, HOST_COST_NGPU: for a dry run off the GPU machine (host, a count)
 # Settings: default; peer_kernel (BBMM_CUDA_PEER_COPY_KERNEL=1); jemalloc (the
 # same binary with libjemalloc preloaded, when <stage>/lib/libjemalloc.so.2 is
-# there: tells whether the glibc allocator's cross-thread frees cost the time).
+# there: tells whether the glibc allocator's cross-thread frees cost the time);
+# pinned, staged (BBMM_CUDA_HOST_COPIES); noreserve (BBMM_RESERVE=0); trace
+# (BBMM_TRACE, overwritten by each run); slow<N> (BBMM_SLOW_CALL_US=N: the calls
+# that took N us or more, with the allocations' waits, in
+# $OUT/host_cost_slow.txt).
 # Prints one line per run and a table of medians last.
 set -uo pipefail
 stage="${1:-.gpu}"
@@ -58,9 +62,18 @@ for row in "${rows[@]}"; do
       case "$s" in
         peer_kernel) envs+=(BBMM_CUDA_PEER_COPY_KERNEL=1) ;;
         jemalloc) envs+=(LD_PRELOAD="$stage/lib/libjemalloc.so.2") ;;
+        pinned|staged) envs+=(BBMM_CUDA_HOST_COPIES="$s") ;;
+        noreserve) envs+=(BBMM_RESERVE=0) ;;
+        trace) envs+=(BBMM_TRACE="$out/host_cost_trace.json") ;;
+        slow*) envs+=(BBMM_SLOW_CALL_US="${s#slow}") ;;
       esac
       for r in $(seq 1 "$repeats"); do
         res=$(env "${envs[@]}" timeout -k 5 120 "$bin" $args 2>&1)
+        if [[ "$s" == slow* ]]; then
+          { echo "== $name $args, $g GPU(s), run $r"; grep 'bbmm: slow call' <<<"$res" |
+              sed 's/[0-9][0-9]* us\b/N us/g' | sort | uniq -c | sort -rn | head -20
+            grep 'bbmm: slow call' <<<"$res" | head -20; } >> "$out/host_cost_slow.txt"
+        fi
         line=$(python3 - "$name" "$g" "$s" "$res" <<'EOF'
 import json, re, sys
 name, g, s = sys.argv[1:4]

@@ -1219,6 +1219,43 @@ TEST_F(CudaBackendTest, NoCallBlocksOnDeviceWork) {
   }
 }
 
+// An allocation that the pool's free memory covers does not wait for the issue
+// worker, even with frees queued there: issuing may wait for the device (a
+// stream's queue full of staged copy rounds), and fdtd2d's one-element read-in
+// per step waited up to 54 ms for it on 2 x H200 (BBMM_SLOW_CALL_US). The
+// worker is held inside a launch function, with a free queued behind it;
+// without the pool check the second allocation waited until the watchdog let
+// the worker go.
+TEST_F(CudaBackendTest, AllocationThePoolCoversDoesNotWaitForTheIssueWorker) {
+  std::atomic<bool> let_go{false}, done{false};
+  absl::StatusOr<Event> held = backend_->launch(
+      0, [&let_go](const LaunchContext&) {
+        while (!let_go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }, {});
+  ASSERT_TRUE(held.ok()) << held.status();
+  absl::StatusOr<DeviceBuffer> first = backend_->allocate(0, 4096);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const Event after_first[] = {first->ready, *held};
+  ASSERT_TRUE(backend_->free(0, *first, after_first).ok());
+  std::thread watchdog([&] {
+    const auto deadline = Clock::now() + std::chrono::seconds(3);
+    while (!done.load() && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    let_go = true;
+  });
+  const auto t0 = Clock::now();
+  absl::StatusOr<DeviceBuffer> second = backend_->allocate(0, 4096);
+  const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+  done = true;
+  watchdog.join();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_LT(waited, 1.5) << "allocate waited " << waited << " s for the issue worker";
+  const Event after_second[] = {second->ready};
+  ASSERT_TRUE(backend_->free(0, *second, after_second).ok());
+  EXPECT_TRUE(backend_->synchronize(0).ok());
+}
+
 // ------------------------------------------------------------------ cost
 
 // The calling thread's cost of each enqueueing call (printed; a unit test

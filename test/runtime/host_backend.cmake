@@ -19,5 +19,11 @@ if(TARGET jacobi2d_host)
     COMMAND jacobi2d_host --n 130 --steps 4 --capacity auto)
   set_tests_properties(jacobi2d_host_sample jacobi2d_host_boxout_sample PROPERTIES
     LABELS runtime)
+  # BBMM_SLOW_CALL_US: with a threshold of 1 us every acquire is slow enough to be
+  # reported (core/slow_calls.h); the run still verifies.
+  add_test(NAME jacobi2d_host_slow_calls COMMAND jacobi2d_host --n 130 --steps 2)
+  set_tests_properties(jacobi2d_host_slow_calls PROPERTIES LABELS runtime
+    ENVIRONMENT "BBMM_SLOW_CALL_US=1"
+    PASS_REGULAR_EXPRESSION "bbmm: slow call: acquire took [0-9]+ us.*-> PASSED")
 endif()
 # --- end of host backend ----------------------------------------------------------

@@ -39,6 +39,7 @@
 #include "core/instance_manager.h"
 #include "core/instrumented_backend.h"
 #include "core/placement.h"
+#include "core/slow_calls.h"
 #include "core/tile_state.h"
 #include "core/trace.h"
 #include "core/transport.h"
@@ -246,7 +247,8 @@ class RuntimeCore {
 
 // Adds the time between its construction and destruction to `*sink`; with a
 // `tracer`, also records it as a slice `name` of the host track (the trace
-// then shows the calling thread's time in each call: "acquire", "launch"...).
+// then shows the calling thread's time in each call: "acquire", "launch"...);
+// reports it when it is slow (core/slow_calls.h).
 class ManagerTimer {
  public:
   explicit ManagerTimer(double* sink, Tracer* tracer = nullptr, const char* name = nullptr)
@@ -254,9 +256,10 @@ class ManagerTimer {
     if (tracer_ != nullptr) start_us_ = tracer_->now_us();
   }
   ~ManagerTimer() {
-    if (sink_ != nullptr) {
-      *sink_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (sink_ != nullptr) *sink_ += seconds;
+    if (name_ != nullptr && slow_call(seconds)) report_slow_call(name_, seconds);
     if (tracer_ != nullptr) tracer_->slice(kHost, name_, start_us_, tracer_->now_us() - start_us_, "");
   }
   ManagerTimer(const ManagerTimer&) = delete;

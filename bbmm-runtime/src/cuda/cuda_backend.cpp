@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/block_pool.h"
+#include "core/slow_calls.h"
 #include "core/trace.h"
 #include "cuda/cuda_copy.h"
 #include "cuda/cuda_events.h"
@@ -572,27 +573,61 @@ class CudaBackend final : public Backend {
     if (!label.empty()) absl::StrAppend(&args, ",", label);
   }
 
+  // Whether the free memory of GPU `gpu`'s pool (reserved, not in use in
+  // stream order) covers an allocation of `bytes` twice over (a margin for
+  // fragmentation): it then needs neither to grow the pool nor the memory of
+  // frees not issued yet.
+  bool pool_covers(int gpu, size_t bytes) const {
+    uint64_t reserved = 0, used = 0;
+    if (cudaMemPoolGetAttribute(topology_.pool[gpu], cudaMemPoolAttrReservedMemCurrent,
+                                &reserved) != cudaSuccess ||
+        cudaMemPoolGetAttribute(topology_.pool[gpu], cudaMemPoolAttrUsedMemCurrent, &used) !=
+            cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return reserved > used && (reserved - used) / 2 >= bytes;
+  }
+
   // cudaMallocAsync of `bytes` (already counted in dev.in_use) on `dev`'s
   // memory stream, and its ready event.
   absl::StatusOr<DeviceBuffer> allocate_reserved(Device& dev, size_t bytes) {
     ScopedDevice on(dev.gpu);
     BBMM_CUDA(on.error());
     // Frees still in the worker's queue hold pool memory that our accounting
-    // already counts as free. Let the worker issue them first (microseconds:
-    // issuing waits for no device work), so that this allocation, later in
-    // the same memory stream, can reuse their memory in stream order. Else
-    // the pool grows, and growing waits until the pending frees have run, i.e.
-    // until the write-backs of evicted instances end: under memory pressure
-    // that blocked the application thread for up to 12 ms per allocation (the
-    // out-of-core heat2d, 2 x H100, 2026-11-27, docs/performance.md).
+    // already counts as free. When the pool's free memory does not cover this
+    // allocation, let the worker issue them first, so that this allocation,
+    // later in the same memory stream, can reuse their memory in stream order.
+    // Else the pool grows, and growing waits until the pending frees have run,
+    // i.e. until the write-backs of evicted instances end: under memory
+    // pressure that blocked the application thread for up to 12 ms per
+    // allocation (the out-of-core heat2d, 2 x H100, 2026-11-27,
+    // docs/performance.md). Only then: issuing may itself wait for the device
+    // (a stream's queue full of staged copy rounds), and an allocation the
+    // pool covers anyway waited up to 54 ms for it (fdtd2d's one-element read
+    // of `fict` per step, 2 x H200, 2026-11-28, BBMM_SLOW_CALL_US).
+    const auto t0 = std::chrono::steady_clock::now();
     if (const uint64_t t = dev.free_ticket.load(std::memory_order_acquire);
-        t > 0 && !Worker::on_any_worker_thread()) {
+        t > 0 && !Worker::on_any_worker_thread() && !pool_covers(dev.gpu, bytes)) {
       dev.worker->wait_issued(t);
     }
+    const auto t1 = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> lock(dev.streams.memory_mu);
     StreamSlot& m = dev.streams.memory;
     void* p = nullptr;
+    const auto t2 = std::chrono::steady_clock::now();
     cudaError_t e = cudaMallocAsync(&p, std::max<size_t>(bytes, 1), m.stream);
+    if (const auto t3 = std::chrono::steady_clock::now();
+        detail::slow_call(std::chrono::duration<double>(t3 - t0).count())) {
+      using secs = std::chrono::duration<double>;
+      detail::report_slow_call(
+          absl::StrFormat("cuda device %d: allocating %u bytes (waiting for the issue worker "
+                          "%.0f us, for the memory stream's lock %.0f us, cudaMallocAsync)",
+                          dev.index, bytes, secs(t1 - t0).count() * 1e6,
+                          secs(t2 - t1).count() * 1e6)
+              .c_str(),
+          secs(t3 - t0).count());
+    }
     if (e == cudaErrorMemoryAllocation && !Worker::on_any_worker_thread()) {
       // Not sticky: clear it. Frees still in the worker's queue hold pool
       // memory our accounting already counts as free: let the worker issue
