@@ -32,6 +32,7 @@
 // Defined by the fake CUDA runtime only (cuda_fake_runtime.cpp): the pool
 // growths made by the calling thread's allocations; null on a real GPU.
 extern "C" uint64_t fake_cuda_pool_growths_on_this_thread() __attribute__((weak));
+extern "C" uint64_t fake_cuda_pointer_queries_on_this_thread() __attribute__((weak));
 extern "C" void fake_cuda_set_copy_delay_us(int us) __attribute__((weak));
 extern "C" void fake_cuda_set_host_fn_delay_us(int us) __attribute__((weak));
 extern "C" uint64_t fake_cuda_host_fn_calls() __attribute__((weak));
@@ -1565,6 +1566,42 @@ TEST_F(CudaBackendTest, HostMemoryTheProgramPinnedIsCopiedWithoutStaging) {
     ASSERT_TRUE((*b)->unregister_host(pageable.data()).ok());
     const Event after[] = {last};
     ASSERT_TRUE((*b)->free(0, *buf, after).ok());
+  }
+}
+
+// Whether a registered array's copies are staged is decided when it is registered (and
+// when auto mode pins it), not asked of CUDA on every acquire that reads from the host:
+// cudaPointerGetAttributes is a driver call, and the calling thread's path makes none. On
+// the fake runtime the calling thread's queries are counted: asking the backend about a
+// registered array 100 times makes none.
+TEST_F(CudaBackendTest, WhetherCopiesAreStagedIsKnownWithoutAskingCuda) {
+  for (bbmm_host_copies mode :
+       {BBMM_HOST_COPIES_STAGED, BBMM_HOST_COPIES_AUTO, BBMM_HOST_COPIES_PINNED}) {
+    CudaBackendOptions o;
+    o.devices = 1;
+    o.host_copies = mode;
+    absl::StatusOr<std::unique_ptr<Backend>> b = make_cuda_backend(o);
+    ASSERT_TRUE(b.ok()) << b.status();
+    const size_t n = 1 << 20;
+    PinnedBuffer pinned(n);
+    ASSERT_NE(pinned.data(), nullptr);
+    std::vector<unsigned char> pageable(n);
+    ASSERT_TRUE((*b)->register_host(pinned.data(), n).ok());
+    ASSERT_TRUE((*b)->register_host(pageable.data(), n).ok());
+    const uint64_t before =
+        fake_cuda_pointer_queries_on_this_thread ? fake_cuda_pointer_queries_on_this_thread() : 0;
+    for (int i = 0; i < 100; ++i) {
+      EXPECT_FALSE((*b)->host_copies_staged(pinned.data())) << "mode " << mode;
+      EXPECT_EQ((*b)->host_copies_staged(pageable.data()), mode != BBMM_HOST_COPIES_PINNED)
+          << "mode " << mode;
+    }
+    if (fake_cuda_pointer_queries_on_this_thread) {
+      EXPECT_EQ(fake_cuda_pointer_queries_on_this_thread() - before, 0u) << "mode " << mode;
+    }
+    ASSERT_TRUE((*b)->unregister_host(pageable.data()).ok());
+    ASSERT_TRUE((*b)->unregister_host(pinned.data()).ok());
+    // Unregistered, the same memory is asked about again (and pageable memory is staged).
+    EXPECT_TRUE((*b)->host_copies_staged(pageable.data())) << "mode " << mode;
   }
 }
 

@@ -117,6 +117,8 @@ thread_local int tls_device = 0;
 thread_local cudaError_t tls_error = cudaSuccess;
 CUmemPoolHandle_st pools[16];
 thread_local uint64_t tls_pool_growths = 0;
+// cudaPointerGetAttributes calls made by the calling thread.
+thread_local uint64_t tls_pointer_queries = 0;
 std::atomic<int> copy_delay_us{0};     // fake_cuda_set_copy_delay_us
 std::atomic<uint64_t> host_fn_calls{0};  // fake_cuda_host_fn_calls
 std::atomic<int> host_fn_delay_us{0};  // fake_cuda_set_host_fn_delay_us
@@ -492,6 +494,8 @@ uint64_t fake_cuda_host_fn_calls() { return host_fn_calls.load(); }
 // Pool growths made by the calling thread's allocations (the fake's own
 // counter, for tests of who grows the pools).
 uint64_t fake_cuda_pool_growths_on_this_thread() { return tls_pool_growths; }
+// Test hook: the cudaPointerGetAttributes calls of the calling thread.
+uint64_t fake_cuda_pointer_queries_on_this_thread() { return tls_pointer_queries; }
 cudaError_t cudaMemPoolSetAccess(cudaMemPool_t, const cudaMemAccessDesc*, size_t) { return cudaSuccess; }
 cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
   std::lock_guard<std::mutex> l(pool->mu);
@@ -541,6 +545,7 @@ cudaError_t cudaFreeHost(void* p) {
   return cudaSuccess;
 }
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
+  ++tls_pointer_queries;
   std::lock_guard<std::mutex> l(reg_mu);
   *a = {};
   a->type = cudaMemoryTypeUnregistered;

@@ -389,10 +389,14 @@ void RuntimeCore::clear_pieces(TileState& tile) {
 }
 
 absl::Status RuntimeCore::acquire_parts(TileState& tile, bool pressure) {
-  for (TileState::ArrayPart& part : tile.live_parts()) {
-    absl::Status s = placement_->place(tile, part, pressure);
-    if (!s.ok()) return s;
+  {
+    SlowScope slow("acquire: placing the boxes (instances: hits, growth, allocation, box-out)");
+    for (TileState::ArrayPart& part : tile.live_parts()) {
+      absl::Status s = placement_->place(tile, part, pressure);
+      if (!s.ok()) return s;
+    }
   }
+  SlowScope slow("acquire: reading in (planning and queueing the copies)");
   // Read in what the tile reads and the device does not hold valid yet: one
   // batch per source device.
   targets_.clear();

@@ -6,6 +6,8 @@
 // waiting for an issue worker, for instance).
 #pragma once
 
+#include <chrono>
+
 namespace bbmm::detail {
 
 // The threshold in us; 0 when off.
@@ -19,5 +21,23 @@ inline bool slow_call(double seconds) {
 
 // "bbmm: slow call: <what> took <us> us" on stderr.
 void report_slow_call(const char* what, double seconds);
+
+// Reports the time between its construction and destruction when it is slow:
+// a part of a call ("acquire: placing the boxes").
+class SlowScope {
+ public:
+  explicit SlowScope(const char* what) : what_(what), start_(std::chrono::steady_clock::now()) {}
+  ~SlowScope() {
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (slow_call(s)) report_slow_call(what_, s);
+  }
+  SlowScope(const SlowScope&) = delete;
+  SlowScope& operator=(const SlowScope&) = delete;
+
+ private:
+  const char* what_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 }  // namespace bbmm::detail

@@ -437,6 +437,21 @@ class CudaBackend final : public Backend {
   }
 
   absl::Status register_host(void* host, size_t bytes) override {
+    absl::Status s = pin_if_needed(host, bytes);
+    // Whether copies of the array go through the staging buffers, decided
+    // here once (a CUDA query for memory the program pinned itself) rather
+    // than on every acquire: cudaPointerGetAttributes is a driver call, and
+    // the acquire path makes none.
+    const uintptr_t at = reinterpret_cast<uintptr_t>(host);
+    const bool staged = !pinner_.covers(at, at + 1);
+    std::lock_guard<std::mutex> lock(host_mu_);
+    host_staged_[host] = staged;
+    return s;
+  }
+
+  // Pins the array when the host copies mode asks for it (auto: once the
+  // registered arrays exceed the devices' capacity, all of them).
+  absl::Status pin_if_needed(void* host, size_t bytes) {
     switch (options_.host_copies) {
       case BBMM_HOST_COPIES_STAGED:
         return absl::OkStatus();
@@ -462,11 +477,18 @@ class CudaBackend final : public Backend {
     }
     for (const auto& [h, b] : to_pin) {
       if (absl::Status s = pinner_.pin(h, b); !s.ok()) return s;
+      std::lock_guard<std::mutex> lock(host_mu_);
+      if (auto it = host_staged_.find(h); it != host_staged_.end()) it->second = false;
     }
     return absl::OkStatus();
   }
 
   bool host_copies_staged(const void* host) const override {
+    {
+      std::lock_guard<std::mutex> lock(host_mu_);
+      if (auto it = host_staged_.find(host); it != host_staged_.end()) return it->second;
+    }
+    // Memory the runtime never registered: ask.
     const uintptr_t at = reinterpret_cast<uintptr_t>(host);
     return !pinner_.covers(at, at + 1);
   }
@@ -475,6 +497,7 @@ class CudaBackend final : public Backend {
     {
       std::lock_guard<std::mutex> lock(host_mu_);
       auto_hosts_.erase(host);
+      host_staged_.erase(host);
     }
     return pinner_.unpin(host);
   }
@@ -592,6 +615,7 @@ class CudaBackend final : public Backend {
   // cudaMallocAsync of `bytes` (already counted in dev.in_use) on `dev`'s
   // memory stream, and its ready event.
   absl::StatusOr<DeviceBuffer> allocate_reserved(Device& dev, size_t bytes) {
+    const auto t_start = std::chrono::steady_clock::now();
     ScopedDevice on(dev.gpu);
     BBMM_CUDA(on.error());
     // Frees still in the worker's queue hold pool memory that our accounting
@@ -617,17 +641,7 @@ class CudaBackend final : public Backend {
     void* p = nullptr;
     const auto t2 = std::chrono::steady_clock::now();
     cudaError_t e = cudaMallocAsync(&p, std::max<size_t>(bytes, 1), m.stream);
-    if (const auto t3 = std::chrono::steady_clock::now();
-        detail::slow_call(std::chrono::duration<double>(t3 - t0).count())) {
-      using secs = std::chrono::duration<double>;
-      detail::report_slow_call(
-          absl::StrFormat("cuda device %d: allocating %u bytes (waiting for the issue worker "
-                          "%.0f us, for the memory stream's lock %.0f us, cudaMallocAsync)",
-                          dev.index, bytes, secs(t1 - t0).count() * 1e6,
-                          secs(t2 - t1).count() * 1e6)
-              .c_str(),
-          secs(t3 - t0).count());
-    }
+    const auto t3 = std::chrono::steady_clock::now();
     if (e == cudaErrorMemoryAllocation && !Worker::on_any_worker_thread()) {
       // Not sticky: clear it. Frees still in the worker's queue hold pool
       // memory our accounting already counts as free: let the worker issue
@@ -660,6 +674,20 @@ class CudaBackend final : public Backend {
     ready->mark_issued(ev, m.key, ++m.seq);
     dev.worker->note_allocation(ready);
     lock.unlock();
+    if (const auto t4 = std::chrono::steady_clock::now();
+        detail::slow_call(std::chrono::duration<double>(t4 - t_start).count())) {
+      const auto us = [](auto a, auto b) {
+        return std::chrono::duration<double, std::micro>(b - a).count();
+      };
+      detail::report_slow_call(
+          absl::StrFormat("cuda device %d: allocating %u bytes (making the GPU current %.0f us, "
+                          "waiting for the issue worker %.0f us, for the memory stream's lock "
+                          "%.0f us, cudaMallocAsync %.0f us, its ready event %.0f us)",
+                          dev.index, bytes, us(t_start, t0), us(t0, t1), us(t1, t2), us(t2, t3),
+                          us(t3, t4))
+              .c_str(),
+          std::chrono::duration<double>(t4 - t_start).count());
+    }
     {
       std::lock_guard<std::mutex> live(dev.live_mu);
       dev.live[p] = bytes;
@@ -677,8 +705,11 @@ class CudaBackend final : public Backend {
     size_t bytes;
     bool pinned;
   };
-  std::mutex host_mu_;
+  mutable std::mutex host_mu_;
   std::map<void*, AutoHost> auto_hosts_;
+  // Per registered array (by its host pointer): whether its copies are staged
+  // (host_copies_staged), set when it is registered or pinned.
+  std::map<const void*, bool> host_staged_;
   // Adds "name S s" to creation_: the seconds since the previous phase ended.
   void phase_done(const char* name) {
     const auto now = std::chrono::steady_clock::now();

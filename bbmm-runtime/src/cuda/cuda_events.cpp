@@ -1,5 +1,8 @@
 #include "cuda/cuda_events.h"
 
+#include <chrono>
+
+#include "core/slow_calls.h"
 #include "cuda/cuda_status.h"
 
 namespace bbmm {
@@ -108,7 +111,12 @@ bool CudaOpEvent::query() const {
   const uint8_t st = state_.load(std::memory_order_acquire);
   if (st == 0) return false;
   if ((st & kComplete) != 0 || (st & kHasEvent) == 0) return true;
+  const auto t0 = std::chrono::steady_clock::now();
   const cudaError_t e = cudaEventQuery(ev_);
+  if (const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      detail::slow_call(s)) {
+    detail::report_slow_call("cudaEventQuery (is an operation complete?)", s);
+  }
   if (e == cudaErrorNotReady) return false;
   if (e == cudaSuccess) {
     set_complete();

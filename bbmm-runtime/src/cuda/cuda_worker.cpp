@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/slow_calls.h"
 #include "core/trace.h"
 #include "cuda/cuda_status.h"
 
@@ -64,8 +65,14 @@ uint64_t Worker::enqueue(Command&& command) { return enqueue_batch(std::move(com
 uint64_t Worker::enqueue_batch(Command&& command, std::span<const CopyOp> ops) {
   bool wake;
   uint64_t ticket;
+  const auto t0 = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        detail::slow_call(s)) {
+      detail::report_slow_call("taking an issue worker's queue lock", s);
+    }
     if (!ops.empty()) {
       if (!spare_batches_.empty()) {
         command.batch = std::move(spare_batches_.back());
