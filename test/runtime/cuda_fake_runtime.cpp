@@ -119,6 +119,8 @@ CUmemPoolHandle_st pools[16];
 thread_local uint64_t tls_pool_growths = 0;
 // cudaPointerGetAttributes calls made by the calling thread.
 thread_local uint64_t tls_pointer_queries = 0;
+// cudaEventCreateWithFlags and cudaEventRecord calls made by the calling thread.
+thread_local uint64_t tls_event_calls = 0;
 std::atomic<int> copy_delay_us{0};     // fake_cuda_set_copy_delay_us
 std::atomic<uint64_t> host_fn_calls{0};  // fake_cuda_host_fn_calls
 std::atomic<int> host_fn_delay_us{0};  // fake_cuda_set_host_fn_delay_us
@@ -214,6 +216,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) {
+  ++tls_event_calls;
   auto* ev = new CUevent_st();
   ev->device = tls_device;
   *e = ev;
@@ -224,6 +227,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
   return cudaSuccess;
 }
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  ++tls_event_calls;
   if (e->device != s->device) {
     std::fprintf(stderr, "FAKE: event of device %d recorded on a stream of device %d\n", e->device,
                  s->device);
@@ -496,6 +500,8 @@ uint64_t fake_cuda_host_fn_calls() { return host_fn_calls.load(); }
 uint64_t fake_cuda_pool_growths_on_this_thread() { return tls_pool_growths; }
 // Test hook: the cudaPointerGetAttributes calls of the calling thread.
 uint64_t fake_cuda_pointer_queries_on_this_thread() { return tls_pointer_queries; }
+// Test hook: the events the calling thread created or recorded.
+uint64_t fake_cuda_event_calls_on_this_thread() { return tls_event_calls; }
 cudaError_t cudaMemPoolSetAccess(cudaMemPool_t, const cudaMemAccessDesc*, size_t) { return cudaSuccess; }
 cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
   std::lock_guard<std::mutex> l(pool->mu);

@@ -659,21 +659,38 @@ class CudaBackend final : public Backend {
           "cuda device ", dev.index, ": the memory pool cannot supply ", bytes, " bytes"));
     }
     BBMM_CUDA(e);
-    cudaEvent_t ev = nullptr;
-    e = dev.shared->events.get(&ev);
-    if (e == cudaSuccess) {
-      e = cudaEventRecord(ev, m.stream);
-      if (e != cudaSuccess) dev.shared->events.put(ev);
-    }
-    if (e != cudaSuccess) {
-      (void)cudaFreeAsync(p, m.stream);
-      (void)cudaGetLastError();
-      return cuda_status("cudaEventRecord (allocation ready event)", e, __FILE__, __LINE__);
-    }
     auto ready = make_op_event(dev.shared);
-    ready->mark_issued(ev, m.key, ++m.seq);
-    dev.worker->note_allocation(ready);
-    lock.unlock();
+    if (Worker::on_any_worker_thread()) {
+      // On an issue worker (a launch function allocating): record the ready
+      // event here, since this worker cannot issue a command while it runs.
+      cudaEvent_t ev = nullptr;
+      e = dev.shared->events.get(&ev);
+      if (e == cudaSuccess) {
+        e = cudaEventRecord(ev, m.stream);
+        if (e != cudaSuccess) dev.shared->events.put(ev);
+      }
+      if (e != cudaSuccess) {
+        (void)cudaFreeAsync(p, m.stream);
+        (void)cudaGetLastError();
+        return cuda_status("cudaEventRecord (allocation ready event)", e, __FILE__, __LINE__);
+      }
+      ready->mark_issued(ev, m.key, ++m.seq);
+      dev.worker->note_allocation(ready);
+      lock.unlock();
+    } else {
+      // The ready event is recorded on the memory stream by the issue worker
+      // (a kReady command), after this allocation in stream order: getting a
+      // CUDA event (creating one when the pool is empty) and recording it are
+      // driver calls that waited 28-35 ms on the calling thread while the
+      // device's queues were full (fdtd2d on one H200, 2026-11-28,
+      // BBMM_SLOW_CALL_US). Whoever waits for the buffer waits for the
+      // command's issue first, as for any operation's event.
+      lock.unlock();
+      Command c;
+      c.kind = CommandKind::kReady;
+      c.event = ready;
+      dev.worker->enqueue(std::move(c));
+    }
     if (const auto t4 = std::chrono::steady_clock::now();
         detail::slow_call(std::chrono::duration<double>(t4 - t_start).count())) {
       const auto us = [](auto a, auto b) {

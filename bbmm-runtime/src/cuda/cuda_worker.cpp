@@ -80,7 +80,7 @@ uint64_t Worker::enqueue_batch(Command&& command, std::span<const CopyOp> ops) {
       }
       command.batch.assign(ops.begin(), ops.end());
     }
-    StreamSlot& slot = command.kind == CommandKind::kRecord ? streams_.join : pick_stream(command);
+    StreamSlot& slot = pick_stream(command);
     command.slot = &slot;
     const uint64_t order = ++slot.order;
     if (command.event != nullptr) command.event->set_order(slot.key, order);
@@ -204,6 +204,7 @@ void Worker::issue_timed(Command& c) {
   const char* what = c.kind == CommandKind::kLaunch   ? "launch"
                      : c.kind == CommandKind::kFree   ? "free"
                      : c.kind == CommandKind::kRecord ? "record"
+                     : c.kind == CommandKind::kReady  ? "allocation ready event"
                                                       : copy_trace_name(c.dir);
   const char* batch = c.kind == CommandKind::kBatch ? " batch" : "";
   const size_t waits = c.waits.size();
@@ -223,6 +224,7 @@ StreamSlot& Worker::pick_stream(const Command& c) {
   switch (c.kind) {
     case CommandKind::kLaunch: return streams_.compute;
     case CommandKind::kFree: return streams_.memory;
+    case CommandKind::kReady: return streams_.memory;
     case CommandKind::kRecord: return streams_.join;
     default: break;
   }
@@ -239,6 +241,7 @@ std::string Worker::describe(const Command& c) const {
     case CommandKind::kLaunch: what = "kernel launch"; break;
     case CommandKind::kFree: what = "free"; break;
     case CommandKind::kRecord: break;
+    case CommandKind::kReady: what = "allocation ready event"; break;
   }
   return absl::StrCat(what, c.kind == CommandKind::kBatch ? " batch" : "", " on cuda device ",
                       device_);
@@ -316,6 +319,10 @@ absl::Status Worker::wait_all(cudaStream_t stream) {
 void Worker::issue(Command& c) {
   if (c.kind == CommandKind::kRecord) {
     issue_record(c);
+    return;
+  }
+  if (c.kind == CommandKind::kReady) {
+    issue_ready(c);
     return;
   }
   StreamSlot& slot = *c.slot;
@@ -674,6 +681,15 @@ void Worker::issue_record(Command& c) {
     }
   }
   complete(c, join, std::move(status));
+}
+
+void Worker::issue_ready(Command& c) {
+  {
+    // The calling threads allocate on the memory stream under this lock.
+    std::lock_guard<std::mutex> lock(streams_.memory_mu);
+    complete(c, streams_.memory, absl::OkStatus());
+  }
+  note_allocation(c.event);
 }
 
 void Worker::complete(Command& c, StreamSlot& slot, absl::Status status) {

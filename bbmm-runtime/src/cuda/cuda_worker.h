@@ -68,7 +68,9 @@ namespace bbmm {
 
 class Tracer;
 
-enum class CommandKind : uint8_t { kCopy, kBatch, kLaunch, kFree, kRecord };
+// kReady: the ready event of an allocation the calling thread made on the
+// memory stream, recorded there by the worker (see CudaBackend's allocate).
+enum class CommandKind : uint8_t { kCopy, kBatch, kLaunch, kFree, kRecord, kReady };
 
 // One operation to issue; moved into the worker's queue.
 struct Command {
@@ -140,10 +142,11 @@ class Worker {
   // Remembers `s` as the first error unless one is already there.
   void note_error(const absl::Status& s);
 
-  // Called by allocate (holding streams.memory_mu) after recording `ready`
-  // on the memory stream: with wait_for_allocations, every later operation
-  // of the device waits for it. Also counts work on the memory stream, for
-  // record().
+  // Called after `ready` was recorded on the memory stream (by the worker
+  // for a kReady command; by allocate, holding streams.memory_mu, when it
+  // runs on a worker thread): with wait_for_allocations, every later
+  // operation of the device waits for it. Also counts work on the memory
+  // stream, for record().
   void note_allocation(const std::shared_ptr<CudaOpEvent>& ready);
 
  private:
@@ -171,6 +174,7 @@ class Worker {
   absl::Status run_launch(Command& c, StreamSlot& slot);
   absl::Status issue_free(Command& c);
   void issue_record(Command& c);
+  void issue_ready(Command& c);
   // Tracing of `c` on `stream`: the timing event recorded before its operation (null
   // when `c` is not traced or the event failed), with the reference time in `*ref`.
   cudaEvent_t trace_begin(const Command& c, cudaStream_t stream,
