@@ -165,6 +165,13 @@ void Worker::run() {
       }
       issued_batches_.clear();
     }
+    // Allocations' ready events first: their allocations are on the memory
+    // stream already, another device's worker may be waiting for one (a copy
+    // pushed into the new buffer), and the rest of the batch may take long to
+    // issue. issue() skips them afterwards (their event is gone).
+    for (Command& c : batch) {
+      if (c.kind == CommandKind::kReady) issue_ready(c);
+    }
     for (Command& c : batch) {
       if (slow_issue_us_ > 0) {
         issue_timed(c);
@@ -322,7 +329,7 @@ void Worker::issue(Command& c) {
     return;
   }
   if (c.kind == CommandKind::kReady) {
-    issue_ready(c);
+    if (c.event != nullptr) issue_ready(c);  // else issued at the head of its batch
     return;
   }
   StreamSlot& slot = *c.slot;
@@ -690,6 +697,7 @@ void Worker::issue_ready(Command& c) {
     complete(c, streams_.memory, absl::OkStatus());
   }
   note_allocation(c.event);
+  c.event.reset();
 }
 
 void Worker::complete(Command& c, StreamSlot& slot, absl::Status status) {
