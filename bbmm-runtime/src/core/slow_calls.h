@@ -13,6 +13,13 @@ namespace bbmm::detail {
 // The threshold in us; 0 when off.
 int slow_call_threshold_us();
 
+// Whether slow calls are reported at all (BBMM_SLOW_CALL_US set): when not,
+// the paths that time themselves only for the report skip reading the clock.
+inline bool slow_calls_on() {
+  static const bool on = slow_call_threshold_us() > 0;
+  return on;
+}
+
 // Whether a wait of `seconds` is to be reported.
 inline bool slow_call(double seconds) {
   static const int us = slow_call_threshold_us();
@@ -26,8 +33,11 @@ void report_slow_call(const char* what, double seconds);
 // a part of a call ("acquire: placing the boxes").
 class SlowScope {
  public:
-  explicit SlowScope(const char* what) : what_(what), start_(std::chrono::steady_clock::now()) {}
+  explicit SlowScope(const char* what) : what_(what) {
+    if (slow_calls_on()) start_ = std::chrono::steady_clock::now();
+  }
   ~SlowScope() {
+    if (!slow_calls_on()) return;
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     if (slow_call(s)) report_slow_call(what_, s);

@@ -111,11 +111,12 @@ bool CudaOpEvent::query() const {
   const uint8_t st = state_.load(std::memory_order_acquire);
   if (st == 0) return false;
   if ((st & kComplete) != 0 || (st & kHasEvent) == 0) return true;
-  const auto t0 = std::chrono::steady_clock::now();
+  const bool timed = detail::slow_calls_on();
+  const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   const cudaError_t e = cudaEventQuery(ev_);
-  if (const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      detail::slow_call(s)) {
-    detail::report_slow_call("cudaEventQuery (is an operation complete?)", s);
+  if (timed) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (detail::slow_call(s)) detail::report_slow_call("cudaEventQuery (is an operation complete?)", s);
   }
   if (e == cudaErrorNotReady) return false;
   if (e == cudaSuccess) {

@@ -65,13 +65,16 @@ uint64_t Worker::enqueue(Command&& command) { return enqueue_batch(std::move(com
 uint64_t Worker::enqueue_batch(Command&& command, std::span<const CopyOp> ops) {
   bool wake;
   uint64_t ticket;
-  const auto t0 = std::chrono::steady_clock::now();
+  // The clock is read only when slow calls are reported (BBMM_SLOW_CALL_US):
+  // this is on every operation's path.
+  const bool timed = detail::slow_calls_on();
+  const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (const double s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        detail::slow_call(s)) {
-      detail::report_slow_call("taking an issue worker's queue lock", s);
+    if (timed) {
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (detail::slow_call(s)) detail::report_slow_call("taking an issue worker's queue lock", s);
     }
     if (!ops.empty()) {
       if (!spare_batches_.empty()) {
