@@ -27,7 +27,9 @@
 #              the host)
 #   baselines  baseline_stencils (bench/gpu/baselines) for heat2d and heat3d at the study's
 #              sizes: hand-written multi-GPU CUDA at every GPU count, unified memory at
-#              every count from 2, whole-array copies on 1 GPU
+#              every count from 2, whole-array copies on 1 GPU; and bbmm traced with the
+#              host arrays pinned at registration (config trace:pinned), which like the
+#              baselines leaves pinning out of the timed run
 #   all        refs scaling breakdown long staged baselines (variants: only when named)
 # Every run is under `timeout`; a section that would end past the budget (STUDY_BUDGET_S,
 # default 540 s) is skipped and reported. Writes under $OUT (at most 8 files):
@@ -304,6 +306,16 @@ if wants baselines; then
     for row in "${study_samples[@]}"; do
       IFS='|' read -r name _ strong _ <<<"$row"
       [[ "$name" == heat2d || "$name" == heat3d ]] || continue
+      # bbmm with the host arrays pinned at registration (BBMM_CUDA_HOST_COPIES=pinned),
+      # traced: the pinning then falls before the traced run, as the baselines pin before
+      # their timer, so the two time the same work (the default stages the copies inside it).
+      trace="$TMP/trace_pinned_$name.json"
+      for g in "${counts[@]}"; do
+        study_run "${name}_${g}gpu_pinned_trace" "$name" trace:pinned "$g" "$strong" \
+          BBMM_TRACE="$trace" BBMM_SAMPLE_WARMUP=0 BBMM_CUDA_HOST_COPIES=pinned
+      done
+      rm -f "$trace"
+      unset trace
       runs=("wholecopy 1")
       for g in "${counts[@]}"; do
         runs+=("handwritten $g")

@@ -5,9 +5,11 @@
 // calls it (begin, require READ with halos and WRITE, acquire, view, launch,
 // flow_out of the edge elements, release), on 1 and 2 GPUs. The CPU column is
 // the calling thread's time (Google Benchmark measures the benchmark thread);
-// the fake's stream threads run the copies. On GPUs the same path cost 2.8 us
-// per tile on one H100 and about 11 us on two (jacobi2d_cuda, ninth session):
-// this benchmark is where that difference is looked for.
+// the fake's stream threads run the copies. On GPUs the same path (jacobi2d_cuda,
+// 2 x H200, nineteenth session, bench/gpu/host_calls.py over its traces) costs
+// 2.2-4.4 us per tile on one GPU and 3.7-6.5 us on two, the difference being
+// the flow_out calls of the tiles at the GPUs' boundary (~3 us each); this
+// benchmark is where the per-tile cost is looked at without a GPU.
 //
 //   build/default/bench/runtime/cuda_fake_tile_bench [--benchmark_filter=Step/2]
 #include <benchmark/benchmark.h>
