@@ -116,4 +116,36 @@ check(st["devices"][0][0] == 0 and close(st["devices"][0][1], 0.1) and close(st[
       "first_starts: device 0")
 check(close(st["devices"][1][1], 0.2) and close(st["devices"][1][2], 1.6), "first_starts: device 1")
 check(fs.starts([e for e in spans if e["name"] != "acquire"]) is None, "first_starts: no acquire")
+# The report's baselines table (bbmm pinned beside the hand-written code), from a real
+# results file (2 x H200, nineteenth session): its bbmm-pinned column must be the traced
+# run (bd_run) of the trace:pinned rows, and its ratio the hand-written seconds over it,
+# both read here straight from the raw lines.
+results = os.path.join(HERE, "results", "2026-11-28-h200x2-s19run4-study_results.txt")
+raw_rows, raw_base, _ = sr.read_results(results)
+with tempfile.TemporaryDirectory() as d:
+    env = dict(os.environ, MPLBACKEND="Agg")
+    text = subprocess.run([sys.executable, os.path.join(HERE, "study_report.py"), "report",
+                           results, "--out", d], capture_output=True, text=True, env=env,
+                          check=True).stdout
+table = text[text.index("### Baselines"):]
+cells = {}
+for line in table.splitlines():
+    c = [x.strip() for x in line.split("|")[1:-1]]
+    if len(c) >= 7 and c[0] in ("heat2d", "heat3d"):
+        cells[(c[0], int(c[1]))] = c
+checked = 0
+for r in raw_rows:
+    if r["config"] != "trace:pinned":
+        continue
+    g = int(r["gpus"])
+    hw = next(b for b in raw_base if b["sample"] == r["sample"] and b["impl"] == "handwritten"
+              and int(b["gpus"]) == g)
+    row = cells[(r["sample"], g)]
+    check(row[5] == "%.4f" % float(r["bd_run"]),
+          "%s %d GPUs: bbmm pinned %s, its trace says %s" % (r["sample"], g, row[5], r["bd_run"]))
+    check(row[6] == "%.2f" % (float(hw["seconds"]) / float(r["bd_run"])),
+          "%s %d GPUs: pinned / hand-written %s" % (r["sample"], g, row[6]))
+    check("bbmm-pinned:PASSED" in row[-1], "%s %d GPUs: the pinned run's verdict" % (r["sample"], g))
+    checked += 1
+check(checked == 4, "4 pinned runs in the results file (%d)" % checked)
 print("test_study_report: all checks passed")
