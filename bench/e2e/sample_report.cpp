@@ -152,7 +152,7 @@ class Placement {
       for (size_t slot = 0; slot < part.phases.size(); ++slot)
         for (int st : s.phases[part.phases[slot]].statements) {
           const Statement& S = s.statements[st];
-          auto at = std::find(S.loops.begin(), S.loops.end(), part.dims[0].loops[slot]);
+          auto at = std::find(S.loops.begin(), S.loops.end(), part.dims[0].loops[slot][0]);
           if (at == S.loops.end()) continue;
           int d = static_cast<int>(at - S.loops.begin());
           stmt_depth.push_back({st, d});

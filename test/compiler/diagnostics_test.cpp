@@ -165,22 +165,58 @@ TEST(Driver, UnknownOptionsSayWhatWasMeant) {
 }
 
 // --partition=2d reaches code generation: jacobi_2d's phases split i and j (the generated
-// phase functions refine a two-dimensional tile grid), and gemm, whose j loops are inside
-// two different loops of i, keeps one split loop and says why.
+// phase functions refine a two-dimensional tile grid), and so does gemm, whose j loops lie
+// at different depths (directly under i, and under k); mvt, whose j carries a reduction,
+// keeps one split loop and says why.
 TEST(Driver, TwoDimensionalPartitionsReachCodeGeneration) {
   const std::string dir = BBMM_GOLDEN_DIR;
-  std::ostringstream o1, e1, o2, e2, o3, e3;
+  std::ostringstream o1, e1, o2, e2, o3, e3, o4, e4;
   EXPECT_EQ(run_bbmmc({dir + "/jacobi_2d.c", "--partition=2d"}, o1, e1), 0)
       << e1.str();
   EXPECT_NE(o1.str().find("bbmm_span1"), std::string::npos);
   EXPECT_EQ(e1.str(), "");
   EXPECT_EQ(run_bbmmc({dir + "/jacobi_2d.c"}, o2, e2), 0) << e2.str();
   EXPECT_EQ(o2.str().find("bbmm_span1"), std::string::npos);
-  EXPECT_EQ(run_bbmmc({dir + "/gemm.c", "--emit=host", "--partition=2d"}, o3, e3), 0) << e3.str();
-  EXPECT_NE(e3.str().find("note: --partition=2d: phase 0 of this scop splits one loop: 2-D "
-                          "asked, but not every statement is inside one loop nested in i"),
+  EXPECT_EQ(run_bbmmc({dir + "/gemm.c", "--partition=2d"}, o3, e3), 0) << e3.str();
+  EXPECT_NE(o3.str().find("bbmm_span1"), std::string::npos);
+  EXPECT_EQ(e3.str(), "");
+  EXPECT_EQ(run_bbmmc({dir + "/mvt.c", "--emit=host", "--partition=2d"}, o4, e4), 0) << e4.str();
+  EXPECT_NE(e4.str().find("note: --partition=2d: phases 0, 1 of this scop split one loop: 2-D "
+                          "asked, but S1 lies in no parallel loop nested in i"),
             std::string::npos)
-      << e3.str();
+      << e4.str();
+}
+
+// --partition=auto (the default) splits gemm in two, starting from the 1-D split (every
+// device a block of rows: bbmm_d0 = devices), because one row of C reads all of B; it
+// keeps jacobi_2d 1-D. --partition=1d keeps gemm 1-D. A 2-D split whose tiles would depend
+// on each other is refused: here S2 reads B[i][j + 1], written by S1 in the next column
+// block.
+TEST(Driver, AutomaticPartitionSplitsInTwoWhereARowReadsAWholeArray) {
+  const std::string dir = BBMM_GOLDEN_DIR;
+  std::ostringstream o1, e1, o2, e2, o3, e3, o4, e4;
+  EXPECT_EQ(run_bbmmc({dir + "/gemm.c"}, o1, e1), 0) << e1.str();
+  EXPECT_NE(o1.str().find("const int bbmm_d0 = bbmm_x->devices;"), std::string::npos);
+  EXPECT_NE(o1.str().find("bbmm_span1"), std::string::npos);
+  EXPECT_EQ(run_bbmmc({dir + "/gemm.c", "--emit=boxes"}, o2, e2), 0) << e2.str();
+  EXPECT_NE(o2.str().find("on L1 j/L3 j"), std::string::npos) << o2.str();
+  EXPECT_NE(o2.str().find("a tile one iteration of i wide accesses all of B"), std::string::npos);
+  EXPECT_EQ(run_bbmmc({dir + "/gemm.c", "--partition=1d"}, o3, e3), 0) << e3.str();
+  EXPECT_EQ(o3.str().find("bbmm_span1"), std::string::npos);
+  const std::filesystem::path p = tmp_file("bbmmc_dependent_columns.c");
+  std::ofstream(p) << "void f(int n, double A[n][n], double B[n][n + 1], double C[n][n]) {\n"
+                      "#pragma scop\n"
+                      "  for (int i = 0; i < n; i++) {\n"
+                      "    for (int j = 0; j < n; j++)\n      B[i][j] = A[i][j];\n"
+                      "    for (int k = 0; k < n; k++)\n"
+                      "      for (int j = 0; j < n; j++)\n        C[i][j] += B[i][j + 1] * A[k][j];\n"
+                      "  }\n#pragma endscop\n}\n";
+  EXPECT_EQ(run_bbmmc({p.string(), "--emit=boxes", "--partition=2d"}, o4, e4), 0) << e4.str();
+  EXPECT_NE(o4.str().find("2-D asked, but a dependence joins different iterations of the loops "
+                          "nested in i"),
+            std::string::npos)
+      << o4.str();
+  EXPECT_EQ(o4.str().find("bbmm_lo1"), std::string::npos);
 }
 
 // Code generation needs the type of every scalar the scop reads: an unknown type is named

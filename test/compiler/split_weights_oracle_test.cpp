@@ -64,7 +64,7 @@ std::map<long, long> count_rows(const Scop& s, const Partition& part, const Exec
       if (part.phases[slot] != p) continue;
       const Statement& st = s.statements[in.stmt];
       for (size_t d = 0; d < st.loops.size(); ++d) {
-        if (st.loops[d] == part.dims[0].loops[slot]) ++rows[in.it[d]];
+        if (st.loops[d] == part.dims[0].loops[slot][0]) ++rows[in.it[d]];
       }
     }
   }

@@ -34,7 +34,7 @@ bool generate_code(const Program& prog, const CodegenOptions& opts, GenerateWhat
     const bool within = run_within_isl_budget(*prog.isl, [&] {
       // Not stored: isl 0.25's C++ objects cannot be copied while null.
       const ScopBoxes boxes = compute_boxes(s, opts.boxes);
-      if (opts.boxes.partition_2d) note_one_dimensional(s, boxes, diag);
+      if (opts.boxes.partition == PartitionMode::kTwoD) note_one_dimensional(s, boxes, diag);
       pass = "generating its code";
       ok = generate_scop(s, boxes, opts, diag, g);
     });

@@ -869,23 +869,37 @@ class ScopGenerator {
       os << "}\n\n";
       return os.str();
     }
-    // 2-D: a grid of devices (d0 x d1, as square as possible), each block split along the
-    // outer dimension into tiles_per_device tiles; under a capacity, the tile grid is
-    // refined (the dimension with fewer tiles per iteration first) until every tile
-    // requires at most half a device, as the 1-D split does.
-    os << "  int bbmm_d0 = 1;\n";
-    os << "  for (int bbmm_f = 1; bbmm_f * bbmm_f <= bbmm_x->devices; ++bbmm_f)\n";
-    os << "    if (bbmm_x->devices % bbmm_f == 0) bbmm_d0 = bbmm_f;\n";
+    // 2-D: a grid of devices (d0 x d1, as square as possible; with rows_first, from
+    // --partition=auto, d0 = devices and d1 = 1: the 1-D split), each block split along the
+    // outer dimension into tiles_per_device tiles (at equal shares of the work where the
+    // partition has a work function); under a capacity, the tile grid is refined (the
+    // dimension with fewer tiles per iteration first) until every tile requires at most
+    // half a device, as the 1-D split does.
+    if (part.rows_first) {
+      os << "  const int bbmm_d0 = bbmm_x->devices;\n";
+    } else {
+      os << "  int bbmm_d0 = 1;\n";
+      os << "  for (int bbmm_f = 1; bbmm_f * bbmm_f <= bbmm_x->devices; ++bbmm_f)\n";
+      os << "    if (bbmm_x->devices % bbmm_f == 0) bbmm_d0 = bbmm_f;\n";
+    }
     os << "  const int bbmm_d1 = bbmm_x->devices / bbmm_d0;\n";
     os << "  const int64_t bbmm_span0 = bbmm_to0 - bbmm_from0, bbmm_span1 = bbmm_to1 - bbmm_from1;\n";
     os << "  int64_t bbmm_n0 = (int64_t)bbmm_d0 * bbmm_x->tiles_per_device, bbmm_n1 = bbmm_d1;\n";
     os << "  if (bbmm_n0 > bbmm_span0) bbmm_n0 = bbmm_span0;\n";
     os << "  if (bbmm_n1 > bbmm_span1) bbmm_n1 = bbmm_span1;\n";
     // Tile (k0, k1) of the n0 x n1 grid: its bounds.
+    const bool weighted = work_fn_.count(part.id) > 0;
     auto bounds = [&](const std::string& ind) {
       for (int d = 0; d < 2; ++d) {
         const std::string k = "bbmm_k" + std::to_string(d), n = "bbmm_n" + std::to_string(d),
                           f = "bbmm_from" + std::to_string(d), s = "bbmm_span" + std::to_string(d);
+        if (d == 0 && weighted) {
+          os << ind << "int64_t " << part.dims[0].lo_param << ", " << part.dims[0].hi_param << ";\n";
+          os << ind << split_call(part, "&bbmm_x->", "bbmm_from0", "bbmm_to0", n, "bbmm_d0", k,
+                                  part.dims[0].lo_param, part.dims[0].hi_param)
+             << ";\n";
+          continue;
+        }
         os << ind << "const int64_t " << part.dims[d].lo_param << " = " << f << " + " << s << " * "
            << k << " / " << n << ";\n";
         os << ind << "const int64_t " << part.dims[d].hi_param << " = " << f << " + " << s
@@ -899,6 +913,7 @@ class ScopGenerator {
     os << "    for (int64_t bbmm_k0 = 0; bbmm_k0 < bbmm_n0; ++bbmm_k0)\n";
     os << "      for (int64_t bbmm_k1 = 0; bbmm_k1 < bbmm_n1; ++bbmm_k1) {\n";
     bounds("        ");
+    if (weighted) os << "        if (" << part.dims[0].lo_param << " >= " << part.dims[0].hi_param << ") continue;\n";
     os << "        bbmm_worst = bbmm_max_u64(bbmm_worst, " << name << "_bytes(bbmm_x" << serial_args
        << tile_args << "));\n";
     os << "      }\n";
@@ -915,6 +930,7 @@ class ScopGenerator {
     os << "  for (int64_t bbmm_k0 = 0; bbmm_k0 < bbmm_n0; ++bbmm_k0)\n";
     os << "    for (int64_t bbmm_k1 = 0; bbmm_k1 < bbmm_n1; ++bbmm_k1) {\n";
     bounds("      ");
+    if (weighted) os << "      if (" << part.dims[0].lo_param << " >= " << part.dims[0].hi_param << ") continue;\n";
     os << "      const int bbmm_dev = (int)((bbmm_k0 * bbmm_d0 / bbmm_n0) * bbmm_d1 + bbmm_k1 * bbmm_d1 / bbmm_n1);\n";
     os << "      " << name << "_tile(bbmm_x" << serial_args << tile_args << ", bbmm_dev);\n";
     os << "    }\n}\n\n";

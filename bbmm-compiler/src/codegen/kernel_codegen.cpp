@@ -514,11 +514,9 @@ isl::set tile_domain_with(const Scop& scop, const ScopBoxes& boxes, int phase,
   for (int d = 0; d < ns && d < depth; ++d) cons.push_back(dims[d] + " = " + sig.serial[d]);
   for (size_t pd = 0; pd < part.dims.size(); ++pd) {
     if (slot < 0 || slot >= static_cast<int>(part.dims[pd].loops.size())) continue;
-    const int loop = part.dims[pd].loops[slot];
-    for (int d = 0; d < depth; ++d) {
-      if (st.loops[d] != loop) continue;
+    const int d = split_dim(st, part.dims[pd].loops[slot]);
+    if (d >= 0 && d < depth)
       cons.push_back(part.dims[pd].lo_param + " <= " + dims[d] + " < " + part.dims[pd].hi_param);
-    }
   }
   isl::set tile(scop.context.ctx(), "[" + join(tile_param_names(sig, extra), ", ") + "] -> { " +
                                         st.name + "[" + join(dims, ", ") + "] : " +
@@ -563,7 +561,7 @@ TileLoops::TileLoops(const Scop& scop, const ScopBoxes& boxes, int phase,
       const std::string dim = "bbmm_d" + std::to_string(d);
       if (opts.one_iteration_per_item && !part.dims.empty() && slot >= 0 &&
           slot < static_cast<int>(part.dims[0].loops.size()) &&
-          st.loops[d] == part.dims[0].loops[slot]) {
+          d == split_dim(st, part.dims[0].loops[slot])) {
         cons.push_back(dim + " = bbmm_x");
       }
       auto it = opts.fixed.find(s);

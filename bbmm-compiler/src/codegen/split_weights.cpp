@@ -162,12 +162,9 @@ std::vector<SplitStatement> split_statements(const Scop& scop, const Partition& 
   std::vector<SplitStatement> r;
   for (size_t slot = 0; slot < part.phases.size(); ++slot) {
     if (slot >= part.dims[d].loops.size()) continue;
-    const int loop = part.dims[d].loops[slot];
     for (int st_i : scop.phases[part.phases[slot]].statements) {
-      const Statement& st = scop.statements[st_i];
-      for (size_t dd = 0; dd < st.loops.size(); ++dd) {
-        if (st.loops[dd] == loop) r.push_back({st_i, static_cast<int>(dd)});
-      }
+      const int dd = split_dim(scop.statements[st_i], part.dims[d].loops[slot]);
+      if (dd >= 0) r.push_back({st_i, dd});
     }
   }
   return r;
@@ -205,7 +202,7 @@ int64_t split_stride(const isl::set& range, const isl::set& context, std::string
 }
 
 bool uniform_work(const Scop& scop, const Partition& part) {
-  if (part.dims.size() != 1) return false;
+  if (part.dims.size() != 1 && !part.rows_first) return false;
   const std::vector<SplitStatement> sts = split_statements(scop, part, 0);
   const isl::set range = split_range(scop, part, 0);
   return sts.empty() || range.is_null() || uniform(scop, sts, range);
@@ -213,7 +210,7 @@ bool uniform_work(const Scop& scop, const Partition& part) {
 
 std::string row_work_function(const Scop& scop, const Partition& part, const std::string& fn,
                               const std::string& ctx_struct, const std::string& locals) {
-  if (part.dims.size() != 1) return "";
+  if (part.dims.size() != 1 && !part.rows_first) return "";
   if (uniform_work(scop, part)) return "";
   const std::vector<SplitStatement> sts = split_statements(scop, part, 0);
   std::ostringstream os;

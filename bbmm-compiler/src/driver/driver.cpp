@@ -89,7 +89,7 @@ std::string usage() {
   std::ostringstream u;
   u << "usage: bbmmc FILE.c [-o OUT] [--target=" << target_list("|") << "] [--emit="
     << emit_kind_list("|") << "]\n"
-    << "             [--partition=1d|2d] [--writes=hull|rows] [--params NAME=V,...]\n"
+    << "             [--partition=auto|1d|2d] [--writes=hull|rows] [--params NAME=V,...]\n"
     << "             [--block=X,Y,Z] [--march=R]\n"
     << "             [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND]\n"
     << "             [--max-isl-operations=N] [--schedule=isl|isl+wavefront|source] [--help] [--version]\n"
@@ -115,7 +115,11 @@ std::string usage() {
     u << "\n";
   }
   u << "  (no --emit)       generate code: the input with each scop replaced\n"
-       "  --partition=2d    split two nested parallel loops (blocked, e.g. gemm); default 1d\n"
+       "  --partition=MODE  auto (default): split each phase's parallel loop, and a parallel loop\n"
+       "                    nested in it too where one iteration of the first accesses a whole\n"
+       "                    array (gemm's B), so that tiles can shrink to fit any device;\n"
+       "                    1d: the parallel loop only; 2d: two nested parallel loops wherever\n"
+       "                    possible, the devices as a grid (blocked, e.g. gemm)\n"
        "  --writes=W        a tile's write set that is rows of intervals (a triangle): hull\n"
        "                    (default) declares the hull READ_WRITE where no other tile of the\n"
        "                    phase touches it and it is at most twice the rows; rows declares\n"
@@ -228,11 +232,13 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
         box_opts.widen_writes = w == "hull";
       } else if (a.rfind("--partition=", 0) == 0) {
         std::string p = a.substr(12);
-        if (p != "1d" && p != "2d") {
-          err << "bbmmc: error: unknown partition '" << p << "' (use 1d or 2d)\n";
+        if (p != "1d" && p != "2d" && p != "auto") {
+          err << "bbmmc: error: unknown partition '" << p << "' (use auto, 1d or 2d)\n";
           return 1;
         }
-        box_opts.partition_2d = p == "2d";
+        box_opts.partition = p == "2d" ? PartitionMode::kTwoD
+                             : p == "1d" ? PartitionMode::kOneD
+                                         : PartitionMode::kAuto;
       } else if (a.rfind("--params", 0) == 0) {
         auto pv = value("--params");
         std::string list = pv ? (!pv->empty() && (*pv)[0] == '=' ? pv->substr(1) : *pv) : "";

@@ -259,7 +259,7 @@ Samples make_samples(const Scop& scop, int p, const Partition& part, const TileF
         t[part.dims[k].lo_param] = splits[k][idx[k]].first;
         t[part.dims[k].hi_param] = splits[k][idx[k]].second;
         if (k > 0) text += ", ";
-        text += scop.loops[part.dims[k].loops[0]].iterator + " in [" + std::to_string(splits[k][idx[k]].first) +
+        text += scop.loops[part.dims[k].loops[0][0]].iterator + " in [" + std::to_string(splits[k][idx[k]].first) +
                 ", " + std::to_string(splits[k][idx[k]].second) + ")";
       }
       out.all.push_back(t);
@@ -575,13 +575,12 @@ ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
   }
   out.tiles = opts.report_tiles;
   size_t np = scop.phases.size();
-  std::vector<std::vector<int>> loops(np);
+  std::vector<std::vector<std::vector<int>>> loops(np);
   std::vector<std::string> notes(np);
-  for (size_t p = 0; p < np; ++p) {
-    loops[p] = partition_loops(scop, p, opts.partition_2d, notes[p]);
-    if (loops[p].empty()) continue;
-    // A phase whose writes are neither boxes nor rows runs as one tile.
-    TileFrame f = make_frame(scop, p, loops[p]);
+  std::vector<bool> rows_first(np, false);
+  // A phase whose writes are neither boxes nor rows runs as one tile: the array's name.
+  auto odd_writes = [&](size_t p, const std::vector<std::vector<int>>& split) -> std::string {
+    TileFrame f = make_frame(scop, p, split);
     std::map<int, isl::set> writes;
     std::map<int, std::vector<isl::set>> images;  // per array, per write access
     for (int s : scop.phases[p].statements)
@@ -596,14 +595,32 @@ ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
       }
     isl::set uctx = isl::manage(isl_set_universe(isl_set_get_space(writes.empty() ? scop.context.get() : writes.begin()->second.get()))).params();
     for (auto& [a, w] : writes)
-      if (!exact_boxes(w, uctx) && !make_rows(w.coalesce(), uctx) && !write_pieces(images[a], uctx)) {
-        notes[p] = "the writes of " + scop.arrays[a].c_name +
-                   " are neither a few boxes nor rows of intervals: the phase runs as one tile on one device";
-        loops[p].clear();
-        break;
+      if (!exact_boxes(w, uctx) && !make_rows(w.coalesce(), uctx) && !write_pieces(images[a], uctx))
+        return scop.arrays[a].c_name;
+    return "";
+  };
+  for (size_t p = 0; p < np; ++p) {
+    if (opts.partition == PartitionMode::kAuto) {
+      loops[p] = auto_partition_loops(scop, p, out.params, notes[p]);
+      rows_first[p] = loops[p].size() == 2;
+      // A 2-D split whose writes are not boxes falls back to the 1-D one.
+      if (rows_first[p] && !odd_writes(p, loops[p]).empty()) {
+        loops[p].pop_back();
+        notes[p].clear();
+        rows_first[p] = false;
       }
+    } else {
+      loops[p] = partition_loops(scop, p, opts.partition == PartitionMode::kTwoD, notes[p]);
+    }
+    if (loops[p].empty()) continue;
+    const std::string odd = odd_writes(p, loops[p]);
+    if (!odd.empty()) {
+      notes[p] = "the writes of " + odd +
+                 " are neither a few boxes nor rows of intervals: the phase runs as one tile on one device";
+      loops[p].clear();
+    }
   }
-  out.partitions = group_partitions(scop, loops, notes);
+  out.partitions = group_partitions(scop, loops, notes, rows_first);
   std::vector<int> phase_of(scop.statements.size(), -1);
   for (size_t q = 0; q < np; ++q)
     for (int st : scop.phases[q].statements) phase_of[st] = static_cast<int>(q);

@@ -167,8 +167,16 @@ struct ScopBoxes {
   std::vector<ExactnessRow> exactness;
 };
 
+// --partition: which loops of each phase are split into tiles (partition.h).
+enum class PartitionMode {
+  kOneD,  // 1d: the phase's parallel loop
+  kTwoD,  // 2d: also a parallel loop nested in it (gemm's j), the devices as a grid
+  kAuto,  // auto (default): 2-D only where a tile of the 1-D split one iteration wide
+          // accesses a whole array (gemm's B), starting from the 1-D split
+};
+
 struct BoxOptions {
-  bool partition_2d = false;  // --partition=2d: split two nested parallel loops (gemm)
+  PartitionMode partition = PartitionMode::kAuto;
   // Concrete parameter values for the choice and the exactness report (--params N=64,T=4);
   // parameters not given default to 32 (time-like ones too).
   std::map<std::string, int64_t> params;

@@ -57,7 +57,10 @@ void print_boxes(std::ostream& out, const Scop& scop, const ScopBoxes& bx) {
     for (const PartitionDim& d : p.dims) {
       const RangeText range = partition_range_c_text(d);
       out << "; [" << d.lo_param << ", " << d.hi_param << ") over [" << range.lo << ", " << range.hi << ") on";
-      for (size_t k = 0; k < d.loops.size(); ++k) out << (k ? ", " : " ") << loop_name(scop, d.loops[k]);
+      for (size_t k = 0; k < d.loops.size(); ++k) {
+        out << (k ? ", " : " ");
+        for (size_t j = 0; j < d.loops[k].size(); ++j) out << (j ? "/" : "") << loop_name(scop, d.loops[k][j]);
+      }
     }
     out << "\n      (" << p.reason << ")\n";
   }
@@ -73,7 +76,7 @@ void print_boxes(std::ostream& out, const Scop& scop, const ScopBoxes& bx) {
     for (size_t i = 0; i < part.phases.size(); ++i)
       if (part.phases[i] == pb.phase) k = i;
     for (const PartitionDim& d : part.dims)
-      out << "    tile: " << d.lo_param << " <= " << scop.loops[d.loops[k]].iterator << " < " << d.hi_param << "\n";
+      out << "    tile: " << d.lo_param << " <= " << scop.loops[d.loops[k][0]].iterator << " < " << d.hi_param << "\n";
     if (part.dims.empty()) out << "    tile: the whole phase (one device)\n";
     out << "    tile context: " << str(pb.tile_domain_context) << "\n";
     for (const ArrayBoxes& ab : pb.arrays) {

@@ -4,9 +4,11 @@
 #include <isl/constraint.h>
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 
 #include "poly/box_util.h"
+#include "poly/within.h"
 
 namespace bbmm::compiler {
 
@@ -36,13 +38,27 @@ isl::set add_ineq(isl::set s, const std::vector<std::pair<int, int>>& set_coefs,
   return isl::manage(isl_set_add_constraint(s.release(), c));
 }
 
+// The dimension of "st" split by dimension k of "frame"; a statement outside the split
+// loops is a bug of the partition pass.
+int frame_dim(const Statement& st, const TileFrame& frame, size_t k) {
+  const int x = split_dim(st, frame.part_loops[k]);
+  if (x < 0) throw std::logic_error("partition: statement " + st.name + " lies in no split loop");
+  return x;
+}
+
 }  // namespace
+
+int split_dim(const Statement& st, const std::vector<int>& loops) {
+  for (size_t d = st.loops.size(); d-- > 0;)
+    if (std::find(loops.begin(), loops.end(), st.loops[d]) != loops.end()) return static_cast<int>(d);
+  return -1;
+}
 
 isl::set tile_instances(const Statement& stmt, const TileFrame& frame, bool with_tile) {
   isl::set d = stmt.domain;
   for (const std::string& n : frame.serial_names) d = add_param(d, n);
   if (with_tile)
-    for (size_t k = 0; k < frame.part_depths.size(); ++k) {
+    for (size_t k = 0; k < frame.part_loops.size(); ++k) {
       d = add_param(d, frame.lo_params[k]);
       d = add_param(d, frame.hi_params[k]);
     }
@@ -51,8 +67,8 @@ isl::set tile_instances(const Statement& stmt, const TileFrame& frame, bool with
     d = isl::manage(isl_set_equate(d.release(), isl_dim_param, p, isl_dim_set, i));
   }
   if (with_tile)
-    for (size_t k = 0; k < frame.part_depths.size(); ++k) {
-      int x = frame.part_depths[k];
+    for (size_t k = 0; k < frame.part_loops.size(); ++k) {
+      int x = frame_dim(stmt, frame, k);
       d = add_ineq(d, {{x, 1}}, {{frame.lo_params[k], -1}}, 0);   // x - lo >= 0
       d = add_ineq(d, {{x, -1}}, {{frame.hi_params[k], 1}}, -1);  // hi - x - 1 >= 0
     }
@@ -61,13 +77,13 @@ isl::set tile_instances(const Statement& stmt, const TileFrame& frame, bool with
 
 isl::set outside_instances(const Statement& stmt, const TileFrame& frame) {
   isl::set u = stmt.domain;
-  for (size_t k = 0; k < frame.part_depths.size(); ++k) {
+  for (size_t k = 0; k < frame.part_loops.size(); ++k) {
     u = add_param(u, frame.lo_params[k]);
     u = add_param(u, frame.hi_params[k]);
   }
   isl::set out = isl::manage(isl_set_empty(isl_set_get_space(u.get())));
-  for (size_t k = 0; k < frame.part_depths.size(); ++k) {
-    int x = frame.part_depths[k];
+  for (size_t k = 0; k < frame.part_loops.size(); ++k) {
+    int x = frame_dim(stmt, frame, k);
     out = out.unite(add_ineq(u, {{x, -1}}, {{frame.lo_params[k], 1}}, -1));  // lo - x - 1 >= 0
     out = out.unite(add_ineq(u, {{x, 1}}, {{frame.hi_params[k], -1}}, 0));   // x - hi >= 0
   }
@@ -86,41 +102,132 @@ std::vector<std::string> serial_names(const Scop& scop, const Phase& phase) {
   return names;
 }
 
-std::vector<int> partition_loops(const Scop& scop, int p, bool two_d, std::string& note) {
+std::vector<std::vector<int>> partition_loops(const Scop& scop, int p, bool two_d, std::string& note) {
   const Phase& ph = scop.phases[p];
   if (ph.parallel_loop < 0) return {};
-  std::vector<int> loops{ph.parallel_loop};
+  std::vector<std::vector<int>> loops{{ph.parallel_loop}};
   if (!two_d) return loops;
   const Loop& outer = scop.loops[ph.parallel_loop];
-  int inner = -1;
-  bool ok = true;
+  // Per statement, the outermost parallel loop nested in the outer one, else the outer one.
+  std::vector<int> inner;
+  std::vector<std::vector<int>> chosen;
+  std::string without;  // the first statement in no such loop
   for (int s : ph.statements) {
     const Statement& st = scop.statements[s];
-    if (static_cast<int>(st.loops.size()) <= outer.depth + 1) {
-      ok = false;
-      break;
+    int pick = -1;
+    for (size_t d = outer.depth + 1; d < st.loops.size() && pick < 0; ++d)
+      if (scop.loops[st.loops[d]].verdict.parallel) pick = st.loops[d];
+    if (pick < 0) {
+      pick = ph.parallel_loop;
+      if (without.empty()) without = st.name;
     }
-    int l = st.loops[outer.depth + 1];
-    if (inner < 0) inner = l;
-    ok = ok && l == inner;
+    chosen.push_back({ph.parallel_loop, pick});
+    if (std::find(inner.begin(), inner.end(), pick) == inner.end()) inner.push_back(pick);
   }
-  if (!ok || inner < 0) {
-    note = "2-D asked, but not every statement is inside one loop nested in " + outer.iterator;
+  if (inner.size() == 1 && inner[0] == ph.parallel_loop) {
+    note = "2-D asked, but " + without + " lies in no parallel loop nested in " + outer.iterator;
     return loops;
   }
-  if (!scop.loops[inner].verdict.parallel) {
-    note = "2-D asked, but the inner loop " + scop.loops[inner].iterator + " is serial";
+  // A statement's coordinate is the innermost of the loops split that encloses it: it must
+  // be its own pick (else two picks would be nested in one another).
+  for (size_t i = 0; i < ph.statements.size(); ++i) {
+    const Statement& st = scop.statements[ph.statements[i]];
+    const int d = split_dim(st, inner);
+    if (d < 0 || st.loops[d] != chosen[i][1]) {
+      note = "2-D asked, but the parallel loops nested in " + outer.iterator + " are nested in one another";
+      return loops;
+    }
+  }
+  if ((inner.size() > 1 || !without.empty()) && !dependences_within(scop, ph, chosen)) {
+    note = "2-D asked, but a dependence joins different iterations of the loops nested in " + outer.iterator;
     return loops;
   }
   loops.push_back(inner);
   return loops;
 }
 
-TileFrame make_frame(const Scop& scop, int p, const std::vector<int>& loops) {
+namespace {
+
+// The arrays in memory that some tile of phase "p", one iteration wide along every
+// dimension that "loops" split, accesses whole (every element that any such tile
+// accesses), with the scop parameters fixed to "params" (32 when absent).
+std::set<int> arrays_accessed_whole(const Scop& scop, int p, const std::vector<std::vector<int>>& loops,
+                                    const std::map<std::string, int64_t>& params) {
+  const TileFrame f = make_frame(scop, p, loops);
+  std::map<int, isl::set> image;
+  for (int s : scop.phases[p].statements) {
+    const isl::set inst = tile_instances(scop.statements[s], f);
+    for (int a : scop.statements[s].accesses) {
+      const Access& acc = scop.accesses[a];
+      if (!scop.in_memory(a) || scop.arrays[acc.array].is_scalar) continue;
+      isl::set img = inst.apply(scop.memory_relation(a));
+      auto it = image.find(acc.array);
+      if (it == image.end()) image.emplace(acc.array, img);
+      else it->second = it->second.unite(img);
+    }
+  }
+  std::set<int> whole;
+  for (auto& [array, img] : image) {
+    isl_set* x = img.copy();
+    for (const std::string& n : scop.params) {
+      auto it = params.find(n);
+      const int pos = isl_set_find_dim_by_name(x, isl_dim_param, n.c_str());
+      if (pos >= 0) x = isl_set_fix_si(x, isl_dim_param, pos, it == params.end() ? 32 : it->second);
+    }
+    // hi = lo + 1 per dimension; then the map lo... -> elements.
+    for (size_t k = 0; k < f.lo_params.size(); ++k) {
+      isl_space* sp = isl_set_get_space(x);
+      isl_constraint* c = isl_constraint_alloc_equality(isl_local_space_from_space(isl_space_copy(sp)));
+      c = isl_constraint_set_coefficient_si(c, isl_dim_param, isl_space_find_dim_by_name(sp, isl_dim_param, f.hi_params[k].c_str()), 1);
+      c = isl_constraint_set_coefficient_si(c, isl_dim_param, isl_space_find_dim_by_name(sp, isl_dim_param, f.lo_params[k].c_str()), -1);
+      c = isl_constraint_set_constant_si(c, -1);
+      isl_space_free(sp);
+      x = isl_set_add_constraint(x, c);
+      x = isl_set_project_out(x, isl_dim_param, isl_set_find_dim_by_name(x, isl_dim_param, f.hi_params[k].c_str()), 1);
+    }
+    isl_map* m = isl_map_from_range(x);
+    for (size_t k = 0; k < f.lo_params.size(); ++k) {
+      const int pos = isl_map_find_dim_by_name(m, isl_dim_param, f.lo_params[k].c_str());
+      m = isl_map_move_dims(m, isl_dim_in, k, isl_dim_param, pos, 1);
+    }
+    isl::map tile_to_elements = isl::manage(m);
+    isl::set tiles = tile_to_elements.domain();
+    isl::set any = tile_to_elements.range();
+    isl::map missing = isl::manage(isl_map_from_domain_and_range(tiles.copy(), any.copy()))
+                           .subtract(tile_to_elements);
+    if (!tiles.subtract(missing.domain()).is_empty()) whole.insert(array);
+  }
+  return whole;
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> auto_partition_loops(const Scop& scop, int p,
+                                                   const std::map<std::string, int64_t>& params,
+                                                   std::string& why) {
+  std::string note;
+  std::vector<std::vector<int>> one = partition_loops(scop, p, false, note);
+  if (one.empty() || !scop.phases[p].serial_loops.empty()) return one;
+  std::vector<std::vector<int>> two = partition_loops(scop, p, true, note);
+  if (two.size() != 2) return one;
+  const std::set<int> whole1 = arrays_accessed_whole(scop, p, one, params);
+  if (whole1.empty()) return one;
+  const std::set<int> whole2 = arrays_accessed_whole(scop, p, two, params);
+  for (int a : whole1) {
+    if (whole2.count(a)) continue;
+    const std::string outer = scop.loops[one[0][0]].iterator;
+    why = "2-D (--partition=auto): a tile one iteration of " + outer + " wide accesses all of " +
+          scop.arrays[a].c_name + "; a block of the 2-D split accesses a part";
+    return two;
+  }
+  return one;
+}
+
+TileFrame make_frame(const Scop& scop, int p, const std::vector<std::vector<int>>& loops) {
   TileFrame f;
   f.serial_names = serial_names(scop, scop.phases[p]);
   for (size_t k = 0; k < loops.size(); ++k) {
-    f.part_depths.push_back(scop.loops[loops[k]].depth);
+    f.part_loops.push_back(loops[k]);
     std::string suffix = loops.size() == 1 ? "" : std::to_string(k);
     f.lo_params.push_back("bbmm_lo" + suffix);
     f.hi_params.push_back("bbmm_hi" + suffix);
@@ -128,14 +235,14 @@ TileFrame make_frame(const Scop& scop, int p, const std::vector<int>& loops) {
   return f;
 }
 
-isl::set loop_range(const Scop& scop, int p, int loop) {
+isl::set loop_range(const Scop& scop, int p, const std::vector<int>& loops) {
   const Phase& ph = scop.phases[p];
   TileFrame f = make_frame(scop, p, {});
-  int depth = scop.loops[loop].depth;
   isl::set r;
   for (int s : ph.statements) {
     const Statement& st = scop.statements[s];
-    if (std::find(st.loops.begin(), st.loops.end(), loop) == st.loops.end()) continue;
+    const int depth = split_dim(st, loops);
+    if (depth < 0) continue;
     isl::set d = tile_instances(st, f, false);
     int n = isl_set_dim(d.get(), isl_dim_set);
     isl_set* x = isl_set_project_out(d.copy(), isl_dim_set, depth + 1, n - depth - 1);
@@ -147,7 +254,6 @@ isl::set loop_range(const Scop& scop, int p, int loop) {
   }
   return r.coalesce();
 }
-
 namespace {
 
 bool constant_offset(const isl::pw_aff& a, const isl::pw_aff& b) {
@@ -157,8 +263,10 @@ bool constant_offset(const isl::pw_aff& a, const isl::pw_aff& b) {
 
 }  // namespace
 
-std::vector<Partition> group_partitions(const Scop& scop, const std::vector<std::vector<int>>& loops,
-                                        const std::vector<std::string>& notes) {
+std::vector<Partition> group_partitions(const Scop& scop,
+                                        const std::vector<std::vector<std::vector<int>>>& loops,
+                                        const std::vector<std::string>& notes,
+                                        const std::vector<bool>& rows_first) {
   std::vector<Partition> parts;
   for (size_t p = 0; p < scop.phases.size(); ++p) {
     std::vector<PartitionDim> dims;
@@ -177,7 +285,7 @@ std::vector<Partition> group_partitions(const Scop& scop, const std::vector<std:
     if (!dims.empty())
       for (Partition& part : parts) {
         int q = part.phases.front();
-        if (part.dims.size() != dims.size() ||
+        if (part.dims.size() != dims.size() || part.rows_first != rows_first[p] ||
             scop.phases[q].serial_loops != scop.phases[p].serial_loops)
           continue;
         bool ok = true;
@@ -203,6 +311,7 @@ std::vector<Partition> group_partitions(const Scop& scop, const std::vector<std:
     part.id = parts.size();
     part.phases = {static_cast<int>(p)};
     part.dims = std::move(dims);
+    part.rows_first = rows_first[p] && part.dims.size() == 2;
     if (part.dims.empty())
       part.reason = notes[p].empty() ? "no parallel loop: one tile on one device" : notes[p];
     else
@@ -224,7 +333,7 @@ TilePlan make_tile_plan(const Scop& scop, const std::vector<Partition>& partitio
       int p = part.phases[k];
       plan.partition_of_phase[p] = part.id;
       plan.partitioned[p] = !part.dims.empty();
-      std::vector<int> pl;
+      std::vector<std::vector<int>> pl;
       for (const PartitionDim& d : part.dims) pl.push_back(d.loops[k]);
       plan.frames[p] = make_frame(scop, p, pl);
     }

@@ -51,7 +51,7 @@ static int64_t bbmm_s0_part0_work(const void* bbmm_xv, int64_t bbmm_row) {
 /*   S2: C[i][j] += alpha * A[i][k] * B[k][j]; */
 struct bbmm_s0_p0_args {
   int64_t ni, nj, nk;  /* scop parameters */
-  int64_t bbmm_lo, bbmm_hi;  /* tile */
+  int64_t bbmm_lo0, bbmm_hi0, bbmm_lo1, bbmm_hi1;  /* tile */
   double beta;  /* read-only scalar */
   double alpha;  /* read-only scalar */
   /* per array (C, A, B): the number of pieces and the byte offset of the pieces after this struct */
@@ -66,17 +66,17 @@ static bbmm_cl_program bbmm_s0_p0_cl = {
     "static inline long bbmm_min(long a, long b) { return a < b ? a : b; }\n"
     "static inline long bbmm_max(long a, long b) { return a > b ? a : b; }\n"
     "static inline long bbmm_floord(long n, long d) { long q = n / d; return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q; }\n"
-    "__kernel void bbmm_s0_p0(long ni, long nj, long nk, long bbmm_lo, long bbmm_hi, double beta, double alpha, __global double* bbmm_C0, long bbmm_C0_o, long bbmm_C0_l0, long bbmm_C0_s0, long bbmm_C0_l1, __global double* bbmm_A0, long bbmm_A0_o, long bbmm_A0_l0, long bbmm_A0_s0, long bbmm_A0_l1, __global double* bbmm_B0, long bbmm_B0_o, long bbmm_B0_l0, long bbmm_B0_s0, long bbmm_B0_l1) {\n"
-    "  const long bbmm_x = bbmm_lo + (long)get_global_id(0);\n"
-    "  if (bbmm_hi >= bbmm_x + 1 && ni >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0) {\n"
-    "    for (int64_t bbmm_k3 = 0; bbmm_k3 < nj; bbmm_k3 += 1)\n"
+    "__kernel void bbmm_s0_p0(long ni, long nj, long nk, long bbmm_lo0, long bbmm_hi0, long bbmm_lo1, long bbmm_hi1, double beta, double alpha, __global double* bbmm_C0, long bbmm_C0_o, long bbmm_C0_l0, long bbmm_C0_s0, long bbmm_C0_l1, __global double* bbmm_A0, long bbmm_A0_o, long bbmm_A0_l0, long bbmm_A0_s0, long bbmm_A0_l1, __global double* bbmm_B0, long bbmm_B0_o, long bbmm_B0_l0, long bbmm_B0_s0, long bbmm_B0_l1) {\n"
+    "  const long bbmm_x = bbmm_lo0 + (long)get_global_id(0);\n"
+    "  if (bbmm_hi0 >= bbmm_x + 1 && ni >= bbmm_x + 1 && bbmm_x >= bbmm_lo0 && bbmm_x >= 0) {\n"
+    "    for (int64_t bbmm_k3 = bbmm_max(0, bbmm_lo1); bbmm_k3 < bbmm_min(nj, bbmm_hi1); bbmm_k3 += 1)\n"
     "      {\n"
     "        /* S1: C[i][j] *= beta; */\n"
     "        const long i = bbmm_x, j = bbmm_k3;\n"
     "        (*(bbmm_C0 + (bbmm_C0_o + ((i) - bbmm_C0_l0) * bbmm_C0_s0 + ((j) - bbmm_C0_l1)))) *= beta;\n"
     "      }\n"
     "    for (int64_t bbmm_k3 = 0; bbmm_k3 < nk; bbmm_k3 += 1)\n"
-    "      for (int64_t bbmm_k5 = 0; bbmm_k5 < nj; bbmm_k5 += 1)\n"
+    "      for (int64_t bbmm_k5 = bbmm_max(0, bbmm_lo1); bbmm_k5 < bbmm_min(nj, bbmm_hi1); bbmm_k5 += 1)\n"
     "        {\n"
     "          /* S2: C[i][j] += alpha * A[i][k] * B[k][j]; */\n"
     "          const long i = bbmm_x, k = bbmm_k3, j = bbmm_k5;\n"
@@ -99,11 +99,11 @@ static bbmm_cl_program bbmm_s0_p0_cl = {
     "    if (x0 >= t[2] && x0 < t[4] && x1 >= t[3] && x1 < t[5]) return b[t[0]] + (t[1] + x0 * t[6] + x1);\n"
     "  return b[0];  /* not reached: the pieces cover every access */\n"
     "}\n"
-    "__kernel void bbmm_s0_p0_pieces(long ni, long nj, long nk, long bbmm_lo, long bbmm_hi, double beta, double alpha, __global const long* bbmm_tab, __global double* bbmm_C_b0, __global double* bbmm_C_b1, __global double* bbmm_C_b2, __global double* bbmm_C_b3, __global double* bbmm_C_b4, __global double* bbmm_C_b5, __global double* bbmm_C_b6, __global double* bbmm_C_b7, long bbmm_C_t, long bbmm_C_n, __global double* bbmm_A_b0, __global double* bbmm_A_b1, __global double* bbmm_A_b2, __global double* bbmm_A_b3, __global double* bbmm_A_b4, __global double* bbmm_A_b5, __global double* bbmm_A_b6, __global double* bbmm_A_b7, long bbmm_A_t, long bbmm_A_n, __global double* bbmm_B_b0, __global double* bbmm_B_b1, __global double* bbmm_B_b2, __global double* bbmm_B_b3, __global double* bbmm_B_b4, __global double* bbmm_B_b5, __global double* bbmm_B_b6, __global double* bbmm_B_b7, long bbmm_B_t, long bbmm_B_n) {\n"
+    "__kernel void bbmm_s0_p0_pieces(long ni, long nj, long nk, long bbmm_lo0, long bbmm_hi0, long bbmm_lo1, long bbmm_hi1, double beta, double alpha, __global const long* bbmm_tab, __global double* bbmm_C_b0, __global double* bbmm_C_b1, __global double* bbmm_C_b2, __global double* bbmm_C_b3, __global double* bbmm_C_b4, __global double* bbmm_C_b5, __global double* bbmm_C_b6, __global double* bbmm_C_b7, long bbmm_C_t, long bbmm_C_n, __global double* bbmm_A_b0, __global double* bbmm_A_b1, __global double* bbmm_A_b2, __global double* bbmm_A_b3, __global double* bbmm_A_b4, __global double* bbmm_A_b5, __global double* bbmm_A_b6, __global double* bbmm_A_b7, long bbmm_A_t, long bbmm_A_n, __global double* bbmm_B_b0, __global double* bbmm_B_b1, __global double* bbmm_B_b2, __global double* bbmm_B_b3, __global double* bbmm_B_b4, __global double* bbmm_B_b5, __global double* bbmm_B_b6, __global double* bbmm_B_b7, long bbmm_B_t, long bbmm_B_n) {\n"
     "  __global double* const bbmm_C_b[8] = {bbmm_C_b0, bbmm_C_b1, bbmm_C_b2, bbmm_C_b3, bbmm_C_b4, bbmm_C_b5, bbmm_C_b6, bbmm_C_b7};\n"
     "  __global double* const bbmm_A_b[8] = {bbmm_A_b0, bbmm_A_b1, bbmm_A_b2, bbmm_A_b3, bbmm_A_b4, bbmm_A_b5, bbmm_A_b6, bbmm_A_b7};\n"
     "  __global double* const bbmm_B_b[8] = {bbmm_B_b0, bbmm_B_b1, bbmm_B_b2, bbmm_B_b3, bbmm_B_b4, bbmm_B_b5, bbmm_B_b6, bbmm_B_b7};\n"
-    "  const long bbmm_x = bbmm_lo + (long)get_global_id(0);\n"
+    "  const long bbmm_x = bbmm_lo0 + (long)get_global_id(0);\n"
     "  /* C[i][j] */\n"
     "  __global double* const bbmm_ref0_d = bbmm_C_b[bbmm_tab[1]];\n"
     "  const long bbmm_ref0_o = bbmm_tab[2], bbmm_ref0_s0 = bbmm_tab[3];\n"
@@ -117,15 +117,15 @@ static bbmm_cl_program bbmm_s0_p0_cl = {
     "  __global double* const bbmm_ref7_d = bbmm_B_b[bbmm_tab[10]];\n"
     "  const long bbmm_ref7_o = bbmm_tab[11], bbmm_ref7_s0 = bbmm_tab[12];\n"
     "  if (bbmm_tab[0]) {\n"
-    "    if (bbmm_hi >= bbmm_x + 1 && ni >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0) {\n"
-    "      for (int64_t bbmm_k3 = 0; bbmm_k3 < nj; bbmm_k3 += 1)\n"
+    "    if (bbmm_hi0 >= bbmm_x + 1 && ni >= bbmm_x + 1 && bbmm_x >= bbmm_lo0 && bbmm_x >= 0) {\n"
+    "      for (int64_t bbmm_k3 = bbmm_max(0, bbmm_lo1); bbmm_k3 < bbmm_min(nj, bbmm_hi1); bbmm_k3 += 1)\n"
     "        {\n"
     "          /* S1: C[i][j] *= beta; */\n"
     "          const long i = bbmm_x, j = bbmm_k3;\n"
     "          bbmm_ref0_d[bbmm_ref0_o + (i) * bbmm_ref0_s0 + (j)] *= beta;\n"
     "        }\n"
     "      for (int64_t bbmm_k3 = 0; bbmm_k3 < nk; bbmm_k3 += 1)\n"
-    "        for (int64_t bbmm_k5 = 0; bbmm_k5 < nj; bbmm_k5 += 1)\n"
+    "        for (int64_t bbmm_k5 = bbmm_max(0, bbmm_lo1); bbmm_k5 < bbmm_min(nj, bbmm_hi1); bbmm_k5 += 1)\n"
     "          {\n"
     "            /* S2: C[i][j] += alpha * A[i][k] * B[k][j]; */\n"
     "            const long i = bbmm_x, k = bbmm_k3, j = bbmm_k5;\n"
@@ -133,15 +133,15 @@ static bbmm_cl_program bbmm_s0_p0_cl = {
     "          }\n"
     "    }\n"
     "  } else {\n"
-    "    if (bbmm_hi >= bbmm_x + 1 && ni >= bbmm_x + 1 && bbmm_x >= bbmm_lo && bbmm_x >= 0) {\n"
-    "      for (int64_t bbmm_k3 = 0; bbmm_k3 < nj; bbmm_k3 += 1)\n"
+    "    if (bbmm_hi0 >= bbmm_x + 1 && ni >= bbmm_x + 1 && bbmm_x >= bbmm_lo0 && bbmm_x >= 0) {\n"
+    "      for (int64_t bbmm_k3 = bbmm_max(0, bbmm_lo1); bbmm_k3 < bbmm_min(nj, bbmm_hi1); bbmm_k3 += 1)\n"
     "        {\n"
     "          /* S1: C[i][j] *= beta; */\n"
     "          const long i = bbmm_x, j = bbmm_k3;\n"
     "          (*bbmm_s0_p0_C_at(bbmm_tab + bbmm_C_t, bbmm_C_n, bbmm_C_b, i, j)) *= beta;\n"
     "        }\n"
     "      for (int64_t bbmm_k3 = 0; bbmm_k3 < nk; bbmm_k3 += 1)\n"
-    "        for (int64_t bbmm_k5 = 0; bbmm_k5 < nj; bbmm_k5 += 1)\n"
+    "        for (int64_t bbmm_k5 = bbmm_max(0, bbmm_lo1); bbmm_k5 < bbmm_min(nj, bbmm_hi1); bbmm_k5 += 1)\n"
     "          {\n"
     "            /* S2: C[i][j] += alpha * A[i][k] * B[k][j]; */\n"
     "            const long i = bbmm_x, k = bbmm_k3, j = bbmm_k5;\n"
@@ -160,21 +160,23 @@ static void bbmm_s0_p0_launch(const bbmm_launch_info* bbmm_info, void* bbmm_argp
   { cl_long bbmm_v = bbmm_a->ni; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->nj; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->nk; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_lo0; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_hi0; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_lo1; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_hi1; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_a->beta, &bbmm_a->beta);
   bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_a->alpha, &bbmm_a->alpha);
   bbmm_cl_piece(bbmm_k, &bbmm_i, (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]), 2, sizeof(double));
   bbmm_cl_piece(bbmm_k, &bbmm_i, (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[1]), 2, sizeof(double));
   bbmm_cl_piece(bbmm_k, &bbmm_i, (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[2]), 2, sizeof(double));
-  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
+  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi0 - bbmm_a->bbmm_lo0);
   if (bbmm_global > 0)
     bbmm_cl_check(clEnqueueNDRangeKernel(bbmm_q, bbmm_k, 1, NULL, &bbmm_global, NULL, 0, NULL, NULL), "clEnqueueNDRangeKernel");
 }
 
 static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bbmm_argp) {
   const struct bbmm_s0_p0_args* bbmm_a = (const struct bbmm_s0_p0_args*)bbmm_argp;
-  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi - bbmm_a->bbmm_lo);
+  const size_t bbmm_global = (size_t)(bbmm_a->bbmm_hi0 - bbmm_a->bbmm_lo0);
   if (bbmm_global == 0) return;
   cl_command_queue bbmm_q = (cl_command_queue)bbmm_info->queue;
   cl_kernel bbmm_k = bbmm_cl_kernel(&bbmm_s0_p0_cl, bbmm_q, 1, "bbmm_s0_p0_pieces");
@@ -182,13 +184,17 @@ static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
   const int64_t ni = bbmm_a->ni;
   const int64_t nj = bbmm_a->nj;
   const int64_t nk = bbmm_a->nk;
-  const int64_t bbmm_lo = bbmm_a->bbmm_lo;
-  const int64_t bbmm_hi = bbmm_a->bbmm_hi;
+  const int64_t bbmm_lo0 = bbmm_a->bbmm_lo0;
+  const int64_t bbmm_hi0 = bbmm_a->bbmm_hi0;
+  const int64_t bbmm_lo1 = bbmm_a->bbmm_lo1;
+  const int64_t bbmm_hi1 = bbmm_a->bbmm_hi1;
   (void)ni;
   (void)nj;
   (void)nk;
-  (void)bbmm_lo;
-  (void)bbmm_hi;
+  (void)bbmm_lo0;
+  (void)bbmm_hi0;
+  (void)bbmm_lo1;
+  (void)bbmm_hi1;
   size_t bbmm_size = 13;  /* bbmm_direct, the references' records */
   const bbmm_piece* const bbmm_C_p = (const bbmm_piece*)((const char*)bbmm_argp + bbmm_a->offset[0]);
   const int bbmm_C_n = (int)bbmm_a->npieces[0];
@@ -212,32 +218,32 @@ static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
   int bbmm_direct = !bbmm_gen_per_element;
   /* C[i][j] */
   if (1) {
-    const int64_t bbmm_rlo[2] = {bbmm_lo, 0};
-    const int64_t bbmm_rhi[2] = {bbmm_hi, nj};
+    const int64_t bbmm_rlo[2] = {bbmm_lo0, bbmm_lo1};
+    const int64_t bbmm_rhi[2] = {bbmm_hi0, bbmm_hi1};
     if (!bbmm_cl_ref(bbmm_C_p, bbmm_C_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_C_t, bbmm_tab + 1)) bbmm_direct = 0;
   } else {
     bbmm_direct = 0;
   }
   /* C[i][j] */
   if (nk >= 1) {
-    const int64_t bbmm_rlo[2] = {bbmm_lo, 0};
-    const int64_t bbmm_rhi[2] = {bbmm_hi, nj};
+    const int64_t bbmm_rlo[2] = {bbmm_lo0, bbmm_lo1};
+    const int64_t bbmm_rhi[2] = {bbmm_hi0, bbmm_hi1};
     if (!bbmm_cl_ref(bbmm_C_p, bbmm_C_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_C_t, bbmm_tab + 4)) bbmm_direct = 0;
   } else {
     bbmm_direct = 0;
   }
   /* A[i][k] */
   if (nk >= 1) {
-    const int64_t bbmm_rlo[2] = {bbmm_lo, 0};
-    const int64_t bbmm_rhi[2] = {bbmm_hi, nk};
+    const int64_t bbmm_rlo[2] = {bbmm_lo0, 0};
+    const int64_t bbmm_rhi[2] = {bbmm_hi0, nk};
     if (!bbmm_cl_ref(bbmm_A_p, bbmm_A_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_A_t, bbmm_tab + 7)) bbmm_direct = 0;
   } else {
     bbmm_direct = 0;
   }
   /* B[k][j] */
   if (nk >= 1) {
-    const int64_t bbmm_rlo[2] = {0, 0};
-    const int64_t bbmm_rhi[2] = {nk, nj};
+    const int64_t bbmm_rlo[2] = {0, bbmm_lo1};
+    const int64_t bbmm_rhi[2] = {nk, bbmm_hi1};
     if (!bbmm_cl_ref(bbmm_B_p, bbmm_B_n, 2, bbmm_rlo, bbmm_rhi, bbmm_tab + bbmm_B_t, bbmm_tab + 10)) bbmm_direct = 0;
   } else {
     bbmm_direct = 0;
@@ -248,8 +254,10 @@ static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
   { cl_long bbmm_v = bbmm_a->ni; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->nj; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   { cl_long bbmm_v = bbmm_a->nk; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  { cl_long bbmm_v = bbmm_a->bbmm_lo; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
-  { cl_long bbmm_v = bbmm_a->bbmm_hi; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_lo0; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_hi0; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_lo1; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
+  { cl_long bbmm_v = bbmm_a->bbmm_hi1; bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_v, &bbmm_v); }
   bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_a->beta, &bbmm_a->beta);
   bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_a->alpha, &bbmm_a->alpha);
   bbmm_cl_arg(bbmm_k, &bbmm_i, sizeof bbmm_tabm, &bbmm_tabm);
@@ -274,64 +282,68 @@ static void bbmm_s0_p0_launch_pieces(const bbmm_launch_info* bbmm_info, void* bb
 }
 
 /* Phase 0: the bytes of the boxes a tile requires. */
-static uint64_t bbmm_s0_p0_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, int64_t bbmm_hi) {
+static uint64_t bbmm_s0_p0_bytes(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo0, int64_t bbmm_hi0, int64_t bbmm_lo1, int64_t bbmm_hi1) {
   const int64_t ni = bbmm_x->ni;
   (void)ni;
   const int64_t nj = bbmm_x->nj;
   (void)nj;
   const int64_t nk = bbmm_x->nk;
   (void)nk;
-  (void)bbmm_lo;
-  (void)bbmm_hi;
+  (void)bbmm_lo0;
+  (void)bbmm_hi0;
+  (void)bbmm_lo1;
+  (void)bbmm_hi1;
   uint64_t bbmm_bytes = 0;
   uint64_t* const bbmm_t = &bbmm_bytes;
   {
-    const int64_t bbmm_blo[2] = {bbmm_lo, 0};
-    const int64_t bbmm_bhi[2] = {bbmm_hi, nj};
+    const int64_t bbmm_blo[2] = {bbmm_lo0, bbmm_lo1};
+    const int64_t bbmm_bhi[2] = {bbmm_hi0, bbmm_hi1};
     bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
   }
   if (nk >= 1) {
-    const int64_t bbmm_blo[2] = {bbmm_lo, 0};
-    const int64_t bbmm_bhi[2] = {bbmm_hi, nk};
+    const int64_t bbmm_blo[2] = {bbmm_lo0, 0};
+    const int64_t bbmm_bhi[2] = {bbmm_hi0, nk};
     bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
   }
   if (nk >= 1) {
-    const int64_t bbmm_blo[2] = {0, 0};
-    const int64_t bbmm_bhi[2] = {nk, nj};
+    const int64_t bbmm_blo[2] = {0, bbmm_lo1};
+    const int64_t bbmm_bhi[2] = {nk, bbmm_hi1};
     bbmm_gen_box_bytes(bbmm_t, sizeof(double), 2, bbmm_blo, bbmm_bhi);
   }
   return bbmm_bytes;
 }
 
 /* One tile of phase 0 on device "bbmm_dev": require, acquire, launch, flow out, release. */
-static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, int64_t bbmm_hi, int bbmm_dev) {
+static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo0, int64_t bbmm_hi0, int64_t bbmm_lo1, int64_t bbmm_hi1, int bbmm_dev) {
   const int64_t ni = bbmm_x->ni;
   (void)ni;
   const int64_t nj = bbmm_x->nj;
   (void)nj;
   const int64_t nk = bbmm_x->nk;
   (void)nk;
-  (void)bbmm_lo;
-  (void)bbmm_hi;
+  (void)bbmm_lo0;
+  (void)bbmm_hi0;
+  (void)bbmm_lo1;
+  (void)bbmm_hi1;
   bbmm_tile* bbmm_t;
   int bbmm_required[3] = {0};
   bbmm_gen_check(bbmm_tile_begin(bbmm_x->rt, bbmm_dev, &bbmm_t), "bbmm_tile_begin");
   /* C: read, written (exact boxes); convex hull */
   {
-    const int64_t bbmm_blo[2] = {bbmm_lo, 0};
-    const int64_t bbmm_bhi[2] = {bbmm_hi, nj};
+    const int64_t bbmm_blo[2] = {bbmm_lo0, bbmm_lo1};
+    const int64_t bbmm_bhi[2] = {bbmm_hi0, bbmm_hi1};
     bbmm_gen_require(bbmm_t, bbmm_x->C, 2, bbmm_blo, bbmm_bhi, BBMM_READ_WRITE, &bbmm_required[0]);
   }
   /* A: read; convex hull */
   if (nk >= 1) {
-    const int64_t bbmm_blo[2] = {bbmm_lo, 0};
-    const int64_t bbmm_bhi[2] = {bbmm_hi, nk};
+    const int64_t bbmm_blo[2] = {bbmm_lo0, 0};
+    const int64_t bbmm_bhi[2] = {bbmm_hi0, nk};
     bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[1]);
   }
   /* B: read; convex hull */
   if (nk >= 1) {
-    const int64_t bbmm_blo[2] = {0, 0};
-    const int64_t bbmm_bhi[2] = {nk, nj};
+    const int64_t bbmm_blo[2] = {0, bbmm_lo1};
+    const int64_t bbmm_bhi[2] = {nk, bbmm_hi1};
     bbmm_gen_require(bbmm_t, bbmm_x->B, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[2]);
   }
   bbmm_gen_check(bbmm_tile_acquire(bbmm_t), "bbmm_tile_acquire");
@@ -351,8 +363,10 @@ static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, i
     bbmm_a->ni = ni;
     bbmm_a->nj = nj;
     bbmm_a->nk = nk;
-    bbmm_a->bbmm_lo = bbmm_lo;
-    bbmm_a->bbmm_hi = bbmm_hi;
+    bbmm_a->bbmm_lo0 = bbmm_lo0;
+    bbmm_a->bbmm_hi0 = bbmm_hi0;
+    bbmm_a->bbmm_lo1 = bbmm_lo1;
+    bbmm_a->bbmm_hi1 = bbmm_hi1;
     bbmm_a->beta = bbmm_x->beta;
     bbmm_a->alpha = bbmm_x->alpha;
     size_t bbmm_off = sizeof(struct bbmm_s0_p0_args);
@@ -380,38 +394,45 @@ static void bbmm_s0_phase0(const struct bbmm_s0_ctx* bbmm_x) {
   bbmm_gen_check(bbmm_phase_boundary(bbmm_x->rt), "bbmm_phase_boundary");
   const int64_t bbmm_from0 = 0, bbmm_to0 = ni;
   if (bbmm_from0 >= bbmm_to0) return;
-  int64_t bbmm_n = (int64_t)bbmm_x->devices * bbmm_x->tiles_per_device;
-  if (bbmm_n > bbmm_to0 - bbmm_from0) bbmm_n = bbmm_to0 - bbmm_from0;
-  if (bbmm_n > bbmm_x->devices) {
-    const int64_t bbmm_n1 = bbmm_min(bbmm_x->devices, bbmm_to0 - bbmm_from0);
-    uint64_t bbmm_big = 0;
-    for (int64_t bbmm_k = 0; bbmm_k < bbmm_n1; ++bbmm_k) {
-      int64_t bbmm_lo, bbmm_hi;
-      bbmm_gen_split(&bbmm_x->w0, bbmm_from0, bbmm_to0, bbmm_n1, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
-      if (bbmm_lo < bbmm_hi) bbmm_big = bbmm_max_u64(bbmm_big, bbmm_s0_p0_bytes(bbmm_x, bbmm_lo, bbmm_hi));
-    }
-    if (bbmm_gen_small_tiles(bbmm_big)) bbmm_n = bbmm_n1;
-  }
+  const int64_t bbmm_from1 = 0, bbmm_to1 = nj;
+  if (bbmm_from1 >= bbmm_to1) return;
+  const int bbmm_d0 = bbmm_x->devices;
+  const int bbmm_d1 = bbmm_x->devices / bbmm_d0;
+  const int64_t bbmm_span0 = bbmm_to0 - bbmm_from0, bbmm_span1 = bbmm_to1 - bbmm_from1;
+  int64_t bbmm_n0 = (int64_t)bbmm_d0 * bbmm_x->tiles_per_device, bbmm_n1 = bbmm_d1;
+  if (bbmm_n0 > bbmm_span0) bbmm_n0 = bbmm_span0;
+  if (bbmm_n1 > bbmm_span1) bbmm_n1 = bbmm_span1;
   while (bbmm_x->capacity > 0) {
     uint64_t bbmm_worst = 0;
-    for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
-      int64_t bbmm_lo, bbmm_hi;
-      bbmm_gen_split(&bbmm_x->w0, bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
-      if (bbmm_lo < bbmm_hi) bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p0_bytes(bbmm_x, bbmm_lo, bbmm_hi));
-    }
+    for (int64_t bbmm_k0 = 0; bbmm_k0 < bbmm_n0; ++bbmm_k0)
+      for (int64_t bbmm_k1 = 0; bbmm_k1 < bbmm_n1; ++bbmm_k1) {
+        int64_t bbmm_lo0, bbmm_hi0;
+        bbmm_gen_split(&bbmm_x->w0, bbmm_from0, bbmm_to0, bbmm_n0, bbmm_d0, bbmm_k0, &bbmm_lo0, &bbmm_hi0);
+        const int64_t bbmm_lo1 = bbmm_from1 + bbmm_span1 * bbmm_k1 / bbmm_n1;
+        const int64_t bbmm_hi1 = bbmm_from1 + bbmm_span1 * (bbmm_k1 + 1) / bbmm_n1;
+        if (bbmm_lo0 >= bbmm_hi0) continue;
+        bbmm_worst = bbmm_max_u64(bbmm_worst, bbmm_s0_p0_bytes(bbmm_x, bbmm_lo0, bbmm_hi0, bbmm_lo1, bbmm_hi1));
+      }
     if (bbmm_worst <= bbmm_x->capacity / 2) break;
-    if (bbmm_n >= bbmm_to0 - bbmm_from0) {
-      bbmm_gen_tile_too_large("phase 0 of scop 0 in kernel_gemm", bbmm_worst, bbmm_x->capacity, 1);
+    if (bbmm_n0 >= bbmm_span0 && bbmm_n1 >= bbmm_span1) {
+      bbmm_gen_tile_too_large("phase 0 of scop 0 in kernel_gemm", bbmm_worst, bbmm_x->capacity, 2);
       break;
     }
-    bbmm_n = bbmm_min(2 * bbmm_n, bbmm_to0 - bbmm_from0);
+    if (bbmm_n1 >= bbmm_span1 || (bbmm_n0 < bbmm_span0 && bbmm_span0 / bbmm_n0 >= bbmm_span1 / bbmm_n1))
+      bbmm_n0 = bbmm_min(2 * bbmm_n0, bbmm_span0);
+    else
+      bbmm_n1 = bbmm_min(2 * bbmm_n1, bbmm_span1);
   }
-  for (int64_t bbmm_k = 0; bbmm_k < bbmm_n; ++bbmm_k) {
-    int64_t bbmm_lo, bbmm_hi;
-    bbmm_gen_split(&bbmm_x->w0, bbmm_from0, bbmm_to0, bbmm_n, bbmm_x->devices, bbmm_k, &bbmm_lo, &bbmm_hi);
-    if (bbmm_lo >= bbmm_hi) continue;
-    bbmm_s0_p0_tile(bbmm_x, bbmm_lo, bbmm_hi, (int)(bbmm_k * bbmm_x->devices / bbmm_n));
-  }
+  for (int64_t bbmm_k0 = 0; bbmm_k0 < bbmm_n0; ++bbmm_k0)
+    for (int64_t bbmm_k1 = 0; bbmm_k1 < bbmm_n1; ++bbmm_k1) {
+      int64_t bbmm_lo0, bbmm_hi0;
+      bbmm_gen_split(&bbmm_x->w0, bbmm_from0, bbmm_to0, bbmm_n0, bbmm_d0, bbmm_k0, &bbmm_lo0, &bbmm_hi0);
+      const int64_t bbmm_lo1 = bbmm_from1 + bbmm_span1 * bbmm_k1 / bbmm_n1;
+      const int64_t bbmm_hi1 = bbmm_from1 + bbmm_span1 * (bbmm_k1 + 1) / bbmm_n1;
+      if (bbmm_lo0 >= bbmm_hi0) continue;
+      const int bbmm_dev = (int)((bbmm_k0 * bbmm_d0 / bbmm_n0) * bbmm_d1 + bbmm_k1 * bbmm_d1 / bbmm_n1);
+      bbmm_s0_p0_tile(bbmm_x, bbmm_lo0, bbmm_hi0, bbmm_lo1, bbmm_hi1, bbmm_dev);
+    }
 }
 
 void kernel_gemm(int ni, int nj, int nk, double alpha, double beta, double C[ni][nj],
@@ -447,32 +468,6 @@ void kernel_gemm(int ni, int nj, int nk, double alpha, double beta, double C[ni]
     }
     /* Partition 0 splits its range at equal shares of the work. */
     bbmm_gen_weights_init(&bbmm_ctx.w0, 0, ni, 1, 0, bbmm_s0_part0_work, &bbmm_ctx);
-    /* Allocation hints of partition 0: each device's hull of the boxes its tiles require, over all iterations. */
-    if (bbmm_gen_reserve_enabled()) {
-      const int64_t bbmm_from = 0, bbmm_to = ni;
-      for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {
-        int64_t bbmm_lo, bbmm_hi;
-        bbmm_gen_split(&bbmm_ctx.w0, bbmm_from, bbmm_to, bbmm_ctx.devices, bbmm_ctx.devices, bbmm_d, &bbmm_lo, &bbmm_hi);
-        if (bbmm_lo >= bbmm_hi) continue;
-        const int bbmm_h0_ok = ni >= 1 && nj >= 1 && ni >= bbmm_lo + 1 && bbmm_hi >= 1;
-        const int64_t bbmm_h0_lo[2] = {bbmm_lo <= -1 && bbmm_hi >= 1 ? 0 : bbmm_lo, 0};
-        const int64_t bbmm_h0_hi[2] = {ni >= bbmm_lo + 1 && bbmm_hi >= ni + 1 ? ni : bbmm_hi, nj};
-        const int bbmm_h1_ok = ni >= 1 && nj >= 1 && nk >= 1 && ni >= bbmm_lo + 1 && bbmm_hi >= 1;
-        const int64_t bbmm_h1_lo[2] = {bbmm_lo <= -1 && bbmm_hi >= 1 ? 0 : bbmm_lo, 0};
-        const int64_t bbmm_h1_hi[2] = {ni >= bbmm_lo + 1 && bbmm_hi >= ni + 1 ? ni : bbmm_hi, nk};
-        const int bbmm_h2_ok = ni >= 1 && nj >= 1 && nk >= 1 && ni >= bbmm_lo + 1 && bbmm_hi >= 1;
-        const int64_t bbmm_h2_lo[2] = {0, 0};
-        const int64_t bbmm_h2_hi[2] = {nk, nj};
-        uint64_t bbmm_bytes = 0;
-        if (bbmm_h0_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h0_lo, bbmm_h0_hi);
-        if (bbmm_h1_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h1_lo, bbmm_h1_hi);
-        if (bbmm_h2_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h2_lo, bbmm_h2_hi);
-        if (bbmm_bytes > bbmm_device_memory(bbmm_ctx.rt, bbmm_d) / 2) continue;
-        if (bbmm_h0_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.C, 2, bbmm_h0_lo, bbmm_h0_hi);
-        if (bbmm_h1_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.A, 2, bbmm_h1_lo, bbmm_h1_hi);
-        if (bbmm_h2_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.B, 2, bbmm_h2_lo, bbmm_h2_hi);
-      }
-    }
     if (ni >= 1 && nj >= 1)
       bbmm_s0_phase0(&bbmm_ctx);
     /* The host copies become current (the write-backs of all arrays start before any
