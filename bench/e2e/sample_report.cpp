@@ -34,7 +34,9 @@
 // the same bbmm_gen_split of bbmm/generated_support.h over the statement instances of each
 // iteration, counted here by isl; BBMM_SPLIT_BY=iterations turns it off as in the
 // programs), else of equal iterations; a phase without a parallel loop runs on device 0.
-// 2-D partitions are not reported.
+// A 2-D partition that --partition=auto chose (rows_first) runs, with no capacity, as the
+// 1-D split of its first loop (one tile along the second) and is placed as that; a device
+// grid (--partition=2d) is not reported.
 //
 //   build/bench/e2e/bbmm_sample_report [--devices 4] [--markdown FILE] [SAMPLE...]
 //   build/bench/e2e/bbmm_sample_report --ranks 3 --devices 1 [--max-rank-error 0.01]
@@ -144,7 +146,11 @@ class Placement {
     split_depth_.assign(s.statements.size(), -1);
     ranges_.assign(s.statements.size(), {});
     for (const Partition& part : bx.partitions) {
-      if (part.dims.size() > 1) throw std::runtime_error("2-D partitions are not reported");
+      // A 2-D partition of --partition=auto (rows_first) runs, with no capacity, as the 1-D
+      // split of its first loop (one tile along the second): placed as that. A device grid
+      // (--partition=2d) is not reported.
+      if (part.dims.size() > 1 && !part.rows_first)
+        throw std::runtime_error("2-D partitions split as a device grid (--partition=2d) are not reported");
       if (part.dims.empty()) continue;
       // The whole range: every value of the split loops over the partition's phases.
       isl::set vals;
