@@ -604,7 +604,8 @@ ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
       loops[p] = auto_partition_loops(scop, p, out.params, notes[p]);
       rows_first[p] = loops[p].size() == 2;
       // A 2-D split whose writes are not boxes falls back to the 1-D one.
-      if (rows_first[p] && !odd_writes(p, loops[p]).empty()) {
+      if (rows_first[p]) {
+        if (odd_writes(p, loops[p]).empty()) continue;
         loops[p].pop_back();
         notes[p].clear();
         rows_first[p] = false;

@@ -214,7 +214,9 @@ std::vector<std::vector<int>> auto_partition_loops(const Scop& scop, int p,
   if (whole1.empty()) return one;
   const std::set<int> whole2 = arrays_accessed_whole(scop, p, two, params);
   for (int a : whole1) {
-    if (whole2.count(a)) continue;
+    // A vector read whole (gemver's v1[j]) is no larger than a row: only an array of rank 2
+    // or more makes a tile one iteration wide grow faster than its rows.
+    if (whole2.count(a) || scop.arrays[a].extents.size() < 2) continue;
     const std::string outer = scop.loops[one[0][0]].iterator;
     why = "2-D (--partition=auto): a tile one iteration of " + outer + " wide accesses all of " +
           scop.arrays[a].c_name + "; a block of the 2-D split accesses a part";

@@ -81,9 +81,10 @@ std::vector<std::string> serial_names(const Scop& scop, const Phase& phase);
 std::vector<std::vector<int>> partition_loops(const Scop& scop, int p, bool two_d, std::string& note);
 
 // --partition=auto for phase "p": the 2-D loops of partition_loops when the phase has no
-// serial loop and some array is accessed whole by a tile of the 1-D split one iteration
-// wide but not by a tile of the 2-D split one iteration wide along both (gemm's B: every
-// row of C reads all of B; a block of C reads a block of columns of B), at the parameter
+// serial loop and some array of rank 2 or more is accessed whole by a tile of the 1-D split
+// one iteration wide but not by a tile of the 2-D split one iteration wide along both
+// (gemm's B: every row of C reads all of B; a block of C reads a block of columns of B; a
+// vector read whole, gemver's v1, is no larger than a row and does not count), at the parameter
 // values "params" (a parameter not in it: 32); else the 1-D loops. "why" says which array
 // made the split 2-D (empty when 1-D).
 std::vector<std::vector<int>> auto_partition_loops(const Scop& scop, int p,
