@@ -88,13 +88,6 @@ std::vector<int> candidates(const Scop& scop, const Phase& ph, int s) {
   return r;
 }
 
-int position(const Statement& st, int loop) {
-  for (size_t k = 0; k < st.loops.size(); ++k) {
-    if (st.loops[k] == loop) return static_cast<int>(k);
-  }
-  return -1;
-}
-
 }  // namespace
 
 std::string grid_param(int d) { return "bbmm_g" + std::to_string(d); }
@@ -177,7 +170,7 @@ ThreadMapping map_threads(const Scop& scop, const ScopBoxes& boxes, int phase,
     for (size_t i = 0; i < ph.statements.size(); ++i) {
       const int s = ph.statements[i];
       const Statement& st = scop.statements[s];
-      const int pos = position(st, m.loops[i][d]);
+      const int pos = split_dim(st, {m.loops[i][d]});
       const int depth = static_cast<int>(st.iterators.size());
       isl_set* x = tile_domain(scop, boxes, phase, sig, s).release();
       x = isl_set_project_out(x, isl_dim_set, pos + 1, depth - pos - 1);

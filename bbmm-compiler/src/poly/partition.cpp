@@ -150,7 +150,7 @@ namespace {
 
 // The arrays in memory that some tile of phase "p", one iteration wide along every
 // dimension that "loops" split, accesses whole (every element that any such tile
-// accesses), with the scop parameters fixed to "params" (32 when absent).
+// accesses), with the scop parameters fixed to "params" (a value for each).
 std::set<int> arrays_accessed_whole(const Scop& scop, int p, const std::vector<std::vector<int>>& loops,
                                     const std::map<std::string, int64_t>& params) {
   const TileFrame f = make_frame(scop, p, loops);
@@ -168,24 +168,20 @@ std::set<int> arrays_accessed_whole(const Scop& scop, int p, const std::vector<s
   }
   std::set<int> whole;
   for (auto& [array, img] : image) {
-    isl_set* x = img.copy();
+    isl::set s = img;
     for (const std::string& n : scop.params) {
-      auto it = params.find(n);
-      const int pos = isl_set_find_dim_by_name(x, isl_dim_param, n.c_str());
-      if (pos >= 0) x = isl_set_fix_si(x, isl_dim_param, pos, it == params.end() ? 32 : it->second);
+      const int pos = isl_set_find_dim_by_name(s.get(), isl_dim_param, n.c_str());
+      if (pos >= 0) s = isl::manage(isl_set_fix_si(s.release(), isl_dim_param, pos, params.at(n)));
     }
     // hi = lo + 1 per dimension; then the map lo... -> elements.
     for (size_t k = 0; k < f.lo_params.size(); ++k) {
-      isl_space* sp = isl_set_get_space(x);
-      isl_constraint* c = isl_constraint_alloc_equality(isl_local_space_from_space(isl_space_copy(sp)));
-      c = isl_constraint_set_coefficient_si(c, isl_dim_param, isl_space_find_dim_by_name(sp, isl_dim_param, f.hi_params[k].c_str()), 1);
-      c = isl_constraint_set_coefficient_si(c, isl_dim_param, isl_space_find_dim_by_name(sp, isl_dim_param, f.lo_params[k].c_str()), -1);
-      c = isl_constraint_set_constant_si(c, -1);
-      isl_space_free(sp);
-      x = isl_set_add_constraint(x, c);
-      x = isl_set_project_out(x, isl_dim_param, isl_set_find_dim_by_name(x, isl_dim_param, f.hi_params[k].c_str()), 1);
+      const std::string& lo = f.lo_params[k];
+      const std::string& hi = f.hi_params[k];
+      s = add_ineq(add_ineq(s, {}, {{hi, 1}, {lo, -1}}, -1), {}, {{hi, -1}, {lo, 1}}, 1);
+      const int pos = isl_set_find_dim_by_name(s.get(), isl_dim_param, hi.c_str());
+      s = isl::manage(isl_set_project_out(s.release(), isl_dim_param, pos, 1));
     }
-    isl_map* m = isl_map_from_range(x);
+    isl_map* m = isl_map_from_range(s.release());
     for (size_t k = 0; k < f.lo_params.size(); ++k) {
       const int pos = isl_map_find_dim_by_name(m, isl_dim_param, f.lo_params[k].c_str());
       m = isl_map_move_dims(m, isl_dim_in, k, isl_dim_param, pos, 1);

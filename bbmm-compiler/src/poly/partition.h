@@ -85,8 +85,8 @@ std::vector<std::vector<int>> partition_loops(const Scop& scop, int p, bool two_
 // one iteration wide but not by a tile of the 2-D split one iteration wide along both
 // (gemm's B: every row of C reads all of B; a block of C reads a block of columns of B; a
 // vector read whole, gemver's v1, is no larger than a row and does not count), at the parameter
-// values "params" (a parameter not in it: 32); else the 1-D loops. "why" says which array
-// made the split 2-D (empty when 1-D).
+// values "params" (a value for every scop parameter: BoxOptions' report values); else the
+// 1-D loops. "why" says which array made the split 2-D (empty when 1-D).
 std::vector<std::vector<int>> auto_partition_loops(const Scop& scop, int p,
                                                    const std::map<std::string, int64_t>& params,
                                                    std::string& why);

@@ -6,25 +6,11 @@
 #include <algorithm>
 #include <string>
 
+#include "codegen/c_printer.h"
 #include "poly/isl_util.h"
+#include "poly/partition.h"
 
 namespace bbmm::compiler {
-namespace {
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string r;
-  for (size_t i = 0; i < v.size(); ++i) r += (i ? sep : "") + v[i];
-  return r;
-}
-
-int position(const Statement& st, int loop) {
-  for (size_t k = 0; k < st.loops.size(); ++k) {
-    if (st.loops[k] == loop) return static_cast<int>(k);
-  }
-  return -1;
-}
-
-}  // namespace
 
 bool dependences_within(const Scop& scop, const Phase& ph, const std::vector<std::vector<int>>& chosen) {
   const int ns = static_cast<int>(ph.serial_loops.size());
@@ -40,7 +26,7 @@ bool dependences_within(const Scop& scop, const Phase& ph, const std::vector<std
     std::vector<std::string> dims, out;
     for (size_t d = 0; d < st.iterators.size(); ++d) dims.push_back("d" + std::to_string(d));
     for (int d = 0; d < ns; ++d) out.push_back(dims[d]);
-    for (int loop : chosen[i]) out.push_back(dims[position(st, loop)]);
+    for (int loop : chosen[i]) out.push_back(dims[split_dim(st, {loop})]);
     g = g.unite(isl::union_map(isl::map(
         ctx, params + " -> { " + st.name + "[" + join(dims, ", ") + "] -> [" + join(out, ", ") +
                  "] }")));
