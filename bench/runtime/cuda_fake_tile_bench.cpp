@@ -19,7 +19,13 @@
 #include <cstdlib>
 #include <vector>
 
+#include <cuda_runtime.h>
+
 #include "bbmm/bbmm.h"
+
+// The fake CUDA runtime's hooks (test/runtime/cuda_fake_runtime.cpp).
+extern "C" void fake_cuda_set_host_fn_delay_us(int us);
+extern "C" uint64_t fake_cuda_event_queries_on_this_thread();
 
 namespace {
 
@@ -28,9 +34,16 @@ constexpr int kTilesPerDevice = 2;
 
 struct KernelArgs {
   int64_t lo, hi;
+  bool lag;
   unsigned char pieces[2 * 96];  // the size of what bbmmc passes
 };
-void kernel(const bbmm_launch_info*, void*) {}
+void noop(void*) {}
+// With a lag, the kernel is a host function that sleeps on the tile's stream.
+void kernel(const bbmm_launch_info* info, void* args) {
+  if (static_cast<const KernelArgs*>(args)->lag) {
+    (void)cudaLaunchHostFunc(static_cast<cudaStream_t>(info->queue), noop, nullptr);
+  }
+}
 
 void check(bbmm_status s, const char* what) {
   if (s != BBMM_OK) {
@@ -41,6 +54,8 @@ void check(bbmm_status s, const char* what) {
 
 void Step(benchmark::State& state) {
   const int devices = static_cast<int>(state.range(0));
+  const int lag_us = static_cast<int>(state.range(1));
+  fake_cuda_set_host_fn_delay_us(lag_us);
   std::vector<double> a(kN, 1.0), b(kN, 0.0);
   bbmm_options o;
   check(bbmm_options_init(&o), "options");
@@ -71,7 +86,7 @@ void Step(benchmark::State& state) {
       check(bbmm_tile_acquire(tile), "acquire");
       bbmm_view v;
       check(bbmm_tile_view(tile, in, &v), "view");
-      KernelArgs args{lo, hi, {}};
+      KernelArgs args{lo, hi, lag_us > 0, {}};
       check(bbmm_tile_launch(tile, kernel, &args, sizeof args), "launch");
       const int64_t l0[1] = {lo}, l1[1] = {lo + 1}, h0[1] = {hi - 1}, h1[1] = {hi};
       if (lo > 0) check(bbmm_tile_flow_out(tile, out, l0, l1), "flow_out");
@@ -82,6 +97,7 @@ void Step(benchmark::State& state) {
   for (int k = 0; k < 200; ++k) one_step();  // places the boxes, warms the pools
   check(bbmm_synchronize(rt), "synchronize");
   int64_t steps = 0;
+  const uint64_t queries0 = fake_cuda_event_queries_on_this_thread();
   for (auto _ : state) {
     one_step();
     // Bound how far the calling thread runs ahead of the fake devices.
@@ -91,14 +107,21 @@ void Step(benchmark::State& state) {
       state.ResumeTiming();
     }
   }
+  const uint64_t queries = fake_cuda_event_queries_on_this_thread() - queries0;
   check(bbmm_synchronize(rt), "synchronize");
+  fake_cuda_set_host_fn_delay_us(0);
   state.SetItemsProcessed(state.iterations() * tiles);  // items: tiles
   state.counters["tiles/step"] = tiles;
+  state.counters["queries/tile"] =
+      static_cast<double>(queries) / static_cast<double>(state.iterations() * tiles);
   check(bbmm_array_unregister(rt, arr[0]), "unregister");
   check(bbmm_array_unregister(rt, arr[1]), "unregister");
   check(bbmm_runtime_destroy(rt), "destroy");
 }
-BENCHMARK(Step)->Arg(1)->Arg(2)->ArgName("gpus")->Unit(benchmark::kMicrosecond);
+BENCHMARK(Step)
+    ->ArgsProduct({{1, 2}, {0, 100}})
+    ->ArgNames({"gpus", "lag_us"})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -65,8 +65,15 @@ class Box {
   const int64_t* lo_data() const { return lo_; }
   const int64_t* hi_data() const { return hi_; }
 
-  // True when the box holds no point.
-  bool empty() const;
+  // True when the box holds no point. Inline (as overlaps, is_subset,
+  // intersection and ==): the runtime's tile path calls them many times per tile.
+  bool empty() const {
+    if (rank_ == 0) return true;
+    for (int d = 0; d < rank_; ++d) {
+      if (hi_[d] <= lo_[d]) return true;
+    }
+    return false;
+  }
   // Number of points; 0 when empty. Saturates at INT64_MAX on overflow.
   int64_t volume() const;
   // True when `point` (of the box's rank) lies in the box; false for a point
@@ -78,7 +85,15 @@ class Box {
 
   // Set equality: all empty boxes of one rank are equal; boxes of different
   // ranks are never equal.
-  friend bool operator==(const Box& a, const Box& b);
+  friend bool operator==(const Box& a, const Box& b) {
+    if (a.rank_ != b.rank_) return false;
+    const bool ea = a.empty(), eb = b.empty();
+    if (ea || eb) return ea && eb;
+    for (int d = 0; d < a.rank_; ++d) {
+      if (a.lo_[d] != b.lo_[d] || a.hi_[d] != b.hi_[d]) return false;
+    }
+    return true;
+  }
 
   // "[0,4)x[2,5)"; an empty box prints its bounds too.
   std::string to_string() const;
@@ -93,8 +108,22 @@ class Box {
 // Binary operations. Each fails with kInvalidArgument naming both boxes when
 // their ranks differ.
 
+namespace detail {
+// The kInvalidArgument status of binary operation `op` on boxes of different ranks.
+absl::Status box_rank_mismatch(const char* op, const Box& a, const Box& b);
+}  // namespace detail
+
 // The points in both `a` and `b` (possibly empty).
-absl::StatusOr<Box> intersection(const Box& a, const Box& b);
+inline absl::StatusOr<Box> intersection(const Box& a, const Box& b) {
+  if (a.rank() != b.rank()) return detail::box_rank_mismatch("intersection", a, b);
+  int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
+  for (int d = 0; d < a.rank(); ++d) {
+    lo[d] = a.lo(d) > b.lo(d) ? a.lo(d) : b.lo(d);
+    const int64_t h = a.hi(d) < b.hi(d) ? a.hi(d) : b.hi(d);
+    hi[d] = h > lo[d] ? h : lo[d];
+  }
+  return Box::make_unchecked(a.rank(), lo, hi);
+}
 // The points of `a` not in `b`, as at most 2*rank pairwise-disjoint nonempty
 // boxes (slabs peeled off dimension by dimension).
 absl::StatusOr<BoxSet> subtract(const Box& a, const Box& b);
@@ -105,8 +134,60 @@ absl::StatusOr<BoxSet> simple_union(const Box& a, const Box& b);
 
 // True when every point of `a` is in `b` (an empty `a` is a subset of any box
 // of its rank). False for different ranks.
-bool is_subset(const Box& a, const Box& b);
+inline bool is_subset(const Box& a, const Box& b) {
+  if (a.rank() != b.rank() || a.rank() == 0) return false;
+  if (a.empty()) return true;
+  for (int d = 0; d < a.rank(); ++d) {
+    if (a.lo(d) < b.lo(d) || a.hi(d) > b.hi(d)) return false;
+  }
+  return true;
+}
 // True when `a` and `b` share a point. False for different ranks.
-bool overlaps(const Box& a, const Box& b);
+inline bool overlaps(const Box& a, const Box& b) {
+  if (a.rank() != b.rank() || a.rank() == 0) return false;
+  for (int d = 0; d < a.rank(); ++d) {
+    const int64_t lo = a.lo(d) > b.lo(d) ? a.lo(d) : b.lo(d);
+    const int64_t hi = a.hi(d) < b.hi(d) ? a.hi(d) : b.hi(d);
+    if (lo >= hi) return false;
+  }
+  return true;
+}
+
+// The pieces of subtract(a, b), in its order, passed to `f(const Box&)` one at a time
+// without building a set (the runtime's directory splits regions this way on
+// every tile). Requires equal ranks; nothing when `a` is empty; `a` itself
+// when the boxes do not overlap.
+template <typename F>
+void for_each_difference_piece(const Box& a, const Box& b, F&& f) {
+  if (a.empty()) return;
+  if (!overlaps(a, b)) {
+    f(a);
+    return;
+  }
+  // Peel off the slabs of `a` below and above `b` in each dimension in turn,
+  // shrinking the remainder to the overlap in that dimension.
+  const int r = a.rank();
+  int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
+  for (int d = 0; d < r; ++d) {
+    lo[d] = a.lo(d);
+    hi[d] = a.hi(d);
+  }
+  for (int d = 0; d < r; ++d) {
+    if (lo[d] < b.lo(d)) {
+      const int64_t saved = hi[d];
+      hi[d] = b.lo(d);
+      f(Box::make_unchecked(r, lo, hi));
+      hi[d] = saved;
+      lo[d] = b.lo(d);
+    }
+    if (hi[d] > b.hi(d)) {
+      const int64_t saved = lo[d];
+      lo[d] = b.hi(d);
+      f(Box::make_unchecked(r, lo, hi));
+      lo[d] = saved;
+      hi[d] = b.hi(d);
+    }
+  }
+}
 
 }  // namespace bbmm

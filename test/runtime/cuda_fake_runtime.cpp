@@ -121,6 +121,8 @@ thread_local uint64_t tls_pool_growths = 0;
 thread_local uint64_t tls_pointer_queries = 0;
 // cudaEventCreateWithFlags and cudaEventRecord calls made by the calling thread.
 thread_local uint64_t tls_event_calls = 0;
+// cudaEventQuery calls made by the calling thread.
+thread_local uint64_t tls_event_queries = 0;
 std::atomic<int> copy_delay_us{0};     // fake_cuda_set_copy_delay_us
 std::atomic<uint64_t> host_fn_calls{0};  // fake_cuda_host_fn_calls
 std::atomic<int> host_fn_delay_us{0};  // fake_cuda_set_host_fn_delay_us
@@ -251,6 +253,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
   return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) {
+  ++tls_event_queries;
   std::shared_ptr<Recording> rec;
   {
     std::lock_guard<std::mutex> l(e->mu);
@@ -502,6 +505,8 @@ uint64_t fake_cuda_pool_growths_on_this_thread() { return tls_pool_growths; }
 uint64_t fake_cuda_pointer_queries_on_this_thread() { return tls_pointer_queries; }
 // Test hook: the events the calling thread created or recorded.
 uint64_t fake_cuda_event_calls_on_this_thread() { return tls_event_calls; }
+// cudaEventQuery calls made by the calling thread (each one a driver call on a GPU).
+uint64_t fake_cuda_event_queries_on_this_thread() { return tls_event_queries; }
 cudaError_t cudaMemPoolSetAccess(cudaMemPool_t, const cudaMemAccessDesc*, size_t) { return cudaSuccess; }
 cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
   std::lock_guard<std::mutex> l(pool->mu);

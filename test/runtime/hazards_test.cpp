@@ -25,16 +25,22 @@ namespace {
 
 // An operation on queue `queue`, the `seq`-th there; complete once the queue's
 // completed count passes it (queues complete in order).
+// `queries`, when given, counts the calls of query() (on a GPU, each a driver call).
 class FakeEvent final : public EventState {
  public:
-  FakeEvent(const int* completed, const void* queue, uint64_t seq) : completed_(completed) {
+  FakeEvent(const int* completed, const void* queue, uint64_t seq, int* queries = nullptr)
+      : completed_(completed), queries_(queries) {
     set_queue(queue, seq);
   }
-  bool query() const override { return static_cast<uint64_t>(*completed_) >= sequence(); }
+  bool query() const override {
+    if (queries_ != nullptr) ++*queries_;
+    return static_cast<uint64_t>(*completed_) >= sequence();
+  }
   absl::Status wait() const override { return absl::OkStatus(); }
 
  private:
   const int* completed_;
+  int* queries_;
 };
 
 struct Op {
@@ -100,6 +106,41 @@ TEST(Hazards, BeforeCoversEveryUnfinishedOperationAPlainListWaitsFor) {
     EXPECT_LE(h.size(), 2 * Hazards::kMaxInFlight + 2 * kQueues)
         << "seed " << seed << ": the in-flight list was not kept short";
   }
+}
+
+// The calling thread runs ahead of the devices: a long list of operations in
+// flight on two queues, part of one queue complete. Pruning asks a few events
+// per queue (the latest, then a bisection), not every entry, and drops exactly
+// the completed ones.
+TEST(Hazards, PruneAsksAFewEventsPerQueueNotEveryEntry) {
+  int completed[2] = {0, 0};
+  int queries = 0;
+  Hazards h;
+  std::vector<Event> events;
+  // Reads of disjoint boxes (none stands for another), alternating queues.
+  const int kOps = 31;
+  for (int k = 0; k < kOps; ++k) {
+    const int q = k % 2;
+    Event e(std::make_shared<FakeEvent>(&completed[q], &completed[q], k / 2 + 1, &queries));
+    events.push_back(e);
+    h.after(*Box::create({k, 0}, {k + 1, 4}), /*write=*/false, e);
+  }
+  ASSERT_EQ(h.size(), static_cast<size_t>(kOps));
+  ASSERT_EQ(queries, 0);
+  completed[0] = 5;  // queue 0: its first 5 operations (of 16) are complete
+  // The 32nd entry triggers the prune.
+  Event last(std::make_shared<FakeEvent>(&completed[1], &completed[1], 16, &queries));
+  h.after(*Box::create({kOps, 0}, {kOps + 1, 4}), /*write=*/false, last);
+  // Per queue: the latest, then at most log2(16) + 1 more.
+  EXPECT_LE(queries, 2 * (1 + 5));
+  EXPECT_GT(queries, 0);
+  EXPECT_EQ(h.size(), static_cast<size_t>(kOps + 1 - 5));
+  // What is left: every operation but the completed ones.
+  std::vector<Event> waits;
+  h.before(*Box::create({0, 0}, {kOps + 1, 4}), /*write=*/true, waits);
+  // One event per queue stands for its queue's operations (the latest).
+  ASSERT_EQ(waits.size(), 2u);
+  for (const Event& w : waits) EXPECT_EQ(w.state()->sequence(), 16u);
 }
 
 }  // namespace

@@ -7,15 +7,15 @@
 #include "bbmm/box_set.h"
 
 namespace bbmm {
-namespace {
+namespace detail {
 
-absl::Status rank_mismatch(const char* op, const Box& a, const Box& b) {
+absl::Status box_rank_mismatch(const char* op, const Box& a, const Box& b) {
   return absl::InvalidArgumentError(absl::StrCat(op, ": rank mismatch between box ", a.to_string(),
                                                  " (rank ", a.rank(), ") and box ", b.to_string(),
                                                  " (rank ", b.rank(), ")"));
 }
 
-}  // namespace
+}  // namespace detail
 
 absl::StatusOr<Box> Box::create(std::span<const int64_t> lo, std::span<const int64_t> hi) {
   if (lo.size() != hi.size()) {
@@ -47,13 +47,6 @@ absl::StatusOr<Box> Box::from_extents(std::span<const int64_t> extents) {
   return create(std::span<const int64_t>(zeros, extents.size()), extents);
 }
 
-bool Box::empty() const {
-  if (rank_ == 0) return true;
-  for (int d = 0; d < rank_; ++d) {
-    if (hi_[d] <= lo_[d]) return true;
-  }
-  return false;
-}
 
 int64_t Box::volume() const {
   if (empty()) return 0;
@@ -79,15 +72,6 @@ bool Box::contains(std::span<const int64_t> point) const {
   return true;
 }
 
-bool operator==(const Box& a, const Box& b) {
-  if (a.rank_ != b.rank_) return false;
-  const bool ea = a.empty(), eb = b.empty();
-  if (ea || eb) return ea && eb;
-  for (int d = 0; d < a.rank_; ++d) {
-    if (a.lo_[d] != b.lo_[d] || a.hi_[d] != b.hi_[d]) return false;
-  }
-  return true;
-}
 
 std::string Box::to_string() const {
   if (rank_ == 0) return "[]";
@@ -99,50 +83,16 @@ std::string Box::to_string() const {
   return s;
 }
 
-absl::StatusOr<Box> intersection(const Box& a, const Box& b) {
-  if (a.rank() != b.rank()) return rank_mismatch("intersection", a, b);
-  int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
-  for (int d = 0; d < a.rank(); ++d) {
-    lo[d] = std::max(a.lo(d), b.lo(d));
-    hi[d] = std::max(lo[d], std::min(a.hi(d), b.hi(d)));
-  }
-  return Box::make_unchecked(a.rank(), lo, hi);
-}
 
 absl::StatusOr<BoxSet> subtract(const Box& a, const Box& b) {
-  if (a.rank() != b.rank()) return rank_mismatch("subtract", a, b);
+  if (a.rank() != b.rank()) return detail::box_rank_mismatch("subtract", a, b);
   BoxSet out(a.rank());
-  if (a.empty()) return out;
-  if (!overlaps(a, b)) {
-    out.append_unchecked(a);
-    return out;
-  }
-  // Peel off the slabs of `a` below and above `b` in each dimension in turn,
-  // shrinking the remainder to the overlap in that dimension.
-  int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
-  std::copy_n(a.lo_data(), a.rank(), lo);
-  std::copy_n(a.hi_data(), a.rank(), hi);
-  for (int d = 0; d < a.rank(); ++d) {
-    if (lo[d] < b.lo(d)) {
-      const int64_t saved = hi[d];
-      hi[d] = b.lo(d);
-      out.append_unchecked(Box::make_unchecked(a.rank(), lo, hi));
-      hi[d] = saved;
-      lo[d] = b.lo(d);
-    }
-    if (hi[d] > b.hi(d)) {
-      const int64_t saved = lo[d];
-      lo[d] = b.hi(d);
-      out.append_unchecked(Box::make_unchecked(a.rank(), lo, hi));
-      lo[d] = saved;
-      hi[d] = b.hi(d);
-    }
-  }
+  for_each_difference_piece(a, b, [&](const Box& piece) { out.append_unchecked(piece); });
   return out;
 }
 
 absl::StatusOr<Box> convex_union(const Box& a, const Box& b) {
-  if (a.rank() != b.rank()) return rank_mismatch("convex_union", a, b);
+  if (a.rank() != b.rank()) return detail::box_rank_mismatch("convex_union", a, b);
   if (a.empty()) return b;
   if (b.empty()) return a;
   int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
@@ -154,7 +104,7 @@ absl::StatusOr<Box> convex_union(const Box& a, const Box& b) {
 }
 
 absl::StatusOr<BoxSet> simple_union(const Box& a, const Box& b) {
-  if (a.rank() != b.rank()) return rank_mismatch("simple_union", a, b);
+  if (a.rank() != b.rank()) return detail::box_rank_mismatch("simple_union", a, b);
   absl::StatusOr<BoxSet> rest = subtract(b, a);
   if (!rest.ok()) return rest.status();
   BoxSet out(a.rank());
@@ -163,21 +113,6 @@ absl::StatusOr<BoxSet> simple_union(const Box& a, const Box& b) {
   return out;
 }
 
-bool is_subset(const Box& a, const Box& b) {
-  if (a.rank() != b.rank() || a.rank() == 0) return false;
-  if (a.empty()) return true;
-  for (int d = 0; d < a.rank(); ++d) {
-    if (a.lo(d) < b.lo(d) || a.hi(d) > b.hi(d)) return false;
-  }
-  return true;
-}
 
-bool overlaps(const Box& a, const Box& b) {
-  if (a.rank() != b.rank() || a.rank() == 0) return false;
-  for (int d = 0; d < a.rank(); ++d) {
-    if (std::max(a.lo(d), b.lo(d)) >= std::min(a.hi(d), b.hi(d))) return false;
-  }
-  return true;
-}
 
 }  // namespace bbmm

@@ -1,12 +1,17 @@
 #include "core/coherency.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "bbmm/box_set.h"
+#include "core/slow_calls.h"
 
 namespace bbmm::detail {
 
 absl::Status Coherency::flush_and_apply() {
+  std::optional<SlowScope> slow(std::in_place, "coherency: queueing copies (hazards, backend)");
   absl::Status s = planner_.flush();
+  slow.emplace("coherency: directory updates after queueing copies");
   if (s.ok()) {
     for (const Update& u : updates_) u.array->directory.add(u.box, u.bits);
   }
@@ -119,6 +124,7 @@ absl::Status Coherency::save_sole_copies(Instance& inst) {
 }
 
 absl::Status Coherency::flow_out(Array& a, int device, const Box& box, bool to_host) {
+  std::optional<SlowScope> slow(std::in_place, "flow_out: finding the copies (directory, instances)");
   const int d = device;
   const HolderMask mine = device_bit(d);
   absl::Status s;
@@ -174,6 +180,7 @@ absl::Status Coherency::flow_out(Array& a, int device, const Box& box, bool to_h
     updates_.clear();
     return s;
   }
+  slow.reset();
   return flush_and_apply();
 }
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <optional>
 
-#include "bbmm/box_set.h"
 
 namespace bbmm::detail {
 
@@ -13,14 +12,33 @@ Directory::Directory(const Box& whole) {
 
 void Directory::put(size_t i, Region r) {
   const Span sp = span_of(r);
+  const size_t b = i / kBlock;
   if (i == regions_.size()) {
+    // Appended: the block's summary only takes the new region in.
     regions_.push_back(std::move(r));
     spans_.push_back(sp);
-  } else {
-    regions_[i] = std::move(r);
-    spans_[i] = sp;
+    if (b == blocks_.size()) {
+      blocks_.push_back(Block{sp.lo, sp.hi, sp.valid, sp.valid});
+    } else {
+      Block& k = blocks_[b];
+      k.lo = std::min(k.lo, sp.lo);
+      k.hi = std::max(k.hi, sp.hi);
+      k.all &= sp.valid;
+      k.any |= sp.valid;
+    }
+    return;
   }
-  rebuild_blocks(i / kBlock, i / kBlock + 1);
+  const Span old = spans_[i];
+  regions_[i] = std::move(r);
+  spans_[i] = sp;
+  if (sp.valid == old.valid && sp.lo <= old.lo && old.hi <= sp.hi) {
+    // Grown with the same holders (merge()): the block's hull only widens.
+    Block& k = blocks_[b];
+    k.lo = std::min(k.lo, sp.lo);
+    k.hi = std::max(k.hi, sp.hi);
+    return;
+  }
+  rebuild_blocks(b, b + 1);
 }
 
 void Directory::set_valid(size_t i, HolderMask valid) {
@@ -80,11 +98,10 @@ void Directory::update(const Box& box, F f) {
       // Split: the part inside `box` takes the new holders, the rest keeps the
       // old ones.
       put(i, {inside, now});
-      BoxSet rest = *subtract(region, box);
-      for (size_t k = 0; k < rest.size(); ++k) {
+      for_each_difference_piece(region, box, [&](const Box& piece) {
         changed.push_back(regions_.size());
-        put(regions_.size(), {rest[k], old});
-      }
+        put(regions_.size(), {piece, old});
+      });
     }
   }
   if (!changed.empty()) merge(changed);

@@ -31,27 +31,25 @@ void Hazards::before(const Box& box, bool write, std::vector<Event>& out) const 
 
 void Hazards::after(const Box& box, bool write, const Event& done) {
   if (done.state() == nullptr || box.empty()) return;
+  const void* q = done.state()->queue();
+  const uint64_t seq = done.state()->sequence();
   if (write) {
     entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
                                   [&](const Entry& en) { return is_subset(en.box, box); }),
                    entries_.end());
-  } else {
+  } else if (q != nullptr) {
     // A read whose completion implies an earlier read of a box inside its own
     // (one in-order queue: a stencil's kernels re-reading their halo every
     // step) stands for it: a writer of those elements waits for this one.
     // (EventState::implies, on the cached queue and sequence.)
-    const void* q = done.state()->queue();
-    const uint64_t seq = done.state()->sequence();
-    if (q != nullptr) {
-      entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
-                                    [&](const Entry& en) {
-                                      return !en.write && en.queue == q && seq >= en.sequence &&
-                                             is_subset(en.box, box);
-                                    }),
-                     entries_.end());
-    }
+    entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                  [&](const Entry& en) {
+                                    return !en.write && en.queue == q && seq >= en.sequence &&
+                                           is_subset(en.box, box);
+                                  }),
+                   entries_.end());
   }
-  entries_.push_back(Entry{box, done, write, done.state()->queue(), done.state()->sequence()});
+  entries_.emplace_back(box, done, write, q, seq);
   if (entries_.size() >= prune_at_) prune();
 }
 
@@ -67,8 +65,56 @@ void Hazards::all(std::vector<Event>& out) const {
 }
 
 void Hazards::prune() {
+  // Which entries completed: asking each event is a driver call per entry on a
+  // GPU (cudaEventQuery), and the lists are longest when the calling thread
+  // runs far ahead of the devices. Operations of one in-order queue complete
+  // in order, so per queue the completed entries are those up to the latest
+  // completed one, found by bisection over the queue's sequence numbers: a
+  // handful of queries per queue. Entries of no known queue are asked alone.
+  std::vector<std::pair<const void*, uint64_t>>& seqs = scratch_;
+  seqs.clear();
+  for (const Entry& en : entries_) {
+    if (en.queue != nullptr) seqs.emplace_back(en.queue, en.sequence);
+  }
+  std::sort(seqs.begin(), seqs.end());
+  seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
+  done_upto_.clear();
+  auto entry_of = [&](const void* q, uint64_t seq) -> const Entry& {
+    for (const Entry& en : entries_) {
+      if (en.queue == q && en.sequence == seq) return en;
+    }
+    return entries_.front();  // (not reached: every pair comes from an entry)
+  };
+  for (size_t first = 0; first < seqs.size();) {
+    const void* q = seqs[first].first;
+    size_t last = first;
+    while (last < seqs.size() && seqs[last].first == q) ++last;
+    // Invariant: seqs[first, lo) complete, seqs[hi, last) not.
+    size_t lo = first, hi = last;
+    if (entry_of(q, seqs[last - 1].second).done.done()) {
+      lo = last;
+    } else {
+      hi = last - 1;
+      while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (entry_of(q, seqs[mid].second).done.done()) {
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
+      }
+    }
+    if (lo > first) done_upto_.emplace_back(q, seqs[lo - 1].second);
+    first = last;
+  }
   entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
-                                [](const Entry& en) { return en.done.done(); }),
+                                [&](const Entry& en) {
+                                  if (en.queue == nullptr) return en.done.done();
+                                  for (const auto& [q, upto] : done_upto_) {
+                                    if (q == en.queue) return en.sequence <= upto;
+                                  }
+                                  return false;
+                                }),
                  entries_.end());
   if (entries_.size() > kMaxInFlight) merge();
   // Entries still in flight stay; look again only once as many more came, so

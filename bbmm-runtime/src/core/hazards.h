@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "bbmm/box.h"
@@ -55,6 +56,10 @@ class Hazards {
 
   std::vector<Entry> entries_;
   size_t prune_at_ = 32;  // prune when this many entries are kept
+  // prune()'s scratch: the (queue, sequence) pairs of the entries, and for each
+  // queue with a completed entry the highest sequence known complete.
+  std::vector<std::pair<const void*, uint64_t>> scratch_;
+  std::vector<std::pair<const void*, uint64_t>> done_upto_;
 };
 
 // Appends `e` to `out` unless an event with the same state, or one that

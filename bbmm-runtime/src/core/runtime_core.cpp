@@ -577,6 +577,7 @@ absl::Status RuntimeCore::launch(TileState& tile,
   // writes (reads and writes) of the instances it uses, no more.
   // What the kernel reads, then what it writes, of each instance it uses:
   // found once (a sweep per box set), used before and after the launch.
+  std::optional<SlowScope> slow(std::in_place, "launch: finding what the kernel waits for");
   uses_.clear();
   for (const TileState::ArrayPart& part : tile.live_parts()) {
     piece_boxes(part);
@@ -598,12 +599,14 @@ absl::Status RuntimeCore::launch(TileState& tile,
     }
     label.emplace(args + "\"");
   }
+  slow.emplace("launch: queueing the kernel (backend)");
   absl::StatusOr<Event> ev = backend_->launch(tile.device, std::move(fn), waits_);
   if (!ev.ok()) {
     tile.launch_failed = true;
     return ev.status();
   }
   tile.launch_failed = false;  // a later launch that succeeds commits as usual
+  slow.emplace("launch: recording the kernel's hazards and writes");
   for (const Use& u : uses_) u.inst->hazards.after(u.box, u.write, *ev);
   tile.kernel_done = *ev;
   commit_writes(tile);
