@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <optional>
 
-
 namespace bbmm::detail {
 
 Directory::Directory(const Box& whole) {

@@ -1,6 +1,7 @@
 #include "core/hazards.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace bbmm::detail {
 
@@ -76,7 +77,11 @@ void Hazards::prune() {
   for (const Entry& en : entries_) {
     if (en.queue != nullptr) seqs.emplace_back(en.queue, en.sequence);
   }
-  std::sort(seqs.begin(), seqs.end());
+  // (std::less: a total order on pointers, which < between objects is not.)
+  std::sort(seqs.begin(), seqs.end(), [](const auto& x, const auto& y) {
+    if (x.first != y.first) return std::less<const void*>()(x.first, y.first);
+    return x.second < y.second;
+  });
   seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
   done_upto_.clear();
   auto entry_of = [&](const void* q, uint64_t seq) -> const Entry& {
