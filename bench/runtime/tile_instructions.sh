@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Instructions the calling thread executes per tile on the CUDA tile path, by API call,
+# counted by callgrind over cuda_fake_tile_bench (the fake CUDA runtime: no GPU needed).
+# On the GPU machines the calling thread's time per tile follows this count (0.23-0.27 us
+# per 1,000 instructions on the H200 host, twenty-first session), and unlike a timing on a
+# shared machine the count moves little from run to run (two devices: +-0.4%; one: up to
+# 5%): the yardstick for changes to the tile path (issue 10). Needs valgrind (a developer
+# tool, not a dependency).
+#
+#   bash bench/runtime/tile_instructions.sh [BUILD_DIR] [GPUS]   (default build/default, 2)
+set -euo pipefail
+build="${1:-build/default}"
+gpus="${2:-2}"
+bench="$build/bench/runtime/cuda_fake_tile_bench"
+[[ -x "$bench" ]] || { echo "tile_instructions.sh: $bench not built (CUDA toolkit needed)" >&2; exit 2; }
+command -v valgrind >/dev/null || { echo "tile_instructions.sh: needs valgrind (apt-get install valgrind)" >&2; exit 2; }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+# Only the calls of one step (the lambda the benchmark loops over) are counted.
+valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" --collect-atstart=no \
+  '--toggle-collect=*Step*lambda*' "$bench" "--benchmark_filter=gpus:$gpus/lag_us:0" \
+  --benchmark_min_time=0.1 >/dev/null 2>&1
+callgrind_annotate --inclusive=yes --tree=calling "$tmp/cg.out" >"$tmp/tree" 2>/dev/null
+python3 - "$tmp/tree" "$gpus" <<'PY'
+import re
+import sys
+text = open(sys.argv[1]).read()
+total = int(re.search(r"^\s*([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", text, re.M).group(1).replace(",", ""))
+calls = {}
+for m in re.finditer(r"^\s*([\d,]+) \([ \d.]+%\)\s+>\s+\S*c_api\.cpp:(bbmm_tile_\w+) \(([\d,]+)x\)", text, re.M):
+    calls[m.group(2)] = (int(m.group(1).replace(",", "")), int(m.group(3).replace(",", "")))
+tiles = calls["bbmm_tile_launch"][1]
+print(f"cuda_fake_tile_bench, {sys.argv[2]} device(s): {tiles} tiles, {total // tiles} instructions per tile")
+print("| call | calls per tile | instructions per tile | per call |")
+print("|---|---|---|---|")
+try:
+    for name, (ir, n) in sorted(calls.items(), key=lambda kv: -kv[1][0]):
+        print(f"| {name[10:]} | {n / tiles:.2f} | {ir // tiles} | {ir // n} |")
+except BrokenPipeError:  # (piped into head)
+    pass
+PY
