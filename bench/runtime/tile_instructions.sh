@@ -3,7 +3,7 @@
 # counted by callgrind over cuda_fake_tile_bench (the fake CUDA runtime: no GPU needed).
 # On the GPU machines the calling thread's time per tile follows this count (0.23-0.27 us
 # per 1,000 instructions on the H200 host, twenty-first session), and unlike a timing on a
-# shared machine the count moves little from run to run (two devices: +-0.4%; one: up to
+# shared machine the count moves little from run to run (two devices: about 1%; one: up to
 # 5%): the yardstick for changes to the tile path (issue 10). Needs valgrind (a developer
 # tool, not a dependency).
 #

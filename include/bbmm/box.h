@@ -10,6 +10,7 @@
 // be read concurrently.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <ostream>
@@ -118,9 +119,8 @@ inline absl::StatusOr<Box> intersection(const Box& a, const Box& b) {
   if (a.rank() != b.rank()) return detail::box_rank_mismatch("intersection", a, b);
   int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
   for (int d = 0; d < a.rank(); ++d) {
-    lo[d] = a.lo(d) > b.lo(d) ? a.lo(d) : b.lo(d);
-    const int64_t h = a.hi(d) < b.hi(d) ? a.hi(d) : b.hi(d);
-    hi[d] = h > lo[d] ? h : lo[d];
+    lo[d] = std::max(a.lo(d), b.lo(d));
+    hi[d] = std::max(lo[d], std::min(a.hi(d), b.hi(d)));
   }
   return Box::make_unchecked(a.rank(), lo, hi);
 }
@@ -146,9 +146,7 @@ inline bool is_subset(const Box& a, const Box& b) {
 inline bool overlaps(const Box& a, const Box& b) {
   if (a.rank() != b.rank() || a.rank() == 0) return false;
   for (int d = 0; d < a.rank(); ++d) {
-    const int64_t lo = a.lo(d) > b.lo(d) ? a.lo(d) : b.lo(d);
-    const int64_t hi = a.hi(d) < b.hi(d) ? a.hi(d) : b.hi(d);
-    if (lo >= hi) return false;
+    if (std::max(a.lo(d), b.lo(d)) >= std::min(a.hi(d), b.hi(d))) return false;
   }
   return true;
 }

@@ -72,44 +72,38 @@ void Hazards::prune() {
   // in order, so per queue the completed entries are those up to the latest
   // completed one, found by bisection over the queue's sequence numbers: a
   // handful of queries per queue. Entries of no known queue are asked alone.
-  std::vector<std::pair<const void*, uint64_t>>& seqs = scratch_;
-  seqs.clear();
+  // The entries of known queues, by queue, then by sequence (std::less: a total
+  // order on pointers, which < between objects is not).
+  std::vector<const Entry*>& order = scratch_;
+  order.clear();
   for (const Entry& en : entries_) {
-    if (en.queue != nullptr) seqs.emplace_back(en.queue, en.sequence);
+    if (en.queue != nullptr) order.push_back(&en);
   }
-  // (std::less: a total order on pointers, which < between objects is not.)
-  std::sort(seqs.begin(), seqs.end(), [](const auto& x, const auto& y) {
-    if (x.first != y.first) return std::less<const void*>()(x.first, y.first);
-    return x.second < y.second;
+  std::sort(order.begin(), order.end(), [](const Entry* x, const Entry* y) {
+    if (x->queue != y->queue) return std::less<const void*>()(x->queue, y->queue);
+    return x->sequence < y->sequence;
   });
-  seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
   done_upto_.clear();
-  auto entry_of = [&](const void* q, uint64_t seq) -> const Entry& {
-    for (const Entry& en : entries_) {
-      if (en.queue == q && en.sequence == seq) return en;
-    }
-    return entries_.front();  // (not reached: every pair comes from an entry)
-  };
-  for (size_t first = 0; first < seqs.size();) {
-    const void* q = seqs[first].first;
+  for (size_t first = 0; first < order.size();) {
+    const void* q = order[first]->queue;
     size_t last = first;
-    while (last < seqs.size() && seqs[last].first == q) ++last;
-    // Invariant: seqs[first, lo) complete, seqs[hi, last) not.
+    while (last < order.size() && order[last]->queue == q) ++last;
+    // Invariant: order[first, lo) complete, order[hi, last) not.
     size_t lo = first, hi = last;
-    if (entry_of(q, seqs[last - 1].second).done.done()) {
+    if (order[last - 1]->done.done()) {
       lo = last;
     } else {
       hi = last - 1;
       while (lo < hi) {
         const size_t mid = lo + (hi - lo) / 2;
-        if (entry_of(q, seqs[mid].second).done.done()) {
+        if (order[mid]->done.done()) {
           lo = mid + 1;
         } else {
           hi = mid;
         }
       }
     }
-    if (lo > first) done_upto_.emplace_back(q, seqs[lo - 1].second);
+    if (lo > first) done_upto_.emplace_back(q, order[lo - 1]->sequence);
     first = last;
   }
   entries_.erase(std::remove_if(entries_.begin(), entries_.end(),

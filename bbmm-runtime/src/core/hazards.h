@@ -56,9 +56,9 @@ class Hazards {
 
   std::vector<Entry> entries_;
   size_t prune_at_ = 32;  // prune when this many entries are kept
-  // prune()'s scratch: the (queue, sequence) pairs of the entries, and for each
-  // queue with a completed entry the highest sequence known complete.
-  std::vector<std::pair<const void*, uint64_t>> scratch_;
+  // prune()'s scratch: the entries of known queues in (queue, sequence) order,
+  // and for each queue with a completed entry the highest sequence known complete.
+  std::vector<const Entry*> scratch_;
   std::vector<std::pair<const void*, uint64_t>> done_upto_;
 };
 
