@@ -1,8 +1,8 @@
 // The coherency directory against a dense oracle: one holder mask per element of
 // a small 2-D or 3-D array, updated by the same random set/add/remove calls. After
 // every call the directory's regions must be disjoint, cover the array, agree with
-// the oracle element by element (also through query() of a random box), and be
-// merged: no two regions with equal holders whose union is a box.
+// the oracle element by element (also through query() of a random box), and, once
+// compact()ed, be merged: no two regions with equal holders whose union is a box.
 
 #include <gtest/gtest.h>
 
@@ -54,15 +54,17 @@ Box random_box(std::mt19937& rng, const std::vector<int64_t>& ext) {
   return *Box::create(lo, hi);
 }
 
-void check(const Directory& dir, Dense& dense, const Box& whole, std::mt19937& rng, const std::string& when) {
-  const auto& rs = dir.regions();
+// Disjoint regions covering `whole` that agree with the oracle; when `merged`, no
+// two with equal holders whose union is a box.
+void check_regions(const std::vector<Directory::Region>& rs, Dense& dense, const Box& whole,
+                   bool merged, const std::string& when) {
   int64_t covered = 0;
   for (size_t i = 0; i < rs.size(); ++i) {
     ASSERT_FALSE(rs[i].box.empty()) << when;
     covered += rs[i].box.volume();
     for (size_t j = i + 1; j < rs.size(); ++j) {
       ASSERT_FALSE(overlaps(rs[i].box, rs[j].box)) << when << ": " << rs[i].box << " and " << rs[j].box;
-      if (rs[i].valid != rs[j].valid) continue;
+      if (!merged || rs[i].valid != rs[j].valid) continue;
       const Box h = *convex_union(rs[i].box, rs[j].box);
       EXPECT_NE(h.volume(), rs[i].box.volume() + rs[j].box.volume())
           << when << ": " << rs[i].box << " and " << rs[j].box << " should have been merged";
@@ -70,6 +72,17 @@ void check(const Directory& dir, Dense& dense, const Box& whole, std::mt19937& r
     dense.each(rs[i].box, [&](HolderMask m) { ASSERT_EQ(m, rs[i].valid) << when << " in " << rs[i].box; });
   }
   ASSERT_EQ(covered, whole.volume()) << when;
+}
+
+void check(const Directory& dir, Dense& dense, const Box& whole, std::mt19937& rng,
+           const std::string& when) {
+  const auto& rs = dir.regions();
+  check_regions(rs, dense, whole, /*merged=*/false, when);
+  if (::testing::Test::HasFatalFailure()) return;
+  Directory compacted = dir;
+  compacted.compact();
+  check_regions(compacted.regions(), dense, whole, /*merged=*/true, when + " (compacted)");
+  if (::testing::Test::HasFatalFailure()) return;
   const Box q = random_box(rng, dense.ext);
   int64_t seen = 0;
   for (const Directory::Region& r : dir.query(q)) {
@@ -103,6 +116,7 @@ void run(std::vector<int64_t> ext, uint32_t seed, int steps) {
     }
     check(dir, dense, whole, rng, when);
     if (::testing::Test::HasFatalFailure() || ::testing::Test::HasFailure()) return;
+    if (s % 50 == 49) dir.compact();  // from time to time, as a user of compact() would
   }
 }
 
@@ -115,14 +129,78 @@ TEST(Directory, MatchesDenseOracle3d) {
 }
 
 // Row-by-row writes (LU's pattern) must not leave the directory fragmented: the
-// rows of one holder merge back into one region per holder run.
+// rows of one holder merge back into one region per holder run, lazily (at most
+// the merge slack of rows apart), at once on compact().
 TEST(Directory, RowWritesMergeBack) {
   const Box whole = *Box::create({0, 0}, {64, 64});
   Directory dir(whole);
-  for (int64_t r = 0; r < 64; ++r) dir.set(*Box::create({r, 0}, {r + 1, 64}), device_bit(r < 32 ? 0 : 1));
+  for (int64_t r = 0; r < 64; ++r) {
+    dir.set(*Box::create({r, 0}, {r + 1, 64}), device_bit(r < 32 ? 0 : 1));
+    ASSERT_LE(dir.regions().size(), 2u + 9u) << "row " << r;
+  }
+  dir.compact();
   EXPECT_EQ(dir.regions().size(), 2u);
-  for (int64_t r = 0; r < 64; ++r) dir.add(*Box::create({r, 0}, {r + 1, 64}), kHostBit);
+  for (int64_t r = 0; r < 64; ++r) {
+    dir.add(*Box::create({r, 0}, {r + 1, 64}), kHostBit);
+    ASSERT_LE(dir.regions().size(), 2u + 9u) << "row " << r;
+  }
+  dir.compact();
   EXPECT_EQ(dir.regions().size(), 2u);
+}
+
+// Many regions changed at once (a fragmented array written back whole) are
+// merged by that update: past the slack, the directory does not wait.
+TEST(Directory, ManyChangedRegionsMergeAtOnce) {
+  const Box whole = *Box::create({0, 0}, {200, 8});
+  Directory dir(whole);
+  for (int64_t r = 0; r < 200; ++r) dir.set(*Box::create({r, 0}, {r + 1, 8}), device_bit(r % 2));
+  dir.compact();
+  ASSERT_EQ(dir.regions().size(), 200u);  // alternating holders: nothing merges
+  dir.add(whole, kHostBit);  // every row's holders change; still alternating
+  EXPECT_EQ(dir.regions().size(), 200u);
+  dir.set(whole, kHostBit);  // one holder everywhere: 200 changed > 8 + 200 / 4
+  EXPECT_EQ(dir.regions().size(), 1u);
+}
+
+// A stencil's tile writes its rows and pushes its boundary row to the next
+// device, step after step: the regions stay as they are and only their holders
+// flip (no split and merge of the same rows every step), and the directory
+// stays exact.
+TEST(Directory, BoundaryRowsFlipWithoutSplitting) {
+  const Box whole = *Box::create({0, 0}, {64, 16});
+  Directory dir(whole);
+  const Box tile0 = *Box::create({0, 0}, {32, 16}), tile1 = *Box::create({32, 0}, {64, 16});
+  const Box last0 = *Box::create({31, 0}, {32, 16}), first1 = *Box::create({32, 0}, {33, 16});
+  std::vector<Box> before;
+  // After warm-up, no call splits or merges: the boxes stay those of the call before.
+  auto same_boxes = [&](int step, const char* call) {
+    std::vector<Box> now;
+    for (const Directory::Region& g : dir.regions()) now.push_back(g.box);
+    if (step >= 2) EXPECT_EQ(now, before) << "step " << step << ", after " << call;
+    before = std::move(now);
+  };
+  for (int step = 0; step < 40; ++step) {
+    dir.set(tile0, device_bit(0));
+    same_boxes(step, "the write of tile 0");
+    dir.set(tile1, device_bit(1));
+    same_boxes(step, "the write of tile 1");
+    dir.add(last0, device_bit(1));
+    same_boxes(step, "the flow-out of tile 0's last row");
+    dir.add(first1, device_bit(0));
+    same_boxes(step, "the flow-out of tile 1's first row");
+    if (::testing::Test::HasFailure()) return;
+    const auto& rs = dir.regions();
+    // The holders of every row, from the calls above.
+    for (const Directory::Region& g : rs) {
+      for (int64_t r = g.box.lo(0); r < g.box.hi(0); ++r) {
+        const HolderMask want = r == 31 || r == 32 ? device_bit(0) | device_bit(1)
+                                                   : device_bit(r < 32 ? 0 : 1);
+        ASSERT_EQ(g.valid, want) << "step " << step << " row " << r;
+      }
+    }
+  }
+  dir.compact();
+  EXPECT_EQ(dir.regions().size(), 3u);
 }
 
 // The directory's algorithm without its filters (per-region spans, per-block
@@ -146,25 +224,41 @@ class PlainDirectory {
     }
     return true;
   }
+  // The same lazy merging: the regions changed since the last merge, each once;
+  // a merge when more than 8 + a quarter of the last merge's regions changed.
   template <typename F>
   void update(const Box& box, F f) {
     if (box.empty()) return;
-    std::vector<size_t> work;
     const size_t n = regions_.size();
     for (size_t i = 0; i < n; ++i) {
       if (!overlaps(regions_[i].box, box)) continue;
       const HolderMask old = regions_[i].valid, now = f(old);
       if (now == old) continue;
-      work.push_back(i);
+      mark(i);
       const Box region = regions_[i].box, inside = *intersection(region, box);
       regions_[i] = {inside, now};
       if (inside == region) continue;
       BoxSet rest = *subtract(region, box);
       for (size_t k = 0; k < rest.size(); ++k) {
-        work.push_back(regions_.size());
         regions_.push_back({rest[k], old});
+        mark(regions_.size() - 1);
       }
     }
+    if (work_.size() > merged_size_ / 4 + 8) merge();
+  }
+  void compact() {
+    if (!work_.empty()) merge();
+  }
+
+ private:
+  void mark(size_t i) {
+    for (size_t w : work_) {
+      if (w == i) return;
+    }
+    work_.push_back(i);
+  }
+  void merge() {
+    std::vector<size_t>& work = work_;
     // Merge with the first region (in order) of equal holders whose union with
     // it is a box, until none is left.
     std::vector<char> dead(regions_.size(), 0);
@@ -187,10 +281,12 @@ class PlainDirectory {
       if (!dead[k]) regions_[out++] = regions_[k];
     }
     regions_.resize(out);
+    merged_size_ = out;
   }
 
- private:
   std::vector<Directory::Region> regions_;
+  std::vector<size_t> work_;
+  size_t merged_size_ = 1;
 };
 
 bool same(const std::vector<Directory::Region>& a, const std::vector<Directory::Region>& b) {
@@ -231,6 +327,10 @@ TEST(Directory, SameRegionsInTheSameOrderAsWithoutFilters) {
         plain.update(b, [&](HolderMask m) { return m | kHostBit; });
         dir.remove(b, bits);
         plain.update(b, [&](HolderMask m) { return m & ~bits; });
+      }
+      if (s % 37 == 36) {
+        dir.compact();
+        plain.compact();
       }
       const std::string when = "seed " + std::to_string(seed) + " step " + std::to_string(s);
       ASSERT_TRUE(same(dir.regions(), plain.regions())) << when << ": " << dir.regions().size()

@@ -16,6 +16,7 @@ void Directory::put(size_t i, Region r) {
     // Appended: the block's summary only takes the new region in.
     regions_.push_back(std::move(r));
     spans_.push_back(sp);
+    is_changed_.push_back(0);
     if (b == blocks_.size()) {
       blocks_.push_back(Block{sp.lo, sp.hi, sp.valid, sp.valid});
     } else {
@@ -74,8 +75,6 @@ std::vector<Directory::Region> Directory::query(const Box& box) const {
 template <typename F>
 void Directory::update(const Box& box, F f) {
   if (box.empty()) return;
-  std::vector<size_t>& changed = changed_;
-  changed.clear();
   // The regions there before the update; the pieces split off are appended
   // (a block's regions change only while the loop is in it, so a block that
   // missed `box` at the start still does).
@@ -87,7 +86,7 @@ void Directory::update(const Box& box, F f) {
       const HolderMask old = regions_[i].valid;
       const HolderMask now = f(old);
       if (now == old) continue;
-      changed.push_back(i);
+      mark_changed(i);
       const Box region = regions_[i].box;
       const Box inside = *intersection(region, box);
       if (inside == region) {
@@ -98,12 +97,16 @@ void Directory::update(const Box& box, F f) {
       // old ones.
       put(i, {inside, now});
       for_each_difference_piece(region, box, [&](const Box& piece) {
-        changed.push_back(regions_.size());
         put(regions_.size(), {piece, old});
+        mark_changed(regions_.size() - 1);
       });
     }
   }
-  if (!changed.empty()) merge(changed);
+  if (changed_.size() > merge_slack()) merge(changed_);
+}
+
+void Directory::compact() {
+  if (!changed_.empty()) merge(changed_);
 }
 
 namespace {
@@ -133,10 +136,10 @@ std::optional<Box> box_union(const Box& a, const Box& b) {
 
 void Directory::merge(std::vector<size_t>& work) {
   // Merge two regions with equal holders whose union is a box, until none is
-  // left. Before the update no such pair existed, so every pair to merge has
-  // a changed region in it: only those (and the merged results) are tried,
-  // which keeps an update at O(changed x regions) instead of rescanning all
-  // pairs after each merge (LU's fragmented directory spent most of its
+  // left. After the last merge no such pair existed, so every pair to merge
+  // has a region changed since in it: only those (and the merged results) are
+  // tried, which keeps a merge at O(changed x regions) instead of rescanning
+  // all pairs after each merge (LU's fragmented directory spent most of its
   // runtime there).
   std::vector<char>& dead = dead_;
   dead.assign(regions_.size(), 0);
@@ -178,7 +181,9 @@ void Directory::merge(std::vector<size_t>& work) {
   }
   regions_.resize(out);
   spans_.resize(out);
+  is_changed_.assign(out, 0);  // `work` (changed_) is consumed
   rebuild_blocks(first_dead / kBlock, blocks_.size());
+  merged_size_ = regions_.size();
 }
 
 void Directory::set(const Box& box, HolderMask valid) {

@@ -4,7 +4,13 @@
 // Region-based, never per element: the array is covered by disjoint boxes,
 // each with the set of holders whose copy is valid. Its size grows with the
 // number of distinct regions, not with the array. Neighbouring regions with
-// the same holders are merged after every update (see merge()).
+// the same holders are merged, lazily: once more regions changed since the
+// last merge than merge_slack() allows, or on compact(). A tile that
+// writes its rows and then pushes its boundary row to a neighbour flips a few
+// regions between the same holder sets every step; merging them eagerly split
+// the same region again at the next update (a split, a merge and a compaction
+// per boundary per step on the tile path), lazily the regions stay and only
+// their holders change.
 //
 // Thread-safety: none; the runtime core serialises access.
 #pragma once
@@ -69,14 +75,24 @@ class Directory {
   // valid &= ~`bits` on `box`. The caller guarantees no region loses its last
   // holder (write data back first).
   void remove(const Box& box, HolderMask bits);
+  // Merges now every pair of regions with equal holders whose union is a box,
+  // until none is left (the canonical form the updates reach lazily).
+  void compact();
 
+  // The regions, disjoint, covering the array.
   const std::vector<Region>& regions() const { return regions_; }
+  // How many regions may change (holders changed, or split off) after a merge
+  // before an update merges again: 8, and a quarter of the regions that merge
+  // left. Bounds both the regions a merge has not caught up with and the
+  // regions added since.
+  size_t merge_slack() const { return merged_size_ / 4 + 8; }
 
  private:
   template <typename F>
   void update(const Box& box, F f);
   // Merges regions with equal holders whose union is a box; `work` holds the
-  // indices of the regions the update changed or added (consumed).
+  // indices of the regions the updates since the last merge changed or added
+  // (consumed).
   void merge(std::vector<size_t>& work);
 
   // What the scans test first, in a compact array beside regions_ (a Box is 136
@@ -115,8 +131,20 @@ class Directory {
   std::vector<Region> regions_;
   std::vector<Span> spans_;  // parallel to regions_
   std::vector<Block> blocks_;  // per kBlock regions
-  std::vector<size_t> changed_;  // scratch of update()
-  std::vector<char> dead_;       // scratch of merge()
+  // Records that region `i` changed since the last merge (once).
+  void mark_changed(size_t i) {
+    if (is_changed_[i]) return;
+    is_changed_[i] = 1;
+    changed_.push_back(i);
+  }
+
+  // The indices of the regions changed or added since the last merge, each once
+  // (stable: only a merge moves regions), a flag per region (parallel to
+  // regions_), and how many regions the last merge left.
+  std::vector<size_t> changed_;
+  std::vector<char> is_changed_;
+  size_t merged_size_ = 1;
+  std::vector<char> dead_;  // scratch of merge()
 };
 
 }  // namespace bbmm::detail
