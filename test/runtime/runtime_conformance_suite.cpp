@@ -574,6 +574,26 @@ TEST_P(RuntimeConformance, SyncToHostCollectsEveryDevicesWrites) {
   EXPECT_EQ(rt->stats(-1).bytes_d2h, 64u * 8);
 }
 
+// A device that wrote an array piece by piece holds it as one region once the
+// directory merges (lazily, core/directory.h): syncing writes it back in one copy
+// per instance, not one per piece the directory has not merged yet.
+TEST_P(RuntimeConformance, SyncToHostWritesBackMergedRegionsOnce) {
+  std::vector<double> x(8 * 61, 0.0);
+  auto rt = make_runtime(1, 0);
+  Array* a = reg(*rt, "x", x.data(), 8, {8 * 61});
+  ASSERT_TRUE(rt->reserve(0, a, B({0}, {8 * 61})).ok());  // one instance
+  for (int r = 0; r < 61; ++r) {
+    const Box b = B({8 * r}, {8 * r + 8});
+    ASSERT_TRUE(run_tile(*rt, 0, {{a, b, Access::kWrite}},
+                         write_1d(b, [](int64_t i) { return 2.0 * i + 1; }))
+                    .ok());
+  }
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int i = 0; i < 8 * 61; ++i) EXPECT_EQ(x[i], 2.0 * i + 1) << i;
+  EXPECT_EQ(rt->stats(-1).bytes_d2h, 8u * 61 * 8);
+  EXPECT_EQ(rt->stats(-1).writebacks, 1u);
+}
+
 TEST_P(RuntimeConformance, ReadOnlyArraysAreNeverWrittenBack) {
   std::vector<double> x = iota_doubles(64);
   auto rt = make_runtime(2, 128 + 64);  // one 16-double box per device

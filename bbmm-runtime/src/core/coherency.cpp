@@ -26,7 +26,10 @@ absl::Status Coherency::read_in(std::span<const Target> targets) {
     const int d = dst.device;
     const HolderMask mine = device_bit(d);
     if (a.directory.all_valid(t.box, mine)) continue;  // the hit path: nothing to copy
-    // A copy of the regions: write_back below updates the directory.
+    // Copies go per region: merged first, so that regions the directory has not
+    // merged yet (it merges lazily) do not split them. A copy of the regions:
+    // write_back below updates the directory.
+    a.directory.compact();
     std::vector<Directory::Region> regions = a.directory.query(t.box);
     for (const Directory::Region& g : regions) {
       if (g.valid & mine) continue;
@@ -77,6 +80,7 @@ bool Coherency::being_written(Array& a, int device, const Box& box) const {
 
 absl::Status Coherency::write_back(Array& a, const Box& box) {
   absl::Status s;
+  a.directory.compact();  // one copy per merged region (see read_in)
   a.directory.for_each(box, [&](const Directory::Region& g) {
     if (!s.ok() || (g.valid & kHostBit)) return;
     int from = -1;
@@ -109,6 +113,7 @@ absl::Status Coherency::save_sole_copies(Instance& inst) {
   if (a.read_only) return absl::OkStatus();
   const HolderMask mine = device_bit(inst.device);
   absl::Status s;
+  a.directory.compact();  // one copy per merged region (see read_in)
   a.directory.for_each(inst.box, [&](const Directory::Region& g) {
     if (!s.ok() || (g.valid & ~mine) != 0) return;  // another copy stays valid
     s = planner_.add(Place::host(a), Place::of(inst), g.box);

@@ -129,6 +129,8 @@ absl::Status RuntimeCore::exchange_for_tile(const TileState& tile, int owner) {
     if (req.access == Access::kWrite) continue;
     Directory& rd = req.array->rank_directory;
     rank_moves_.clear();
+    if (rd.all_valid(req.box, owner_bit)) continue;  // the owner holds it all
+    rd.compact();  // one message per merged region, not per unmerged piece
     rd.for_each(req.box, [&](const Directory::Region& g) {
       if (!(g.valid & owner_bit)) rank_moves_.push_back({g.box, std::countr_zero(g.valid)});
     });
@@ -157,6 +159,7 @@ absl::Status RuntimeCore::gather(Array& array) {
   for (int root = 0; root < roots; ++root) {
     const HolderMask bit = HolderMask{1} << root;
     rank_moves_.clear();
+    array.rank_directory.compact();  // one message per merged region
     array.rank_directory.for_each(array.whole, [&](const Directory::Region& g) {
       if (!(g.valid & bit)) rank_moves_.push_back({g.box, std::countr_zero(g.valid)});
     });
