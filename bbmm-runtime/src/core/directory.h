@@ -81,13 +81,19 @@ class Directory {
 
   // The regions, disjoint, covering the array.
   const std::vector<Region>& regions() const { return regions_; }
+
+ private:
   // How many regions may change (holders changed, or split off) after a merge
   // before an update merges again: 8, and a quarter of the regions that merge
   // left. Bounds both the regions a merge has not caught up with and the
   // regions added since.
   size_t merge_slack() const { return merged_size_ / 4 + 8; }
-
- private:
+  // Records that region `i` changed since the last merge (once).
+  void mark_changed(size_t i) {
+    if (is_changed_[i]) return;
+    is_changed_[i] = 1;
+    changed_.push_back(i);
+  }
   template <typename F>
   void update(const Box& box, F f);
   // Merges regions with equal holders whose union is a box; `work` holds the
@@ -131,13 +137,6 @@ class Directory {
   std::vector<Region> regions_;
   std::vector<Span> spans_;  // parallel to regions_
   std::vector<Block> blocks_;  // per kBlock regions
-  // Records that region `i` changed since the last merge (once).
-  void mark_changed(size_t i) {
-    if (is_changed_[i]) return;
-    is_changed_[i] = 1;
-    changed_.push_back(i);
-  }
-
   // The indices of the regions changed or added since the last merge, each once
   // (stable: only a merge moves regions), a flag per region (parallel to
   // regions_), and how many regions the last merge left.
