@@ -19,6 +19,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include <cuda_runtime.h>
 
 #include "bbmm/bbmm.h"
@@ -51,6 +53,32 @@ void check(bbmm_status s, const char* what) {
     std::abort();
   }
 }
+
+// One step of the timed loop: tile_instructions.sh counts the instructions
+// under this function only, not the warm-up steps (which place the boxes and
+// allocate).
+template <typename F>
+[[gnu::noinline]] void timed_step(const F& step) {
+  step();
+}
+
+// The calling thread's user and system CPU seconds and context switches so far.
+struct ThreadUsage {
+  double user = 0, sys = 0;
+  double voluntary = 0, involuntary = 0;
+  static ThreadUsage now() {
+    rusage u{};
+    (void)getrusage(RUSAGE_THREAD, &u);
+    return {u.ru_utime.tv_sec + 1e-6 * u.ru_utime.tv_usec, u.ru_stime.tv_sec + 1e-6 * u.ru_stime.tv_usec,
+            static_cast<double>(u.ru_nvcsw), static_cast<double>(u.ru_nivcsw)};
+  }
+  void add(const ThreadUsage& end, const ThreadUsage& start) {
+    user += end.user - start.user;
+    sys += end.sys - start.sys;
+    voluntary += end.voluntary - start.voluntary;
+    involuntary += end.involuntary - start.involuntary;
+  }
+};
 
 void Step(benchmark::State& state) {
   const int devices = static_cast<int>(state.range(0));
@@ -98,22 +126,32 @@ void Step(benchmark::State& state) {
   check(bbmm_synchronize(rt), "synchronize");
   int64_t steps = 0;
   const uint64_t queries0 = fake_cuda_event_queries_on_this_thread();
+  // The calling thread's user and system time and context switches over the
+  // timed steps (not the synchronisations between them).
+  ThreadUsage usage, start = ThreadUsage::now();
   for (auto _ : state) {
-    one_step();
+    timed_step(one_step);
     // Bound how far the calling thread runs ahead of the fake devices.
     if (++steps % 64 == 0) {
       state.PauseTiming();
+      usage.add(ThreadUsage::now(), start);
       check(bbmm_synchronize(rt), "synchronize");
+      start = ThreadUsage::now();
       state.ResumeTiming();
     }
   }
+  usage.add(ThreadUsage::now(), start);
   const uint64_t queries = fake_cuda_event_queries_on_this_thread() - queries0;
   check(bbmm_synchronize(rt), "synchronize");
   fake_cuda_set_host_fn_delay_us(0);
   state.SetItemsProcessed(state.iterations() * tiles);  // items: tiles
   state.counters["tiles/step"] = tiles;
-  state.counters["queries/tile"] =
-      static_cast<double>(queries) / static_cast<double>(state.iterations() * tiles);
+  const double all_tiles = static_cast<double>(state.iterations() * tiles);
+  state.counters["queries/tile"] = static_cast<double>(queries) / all_tiles;
+  state.counters["user_us/tile"] = 1e6 * usage.user / all_tiles;
+  state.counters["sys_us/tile"] = 1e6 * usage.sys / all_tiles;
+  state.counters["vcsw/tile"] = usage.voluntary / all_tiles;
+  state.counters["ivcsw/tile"] = usage.involuntary / all_tiles;
   check(bbmm_array_unregister(rt, arr[0]), "unregister");
   check(bbmm_array_unregister(rt, arr[1]), "unregister");
   check(bbmm_runtime_destroy(rt), "destroy");

@@ -16,9 +16,9 @@ bench="$build/bench/runtime/cuda_fake_tile_bench"
 command -v valgrind >/dev/null || { echo "tile_instructions.sh: needs valgrind (apt-get install valgrind)" >&2; exit 2; }
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-# Only the calls of one step (the lambda the benchmark loops over) are counted.
+# Only the calls of the timed steps (timed_step, not the warm-up) are counted.
 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" --collect-atstart=no \
-  '--toggle-collect=*Step*lambda*' "$bench" "--benchmark_filter=gpus:$gpus/lag_us:0" \
+  '--toggle-collect=*timed_step*' "$bench" "--benchmark_filter=gpus:$gpus/lag_us:0" \
   --benchmark_min_time=0.1 >/dev/null 2>&1
 callgrind_annotate --inclusive=yes --tree=calling "$tmp/cg.out" >"$tmp/tree" 2>/dev/null
 python3 - "$tmp/tree" "$gpus" <<'PY'

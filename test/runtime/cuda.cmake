@@ -20,6 +20,7 @@ if(BBMM_HAVE_CUDA)
       ${cuda_src}/cuda/cuda_topology.cpp ${cuda_src}/cuda/cuda_trace.cpp
       ${cuda_src}/cuda/cuda_worker.cpp ${cuda_src}/core/trace.cpp ${cuda_src}/core/backend.cpp
       ${cuda_src}/core/slow_calls.cpp
+      ${cuda_src}/core/call_profile.cpp
     LIBS absl::status absl::statusor absl::strings absl::inlined_vector Threads::Threads)
   target_include_directories(cuda_backend_fake_test PRIVATE ${cuda_src}
     ${PROJECT_SOURCE_DIR}/include ${CUDAToolkit_INCLUDE_DIRS})

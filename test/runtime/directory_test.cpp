@@ -176,7 +176,9 @@ TEST(Directory, BoundaryRowsFlipWithoutSplitting) {
   auto same_boxes = [&](int step, const char* call) {
     std::vector<Box> now;
     for (const Directory::Region& g : dir.regions()) now.push_back(g.box);
-    if (step >= 2) EXPECT_EQ(now, before) << "step " << step << ", after " << call;
+    if (step >= 2) {
+      EXPECT_EQ(now, before) << "step " << step << ", after " << call;
+    }
     before = std::move(now);
   };
   for (int step = 0; step < 40; ++step) {

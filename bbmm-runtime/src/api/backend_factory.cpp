@@ -1,5 +1,8 @@
 #include "api/backend_factory.h"
 
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "host/host_backend.h"
 #ifdef BBMM_HAVE_CUDA
@@ -49,6 +52,16 @@ absl::StatusOr<std::unique_ptr<Backend>> make_backend(const RuntimeOptions& opti
       cuda.host_copies = options.cuda_host_copies;
       cuda.copy_streams = options.cuda_copy_streams;
       cuda.staging_threads = options.cuda_staging_threads;
+      // A tuning knob of the issue workers, not an option of the API: how
+      // long a worker spins for the next command before it sleeps (then the
+      // next enqueue pays a wake-up).
+      if (const char* v = std::getenv("BBMM_CUDA_WORKER_SPIN_US"); v != nullptr && *v != '\0') {
+        if (!absl::SimpleAtoi(v, &cuda.worker_spin_us) || cuda.worker_spin_us < 0 ||
+            cuda.worker_spin_us > 100000) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "BBMM_CUDA_WORKER_SPIN_US='", v, "': expected microseconds in 0..100000"));
+        }
+      }
       return make_cuda_backend(cuda);
 #else
       return absl::UnavailableError(

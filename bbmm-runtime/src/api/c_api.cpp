@@ -457,9 +457,14 @@ bbmm_status bbmm_tile_launch(bbmm_tile* tile, bbmm_kernel_fn fn, const void* arg
     if (tile == nullptr || fn == nullptr || (args == nullptr && args_size > 0)) {
       return fail(BBMM_ERROR_INVALID_ARGUMENT, "tile_launch: null tile, kernel or args");
     }
+    bbmm::detail::SlowScope whole("bbmm_tile_launch (the whole C call)");
     absl::StatusOr<TileState*> t = open_handle(tile, "tile_launch");
     if (!t.ok()) return to_c(t.status());
-    LaunchArgs* copy = LaunchArgs::take(args, args_size);
+    LaunchArgs* copy;
+    {
+      bbmm::detail::SlowScope scope("bbmm_tile_launch: copying the kernel's arguments");
+      copy = LaunchArgs::take(args, args_size);
+    }
     // Two pointers: std::function keeps it inline. Runs once.
     return to_c((*t)->core->launch(**t, [fn, copy](const bbmm_launch_info& info) {
       fn(&info, copy->data());

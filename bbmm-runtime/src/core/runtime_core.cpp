@@ -133,6 +133,12 @@ absl::Status RuntimeCore::shutdown() {
     if (status.ok()) status = s;
   }
   shut_down_ = true;
+  if (call_profile_on()) {
+    std::fprintf(stderr,
+                 "bbmm: call profile (BBMM_CALL_PROFILE; every thread since the process "
+                 "started; scopes nest):\n%s",
+                 call_profile_report().c_str());
+  }
   if (status.ok() && !still_registered.empty()) {
     status = absl::FailedPreconditionError(absl::StrCat(
         "runtime destroyed with ", still_registered.size(), " array(s) still registered (",

@@ -260,6 +260,7 @@ class ManagerTimer {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     if (sink_ != nullptr) *sink_ += seconds;
     if (name_ != nullptr && slow_call(seconds)) report_slow_call(name_, seconds);
+    if (name_ != nullptr && call_profile_on()) call_profile_add(name_, seconds);
     if (tracer_ != nullptr) tracer_->slice(kHost, name_, start_us_, tracer_->now_us() - start_us_, "");
   }
   ManagerTimer(const ManagerTimer&) = delete;

@@ -3,10 +3,13 @@
 // call: acquire took 1234 us"). A diagnostic of where the application thread
 // waits without the trace, which changes the timing it observes: the runtime's
 // calls (ManagerTimer) and, inside them, the backends' waits (an allocation
-// waiting for an issue worker, for instance).
+// waiting for an issue worker, for instance). The same scopes feed the call
+// profile (BBMM_CALL_PROFILE, core/call_profile.h).
 #pragma once
 
 #include <chrono>
+
+#include "core/call_profile.h"
 
 namespace bbmm::detail {
 
@@ -29,18 +32,26 @@ inline bool slow_call(double seconds) {
 // "bbmm: slow call: <what> took <us> us" on stderr.
 void report_slow_call(const char* what, double seconds);
 
-// Reports the time between its construction and destruction when it is slow:
-// a part of a call ("acquire: placing the boxes").
+// Whether scopes read the clock at all: slow calls reported or a call profile.
+inline bool scopes_timed() {
+  static const bool on = slow_calls_on() || call_profile_on();
+  return on;
+}
+
+// Reports the time between its construction and destruction when it is slow,
+// and adds it to the call profile: a part of a call ("acquire: placing the
+// boxes"). `what` must be a string literal (the profile keys on its address).
 class SlowScope {
  public:
   explicit SlowScope(const char* what) : what_(what) {
-    if (slow_calls_on()) start_ = std::chrono::steady_clock::now();
+    if (scopes_timed()) start_ = std::chrono::steady_clock::now();
   }
   ~SlowScope() {
-    if (!slow_calls_on()) return;
+    if (!scopes_timed()) return;
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     if (slow_call(s)) report_slow_call(what_, s);
+    if (call_profile_on()) call_profile_add(what_, s);
   }
   SlowScope(const SlowScope&) = delete;
   SlowScope& operator=(const SlowScope&) = delete;

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -305,13 +306,14 @@ class CudaBackend final : public Backend {
     if (PoolGrower* g = growers_[dev.gpu].get(); g != nullptr) g->add_in_use(-static_cast<int64_t>(bytes));
     Command c;
     c.kind = CommandKind::kFree;
-    c.waits.assign(after.begin(), after.end());
-    c.free_base = buffer.base;
+    Worker::Keep keep;
+    keep.waits.assign(after.begin(), after.end());
+    c.payload = buffer.base;
     if (Tracer* t = tracer_; t != nullptr) {
       c.tracer = t;
-      c.trace_args = absl::StrCat("\"bytes\":", bytes);
+      c.trace_args() = absl::StrCat("\"bytes\":", bytes);
     }
-    const uint64_t ticket = dev.worker->enqueue(std::move(c));
+    const uint64_t ticket = dev.worker->enqueue(std::move(c), std::move(keep));
     uint64_t seen = dev.free_ticket.load(std::memory_order_relaxed);
     while (seen < ticket &&
            !dev.free_ticket.compare_exchange_weak(seen, ticket, std::memory_order_acq_rel)) {
@@ -325,20 +327,23 @@ class CudaBackend final : public Backend {
     if (absl::Status s = check_copy(dst, src, shape, "cuda copy", -1); !s.ok()) return s;
     const CopyDir dir = copy_direction(dst, src);
     Device& dev = *devices_[issuer(dir, dst.device, src.device)];
+    std::optional<detail::SlowScope> scope(std::in_place,
+                                           "cuda copy: making the event and the command");
     auto event = make_op_event(dev.shared);
     Command c;
     c.kind = CommandKind::kCopy;
     c.dir = dir;
-    c.waits.assign(wait.begin(), wait.end());
-    c.event = event;
-    c.copy = CopyOp{dst, src, shape};
+    Worker::Keep keep{event, {}};
+    keep.waits.assign(wait.begin(), wait.end());
+    c.payload = CopyOp{dst, src, shape};
     if (Tracer* t = tracer_; t != nullptr) {
       c.tracer = t;
-      c.trace_args = copy_trace_args(dst, src, dir, shape.width_bytes * shape.height * shape.depth);
-      absl::StrAppend(&c.trace_args, ",\"shape\":\"", shape_text(shape), "\"");
-      append_label(c.trace_args);
+      c.trace_args() = copy_trace_args(dst, src, dir, shape.width_bytes * shape.height * shape.depth);
+      absl::StrAppend(&c.trace_args(), ",\"shape\":\"", shape_text(shape), "\"");
+      append_label(c.trace_args());
     }
-    dev.worker->enqueue(std::move(c));
+    scope.emplace("cuda copy: enqueueing the command");
+    dev.worker->enqueue(std::move(c), std::move(keep));
     return Event(std::move(event));
   }
 
@@ -368,19 +373,22 @@ class CudaBackend final : public Backend {
     }
     const CopyDir dir = copy_direction(ops[0].dst, ops[0].src);
     Device& dev = *devices_[issuer(dir, dst_dev, src_dev)];
+    std::optional<detail::SlowScope> scope(std::in_place,
+                                           "cuda copy_batch: making the event and the command");
     auto event = make_op_event(dev.shared);
     Command c;
     c.kind = CommandKind::kBatch;
     c.dir = dir;
-    c.waits.assign(wait.begin(), wait.end());
-    c.event = event;
+    Worker::Keep keep{event, {}};
+    keep.waits.assign(wait.begin(), wait.end());
     if (Tracer* t = tracer_; t != nullptr) {
       c.tracer = t;
-      c.trace_args = copy_trace_args(ops[0].dst, ops[0].src, dir, bytes);
-      absl::StrAppend(&c.trace_args, ",\"ops\":", ops.size());
-      append_label(c.trace_args);
+      c.trace_args() = copy_trace_args(ops[0].dst, ops[0].src, dir, bytes);
+      absl::StrAppend(&c.trace_args(), ",\"ops\":", ops.size());
+      append_label(c.trace_args());
     }
-    dev.worker->enqueue_batch(std::move(c), ops);
+    scope.emplace("cuda copy_batch: enqueueing the command");
+    dev.worker->enqueue_batch(std::move(c), std::move(keep), ops);
     return Event(std::move(event));
   }
 
@@ -389,17 +397,20 @@ class CudaBackend final : public Backend {
     if (absl::Status s = check_device(device, "launch"); !s.ok()) return s;
     if (!fn) return absl::InvalidArgumentError("cuda launch: empty function");
     Device& dev = *devices_[device];
+    std::optional<detail::SlowScope> scope(std::in_place,
+                                           "cuda launch: making the event and the command");
     auto event = make_op_event(dev.shared);
     Command c;
     c.kind = CommandKind::kLaunch;
-    c.waits.assign(wait.begin(), wait.end());
-    c.event = event;
+    Worker::Keep keep{event, {}};
+    keep.waits.assign(wait.begin(), wait.end());
     c.fn = std::move(fn);
     if (Tracer* t = tracer_; t != nullptr) {
       c.tracer = t;
-      c.trace_args = Tracer::current_label();
+      c.trace_args() = Tracer::current_label();
     }
-    dev.worker->enqueue(std::move(c));
+    scope.emplace("cuda launch: enqueueing the command");
+    dev.worker->enqueue(std::move(c), std::move(keep));
     return Event(std::move(event));
   }
 
@@ -409,8 +420,7 @@ class CudaBackend final : public Backend {
     auto event = make_op_event(dev.shared);
     Command c;
     c.kind = CommandKind::kRecord;
-    c.event = event;
-    dev.worker->enqueue(std::move(c));
+    dev.worker->enqueue(std::move(c), Worker::Keep{event, {}});
     return Event(std::move(event));
   }
 
@@ -424,6 +434,7 @@ class CudaBackend final : public Backend {
     Device& dev = *devices_[device];
     // Everything enqueued before the call is issued, then complete.
     dev.worker->wait_issued(dev.worker->last_ticket());
+    dev.worker->release_issued();
     absl::Status streams = dev.streams.synchronize_all();
     absl::Status first = dev.worker->take_first_error();
     if (Tracer* t = tracer_; t != nullptr) {
@@ -688,8 +699,8 @@ class CudaBackend final : public Backend {
       lock.unlock();
       Command c;
       c.kind = CommandKind::kReady;
-      c.event = ready;
-      dev.worker->enqueue(std::move(c));
+      c.ready = ready;
+      dev.worker->enqueue(std::move(c), Worker::Keep{ready, {}});
     }
     if (const auto t4 = std::chrono::steady_clock::now();
         detail::slow_call(std::chrono::duration<double>(t4 - t_start).count())) {

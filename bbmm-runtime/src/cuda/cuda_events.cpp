@@ -111,12 +111,10 @@ bool CudaOpEvent::query() const {
   const uint8_t st = state_.load(std::memory_order_acquire);
   if (st == 0) return false;
   if ((st & kComplete) != 0 || (st & kHasEvent) == 0) return true;
-  const bool timed = detail::slow_calls_on();
-  const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-  const cudaError_t e = cudaEventQuery(ev_);
-  if (timed) {
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (detail::slow_call(s)) detail::report_slow_call("cudaEventQuery (is an operation complete?)", s);
+  cudaError_t e;
+  {
+    detail::SlowScope scope("cuda: cudaEventQuery (is an operation complete?)");
+    e = cudaEventQuery(ev_);
   }
   if (e == cudaErrorNotReady) return false;
   if (e == cudaSuccess) {

@@ -102,7 +102,6 @@ void DeviceStreams::destroy() {
     for (StreamSlot& slot : *group) all.push_back(&slot);
   }
   for (StreamSlot* slot : all) {
-    slot->last.reset();
     if (slot->stream == nullptr) continue;
     (void)cudaStreamSynchronize(slot->stream);
     (void)cudaStreamDestroy(slot->stream);

@@ -59,16 +59,7 @@ struct StreamSlot {
   // Number of completion events recorded on the stream so far; an event's
   // sequence number orders it among the events of its stream.
   uint64_t seq = 0;
-  // Commands assigned to the stream at enqueue (guarded by the worker's
-  // queue mutex): the order of their events on it, known before they are
-  // issued (EventState::queue/sequence), so that the runtime core can tell
-  // that one event implies another. Every assigned command records its
-  // completion event on the stream, failed ones too, so this is the order in
-  // which they complete.
-  uint64_t order = 0;
-  // The latest completion event recorded on the stream, and its seq when the
-  // join stream last waited for it (record()).
-  std::shared_ptr<CudaOpEvent> last;
+  // `seq` when the join stream last waited for the stream (record()).
   uint64_t joined_seq = 0;
   // The device's allocation generation this stream has waited for
   // (CudaBackendOptions::wait_for_allocations).
@@ -77,6 +68,15 @@ struct StreamSlot {
   // pageable host memory go through (cuda_staging.h), made by
   // allocate_staging; freed by destroy().
   StagingLane lane;
+  // Commands assigned to the stream at enqueue (guarded by the worker's
+  // queue mutex): the order of their events on it, known before they are
+  // issued (EventState::queue/sequence), so that the runtime core can tell
+  // that one event implies another. Every assigned command records its
+  // completion event on the stream, failed ones too, so this is the order in
+  // which they complete. Written by the threads that enqueue, on a cache
+  // line of its own: the fields above are the issue worker's, and sharing a
+  // line with them would cost each enqueue a transfer of that line.
+  alignas(64) uint64_t order = 0;
 };
 
 class DeviceStreams {

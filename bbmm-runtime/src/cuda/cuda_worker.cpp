@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -54,34 +55,57 @@ void Worker::stop() {
   }
   work_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  release_issued();
 }
 
 bool Worker::on_worker_thread() const { return tls_worker == this; }
 
 bool Worker::on_any_worker_thread() { return tls_worker != nullptr; }
 
-uint64_t Worker::enqueue(Command&& command) { return enqueue_batch(std::move(command), {}); }
+uint64_t Worker::enqueue(Command&& command, Keep&& keep) {
+  return enqueue_batch(std::move(command), std::move(keep), {});
+}
 
-uint64_t Worker::enqueue_batch(Command&& command, std::span<const CopyOp> ops) {
+void Worker::release_issued() {
+  std::lock_guard<std::mutex> lock(held_mu_);
+  const uint64_t issued = issued_.load(std::memory_order_acquire);
+  // Tickets are pushed nearly in order (threads enqueueing at once may swap
+  // neighbours): stop at the first one not issued yet.
+  while (held_head_ < held_.size() && held_[held_head_].ticket <= issued) {
+    held_[held_head_].keep = Keep();
+    ++held_head_;
+  }
+  if (held_head_ == held_.size()) {
+    held_.clear();  // keeps the capacity: no allocation once warm
+    held_head_ = 0;
+  } else if (held_head_ > held_.size() / 2) {
+    held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(held_head_));
+    held_head_ = 0;
+  }
+}
+
+uint64_t Worker::enqueue_batch(Command&& command, Keep&& keep, std::span<const CopyOp> ops) {
   bool wake;
   uint64_t ticket;
-  // The clock is read only when slow calls are reported (BBMM_SLOW_CALL_US):
-  // this is on every operation's path.
-  const bool timed = detail::slow_calls_on();
-  const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+  command.event = keep.event.get();
+  for (const Event& e : keep.waits) {
+    if (e.state() != nullptr) command.waits.push_back(e.state());
+  }
+  const bool holds = keep.event != nullptr || !keep.waits.empty();
   {
+    // (The scopes read the clock only when slow calls are reported or profiled:
+    // this is on every operation's path.)
+    std::optional<detail::SlowScope> scope(std::in_place, "cuda: taking an issue worker's queue lock");
     std::lock_guard<std::mutex> lock(mu_);
-    if (timed) {
-      const double s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (detail::slow_call(s)) detail::report_slow_call("taking an issue worker's queue lock", s);
-    }
+    scope.emplace("cuda: queueing a command (under the worker's lock)");
     if (!ops.empty()) {
       if (!spare_batches_.empty()) {
-        command.batch = std::move(spare_batches_.back());
+        command.payload = std::move(spare_batches_.back());
         spare_batches_.pop_back();
+      } else {
+        command.payload.emplace<std::vector<CopyOp>>();
       }
-      command.batch.assign(ops.begin(), ops.end());
+      command.batch().assign(ops.begin(), ops.end());
     }
     StreamSlot& slot = pick_stream(command);
     command.slot = &slot;
@@ -94,7 +118,23 @@ uint64_t Worker::enqueue_batch(Command&& command, std::span<const CopyOp> ops) {
   }
   // Only a sleeping worker needs the (system call of the) notification; a
   // spinning one sees enqueued_ change.
-  if (wake) work_cv_.notify_one();
+  if (wake) {
+    detail::SlowScope scope("cuda: waking a sleeping issue worker");
+    work_cv_.notify_one();
+  }
+  if (holds) {
+    // The references stay with this side (the worker only borrows them);
+    // those of issued commands are dropped in bulk, every kReleaseEvery
+    // commands (one read of the worker's issued_ for all of them).
+    bool release;
+    {
+      detail::SlowScope scope("cuda: keeping a command's events until it is issued");
+      std::lock_guard<std::mutex> lock(held_mu_);
+      held_.push_back(Held{ticket, std::move(keep)});
+      release = (held_.size() - held_head_) % kReleaseEvery == 0;
+    }
+    if (release) release_issued();
+  }
   return ticket;
 }
 
@@ -181,13 +221,19 @@ void Worker::run() {
       } else {
         issue(c);
       }
-      // What the command captured (the launch function, the wait list) is
-      // released here, on the worker; a batch's vector is kept for reuse.
+      // What the command captured (the launch function, the wait list, the
+      // event) is released here, on the worker, before the issue is published
+      // (a synchronize() that returns finds the captures gone); a batch's
+      // vector is kept for reuse. Only those fields are written: the rest of
+      // the command's lines stay as the enqueueing thread wrote them.
       if (c.kind == CommandKind::kBatch && issued_batches_.size() < kSpareBatches) {
-        c.batch.clear();
-        issued_batches_.push_back(std::move(c.batch));
+        c.batch().clear();
+        issued_batches_.push_back(std::move(c.batch()));
       }
-      c = Command();
+      // (The events are borrowed: the enqueueing side releases them.)
+      if (c.fn) c.fn = nullptr;
+      if (c.ready) c.ready.reset();
+      if (c.trace) c.trace.reset();
       issued_.store(++taken, std::memory_order_seq_cst);
       if (issue_waiters_.load(std::memory_order_seq_cst) > 0) {
         { std::lock_guard<std::mutex> lock(mu_); }
@@ -218,7 +264,7 @@ void Worker::issue_timed(Command& c) {
                                                       : copy_trace_name(c.dir);
   const char* batch = c.kind == CommandKind::kBatch ? " batch" : "";
   const size_t waits = c.waits.size();
-  const size_t ops = c.kind == CommandKind::kBatch ? c.batch.size() : 1;
+  const size_t ops = c.kind == CommandKind::kBatch ? c.batch().size() : 1;
   const auto t0 = std::chrono::steady_clock::now();
   issue(c);
   const double us =
@@ -258,7 +304,7 @@ std::string Worker::describe(const Command& c) const {
 }
 
 CopyEnv Worker::copy_env(const Command& c) const {
-  const CopyOp& op = c.kind == CommandKind::kBatch ? c.batch.front() : c.copy;
+  const CopyOp& op = c.kind == CommandKind::kBatch ? c.batch().front() : c.copy();
   CopyEnv env;
   env.dst_gpu = op.dst.device == kHost ? -1 : topology_.gpu_of[op.dst.device];
   env.src_gpu = op.src.device == kHost ? -1 : topology_.gpu_of[op.src.device];
@@ -278,8 +324,7 @@ CopyEnv Worker::copy_env(const Command& c) const {
   return env;
 }
 
-void Worker::add_wait(const Event& e, StreamKey target, absl::Status* failed) {
-  const EventState* st = e.state();
+void Worker::add_wait(const EventState* st, StreamKey target, absl::Status* failed) {
   if (st == nullptr) return;
   const CudaOpEvent* ce = dynamic_cast<const CudaOpEvent*>(st);
   if (ce == nullptr) {
@@ -341,7 +386,7 @@ void Worker::issue(Command& c) {
   const int64_t taken_us = c.tracer != nullptr ? c.tracer->now_us() : 0;
   waits_.clear();
   absl::Status failed;
-  for (const Event& e : c.waits) add_wait(e, slot.key, &failed);
+  for (const EventState* e : c.waits) add_wait(e, slot.key, &failed);
   // Holds the latest allocation's ready event while waits_ points to it.
   std::shared_ptr<CudaOpEvent> ready;
   if (options_.wait_for_allocations && &slot != &streams_.memory) {
@@ -352,7 +397,7 @@ void Worker::issue(Command& c) {
         ready = latest_ready_;
       }
       slot.alloc_gen_seen = gen;
-      if (ready != nullptr) add_wait(Event(ready), slot.key, &failed);
+      if (ready != nullptr) add_wait(ready.get(), slot.key, &failed);
     }
   }
   if (c.kind == CommandKind::kFree) {
@@ -378,7 +423,7 @@ void Worker::issue(Command& c) {
   }
   // Tracing: timing events before and after the operation on its stream.
   if (c.tracer != nullptr) {
-    absl::StrAppend(&c.trace_args, c.trace_args.empty() ? "" : ",", "\"taken_us\":", taken_us,
+    absl::StrAppend(&c.trace_args(), c.trace_args().empty() ? "" : ",", "\"taken_us\":", taken_us,
                     ",\"issued_us\":", c.tracer->now_us());
   }
   std::shared_ptr<const TimingRef> ref;
@@ -413,7 +458,7 @@ void Worker::trace_end(Command& c, cudaStream_t stream, absl::string_view stream
   TraceRecord r;
   r.tracer = c.tracer;
   r.name = name;
-  r.args = std::move(c.trace_args);
+  r.args = std::move(c.trace_args());
   absl::StrAppend(&r.args, r.args.empty() ? "" : ",", "\"stream\":\"", stream_name, "\"");
   r.start = start;
   r.end = end;
@@ -459,7 +504,7 @@ absl::Status Worker::issue_direct(Command& c, std::span<const CopyOp> ops, Strea
   BatchPaths paths;
   absl::Status s = issue_copy_batch(ops, c.dir, copy_env(c), slot.stream, scratch_, &paths);
   if (c.tracer != nullptr) {
-    absl::StrAppend(&c.trace_args, ",\"kernel_ops\":", paths.kernel,
+    absl::StrAppend(&c.trace_args(), ",\"kernel_ops\":", paths.kernel,
                     ",\"batch_api_ops\":", paths.batch_api, ",\"single_ops\":", paths.single);
   }
   return s;
@@ -557,8 +602,8 @@ absl::Status Worker::issue_operation(Command& c, StreamSlot& slot) {
     case CommandKind::kCopy:
     case CommandKind::kBatch: {
       std::span<const CopyOp> ops = c.kind == CommandKind::kCopy
-                                        ? std::span<const CopyOp>(&c.copy, 1)
-                                        : std::span<const CopyOp>(c.batch);
+                                        ? std::span<const CopyOp>(&c.copy(), 1)
+                                        : std::span<const CopyOp>(c.batch());
       if (c.dir == CopyDir::kH2D || c.dir == CopyDir::kD2H) {
         // Pageable host bytes go through the stream's staging buffer. The ops
         // are sorted into the two lists only from the first pageable one on
@@ -574,7 +619,7 @@ absl::Status Worker::issue_operation(Command& c, StreamSlot& slot) {
           size_t rounds = 0;
           absl::Status s = issue_staged(c, slot, &rounds);
           if (c.tracer != nullptr) {
-            absl::StrAppend(&c.trace_args, ",\"staged_ops\":", staged_ops_.size(),
+            absl::StrAppend(&c.trace_args(), ",\"staged_ops\":", staged_ops_.size(),
                             ",\"staged_rounds\":", rounds);
           }
           if (!s.ok() || direct_ops_.empty()) return s;
@@ -629,7 +674,7 @@ absl::Status Worker::issue_free(Command& c) {
   const cudaEvent_t start = trace_begin(c, m.stream, &ref);
   // Stream-ordered: the memory returns to the pool when the memory stream
   // reaches this point, i.e. after every event in the wait list.
-  const cudaError_t e = cudaFreeAsync(c.free_base, m.stream);
+  const cudaError_t e = cudaFreeAsync(c.free_base(), m.stream);
   memory_ops_.fetch_add(1, std::memory_order_acq_rel);
   trace_end(c, m.stream, m.name, "free", start, std::move(ref));
   if (e != cudaSuccess) {
@@ -643,22 +688,28 @@ absl::Status Worker::issue_free(Command& c) {
 void Worker::issue_record(Command& c) {
   StreamSlot& join = streams_.join;
   absl::Status status;
-  // The join stream waits for the latest completion event of every stream
-  // that has work not already joined and not known complete...
+  // The join stream waits for every stream with work issued since it last
+  // joined it, through a helper event recorded there now (the operations'
+  // own events are borrowed from the enqueueing threads, which may have
+  // released them)...
   for (StreamSlot* s : streams_.work_slots()) {
-    if (s == &streams_.memory) continue;
-    const std::shared_ptr<CudaOpEvent>& last = s->last;
-    if (last == nullptr || !last->has_cuda_event() || last->known_complete() ||
-        s->joined_seq == last->seq()) {
-      continue;
+    if (s == &streams_.memory || s->seq == s->joined_seq) continue;
+    cudaEvent_t helper;
+    cudaError_t e = shared_->events.get(&helper);
+    if (e == cudaSuccess) {
+      e = cudaEventRecord(helper, s->stream);
+      if (e == cudaSuccess) e = cudaStreamWaitEvent(join.stream, helper, 0);
+      // The join stream captured the recording: the event may be reused.
+      shared_->events.put(helper);
     }
-    const cudaError_t e = cudaStreamWaitEvent(join.stream, last->cuda_event(), 0);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      if (status.ok()) status = cuda_status("cudaStreamWaitEvent (record)", e, __FILE__, __LINE__);
+      if (status.ok()) {
+        status = cuda_status("cudaEventRecord/cudaStreamWaitEvent (record)", e, __FILE__, __LINE__);
+      }
       continue;
     }
-    s->joined_seq = last->seq();
+    s->joined_seq = s->seq;
   }
   // ... and for the memory stream (allocations issued by callers' threads,
   // frees), through a helper event recorded there now.
@@ -699,8 +750,8 @@ void Worker::issue_ready(Command& c) {
     std::lock_guard<std::mutex> lock(streams_.memory_mu);
     complete(c, streams_.memory, absl::OkStatus());
   }
-  note_allocation(c.event);
-  c.event.reset();
+  note_allocation(c.ready);
+  c.event = nullptr;  // issued: issue() skips it
 }
 
 void Worker::complete(Command& c, StreamSlot& slot, absl::Status status) {
@@ -722,11 +773,9 @@ void Worker::complete(Command& c, StreamSlot& slot, absl::Status status) {
     status = absl::Status(status.code(), absl::StrCat(describe(c), ": ", status.message()));
     note_error(status);
     c.event->mark_failed(std::move(status), ev, slot.key, ev != nullptr ? ++slot.seq : 0);
-    if (ev != nullptr) slot.last = c.event;
     return;
   }
   c.event->mark_issued(ev, slot.key, ++slot.seq);
-  slot.last = c.event;
 }
 
 }  // namespace bbmm
