@@ -10,7 +10,7 @@
 # bench/gpu/kernels' handwritten_kernels[_nofma] and stencil_variants, bench/gpu/baselines'
 # baseline_stencils; stripped when the folder would exceed
 # 40 MiB), lib/, run_all.sh, summarize.py, plot_trace.py, study.sh, study_report.py,
-# issue_report.py, host_calls.py, host_share.sh,
+# issue_report.py, host_calls.py, host_share.sh, call_profile.sh,
 # staging_threads.sh, kernel_speed.sh, march_tune.sh, variants.sh, out_of_core.sh, mpi_ranks.sh (with
 # heat2d_bbmmc_cuda_mpi and floyd_bbmmc_cuda_mpi, linked to the machine's libmpi.so.40),
 # weak_scaling.sh (bench/mpi: with the host builds heat2d[_mpi] and jacobi1d[_mpi], MPI ranks

@@ -57,9 +57,18 @@ void check(bbmm_status s, const char* what) {
 // One step of the timed loop: tile_instructions.sh counts the instructions
 // under this function only, not the warm-up steps (which place the boxes and
 // allocate).
+// Every benchmark run's timed tiles, printed at exit for tile_instructions.sh.
+int64_t g_timed_tiles = 0;
+struct PrintTimedTiles {
+  ~PrintTimedTiles() {
+    std::fprintf(stderr, "cuda_fake_tile_bench: timed tiles %lld\n", static_cast<long long>(g_timed_tiles));
+  }
+} g_print_timed_tiles;
+
 template <typename F>
-[[gnu::noinline]] void timed_step(const F& step) {
+[[gnu::noinline]] void timed_step(const F& step, int tiles) {
   step();
+  g_timed_tiles += tiles;
 }
 
 // The calling thread's user and system CPU seconds and context switches so far.
@@ -130,7 +139,7 @@ void Step(benchmark::State& state) {
   // timed steps (not the synchronisations between them).
   ThreadUsage usage, start = ThreadUsage::now();
   for (auto _ : state) {
-    timed_step(one_step);
+    timed_step(one_step, tiles);
     // Bound how far the calling thread runs ahead of the fake devices.
     if (++steps % 64 == 0) {
       state.PauseTiming();

@@ -25,5 +25,12 @@ if(TARGET jacobi2d_host)
   set_tests_properties(jacobi2d_host_slow_calls PROPERTIES LABELS runtime
     ENVIRONMENT "BBMM_SLOW_CALL_US=1"
     PASS_REGULAR_EXPRESSION "bbmm: slow call: acquire took [0-9]+ us.*-> PASSED")
+  # BBMM_CALL_PROFILE: the profile printed at the runtime's end counts every
+  # acquire (4 devices x 2 tiles x 2 phases x 2 steps = 32).
+  add_test(NAME jacobi2d_host_call_profile COMMAND jacobi2d_host --n 130 --steps 2)
+  set_tests_properties(jacobi2d_host_call_profile PROPERTIES LABELS runtime
+    ENVIRONMENT "BBMM_CALL_PROFILE=1"
+    PASS_REGULAR_EXPRESSION "\\| acquire \\| 32 \\| [0-9.]+ \\| [0-9.]+ \\|"
+    FAIL_REGULAR_EXPRESSION "-> FAILED")
 endif()
 # --- end of host backend ----------------------------------------------------------

@@ -18,6 +18,10 @@ bbmm_add_test(runtime_fault_test LABELS runtime
 bbmm_add_test(directory_test LABELS runtime
   SOURCES directory_test.cpp
   LIBS bbmm_runtime_internal)
+# call_profile_test: the call profile's per-thread tables merged by scope.
+bbmm_add_test(call_profile_test LABELS runtime
+  SOURCES call_profile_test.cpp
+  LIBS bbmm_runtime_internal)
 # hazards_test: per-box hazards (with the in-flight lists merged) against a plain list.
 bbmm_add_test(hazards_test LABELS runtime
   SOURCES hazards_test.cpp
