@@ -68,46 +68,66 @@ absl::StatusOr<TileState*> open_handle(bbmm_tile* h, const char* what) {
 // function never runs (its enqueue or an operation it waits for failed) keeps
 // its block out of the free list (the pool still owns it). One pool for the
 // process, never destroyed: a backend's thread may still run a function while
-// the program exits.
+// the program exits. Each thread keeps a few blocks of its own and trades them
+// with the pool kBatch at a time: taking and giving back one block a launch
+// under the pool's lock moved the lock's and the list's cache lines between
+// the calling thread and the issue worker on every launch (~0.3 us on an H200
+// host, twenty-third session). The per-thread lists are plain arrays (no
+// destructor: exit() destroys thread_local objects before the handlers that
+// may still launch); the blocks of a thread that ends stay owned by the pool.
 class LaunchArgs {
  public:
   static LaunchArgs* take(const void* args, size_t n) {
-    Pool& p = pool();
-    LaunchArgs* a = nullptr;
-    {
+    Local& mine = local;
+    if (mine.count == 0) {
+      Pool& p = pool();
       std::lock_guard<std::mutex> lock(p.mu);
-      if (p.free.empty()) {
-        p.all.push_back(std::make_unique<LaunchArgs>());
-        p.free.reserve(p.all.size());  // give_back never allocates
-        a = p.all.back().get();
-      } else {
-        a = p.free.back();
+      while (mine.count < kBatch && !p.free.empty()) {
+        mine.blocks[mine.count++] = p.free.back();
         p.free.pop_back();
       }
+      if (mine.count == 0) {
+        p.all.push_back(std::make_unique<LaunchArgs>());
+        p.free.reserve(p.all.size());  // a give-back never allocates
+        mine.blocks[mine.count++] = p.all.back().get();
+      }
     }
+    LaunchArgs* a = mine.blocks[--mine.count];
     const auto* b = static_cast<const unsigned char*>(args);
     a->bytes_.assign(b, b + n);  // reuses the block's capacity
     return a;
   }
   void* data() { return bytes_.empty() ? nullptr : bytes_.data(); }
   void give_back() {
-    Pool& p = pool();
-    std::lock_guard<std::mutex> lock(p.mu);
-    p.free.push_back(this);
+    Local& mine = local;
+    if (mine.count == kLocal) {
+      Pool& p = pool();
+      std::lock_guard<std::mutex> lock(p.mu);
+      for (size_t k = 0; k < kBatch; ++k) p.free.push_back(mine.blocks[--mine.count]);
+    }
+    mine.blocks[mine.count++] = this;
   }
 
  private:
+  static constexpr size_t kBatch = 32;
+  static constexpr size_t kLocal = 2 * kBatch;
   struct Pool {
     std::mutex mu;
     std::vector<std::unique_ptr<LaunchArgs>> all;  // every block, taken or free
     std::vector<LaunchArgs*> free;
   };
+  struct Local {
+    LaunchArgs* blocks[kLocal];
+    size_t count;
+  };
   static Pool& pool() {
     static Pool* const p = new Pool;
     return *p;
   }
+  static thread_local Local local;
   std::vector<unsigned char> bytes_;
 };
+thread_local LaunchArgs::Local LaunchArgs::local = {};
 
 // The calling thread's last error message. A plain buffer, not a std::string: exit()
 // destroys thread_local objects before it runs the atexit handlers, and a program's
