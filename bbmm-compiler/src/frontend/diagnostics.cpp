@@ -20,8 +20,12 @@ void Diagnostics::add(Diagnostic d) {
     }
   list_.push_back(std::move(d));
   last_kept_ = true;
-  if (errors_ == kMaxErrors && list_.back().severity == Severity::kError)
-    list_.push_back({Severity::kNote, {}, "too many errors; stopping", ""});
+  if (errors_ == kMaxErrors && list_.back().severity == Severity::kError) {
+    Diagnostic note;  // (built field by field: GCC 12 at -O3 misreads the braced form)
+    note.severity = Severity::kNote;
+    note.message = "too many errors; stopping";
+    list_.push_back(std::move(note));
+  }
 }
 
 void Diagnostics::render(std::ostream& os, SourceManager* sm) const {
