@@ -4,6 +4,7 @@
 #include <isl/point.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace bbmm::compiler {
@@ -52,7 +53,38 @@ isl::set box_set_from_bounds(const isl::space& set_space, const std::vector<isl:
   return r.coalesce();
 }
 
+namespace {
+thread_local MakeBoxMemo* g_make_box_memo = nullptr;
+}  // namespace
+
+MakeBoxMemo::MakeBoxMemo() : owner_(g_make_box_memo == nullptr) {
+  if (owner_) g_make_box_memo = this;
+}
+MakeBoxMemo::~MakeBoxMemo() {
+  if (owner_) g_make_box_memo = nullptr;
+}
+MakeBoxMemo* MakeBoxMemo::active() { return g_make_box_memo; }
+const TileBox* MakeBoxMemo::find(const std::string& key) const {
+  auto it = boxes_.find(key);
+  return it == boxes_.end() ? nullptr : &it->second;
+}
+void MakeBoxMemo::remember(std::string key, const TileBox& box) { boxes_.emplace(std::move(key), box); }
+
 TileBox make_box(const isl::set& s, const isl::set& context) {
+  MakeBoxMemo* memo = MakeBoxMemo::active();
+  std::string key;
+  if (memo != nullptr) {
+    char* text = isl_set_to_str(s.get());
+    if (text != nullptr) {
+      key = text;
+      free(text);
+    }
+    if (const TileBox* known = key.empty() ? nullptr : memo->find(key)) {
+      TileBox b = *known;
+      b.context = context;
+      return b;
+    }
+  }
   TileBox b;
   int n = isl_set_dim(s.get(), isl_dim_set);
   b.guard = s.params().coalesce();
@@ -67,6 +99,7 @@ TileBox make_box(const isl::set& s, const isl::set& context) {
     b.dims.push_back(std::move(bd));
   }
   b.set = box_set_from_bounds(s.space(), mins, maxs);
+  if (memo != nullptr && !key.empty()) memo->remember(std::move(key), b);
   return b;
 }
 

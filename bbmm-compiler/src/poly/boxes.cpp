@@ -568,6 +568,7 @@ void widen_writes(const Scop& scop, int p, const Partition& part, const TileFram
 }  // namespace
 
 ScopBoxes compute_boxes(const Scop& scop, const BoxOptions& opts) {
+  MakeBoxMemo memo;  // the scop's boxes ask for the same sets many times
   ScopBoxes out;
   for (const std::string& p : scop.params) {
     auto it = opts.params.find(p);
