@@ -12,6 +12,7 @@
 #include "driver/pipeline.h"
 #include "poly/box_util.h"
 #include "poly/boxes.h"
+#include "poly/isl_util.h"
 #include "test_util.h"
 
 namespace bbmm::compiler {
@@ -108,6 +109,42 @@ TEST(BoxesJacobi2d, WorkedExample) {
       EXPECT_EQ(w->lo, (std::vector<int64_t>{lo, 1}));
       EXPECT_EQ(w->hi, (std::vector<int64_t>{hi, N - 1}));
     }
+}
+
+// make_box under a MakeBoxMemo gives what it gives without one (bounds, guard, exact set),
+// with the context of each call, also for a set met before under another context; and a
+// different set (one constraint apart) is not taken for a remembered one.
+TEST(MakeBoxMemo, GivesTheSameBoxesWithTheCallsContext) {
+  IslContext isl;
+  isl::ctx ctx = isl.ctx();
+  const isl::set a(ctx, "[n, t] -> { [i, j] : t <= i < t + 4 and 0 <= j < n and i < n }");
+  const isl::set b(ctx, "[n, t] -> { [i, j] : t <= i < t + 4 and 0 <= j < n - 1 and i < n }");
+  const isl::set c1(ctx, "[n, t] -> { : n >= 8 and 0 <= t }");
+  const isl::set c2(ctx, "[n, t] -> { : n >= 16 and 0 <= t < n }");
+  auto same = [](const TileBox& x, const TileBox& y) {
+    if (x.dims.size() != y.dims.size()) return false;
+    for (size_t d = 0; d < x.dims.size(); ++d) {
+      if (!isl_pw_aff_is_equal(x.dims[d].min.get(), y.dims[d].min.get()) ||
+          !isl_pw_aff_is_equal(x.dims[d].max.get(), y.dims[d].max.get()))
+        return false;
+    }
+    return x.guard.is_equal(y.guard) && x.set.is_equal(y.set) && x.context.is_equal(y.context);
+  };
+  const TileBox plain_a1 = make_box(a, c1), plain_a2 = make_box(a, c2), plain_b = make_box(b, c1);
+  ASSERT_FALSE(plain_a1.set.is_equal(plain_b.set));
+  {
+    MakeBoxMemo memo;
+    EXPECT_EQ(MakeBoxMemo::active(), &memo);
+    EXPECT_TRUE(same(make_box(a, c1), plain_a1));
+    EXPECT_TRUE(same(make_box(a, c2), plain_a2));  // remembered, with this call's context
+    EXPECT_TRUE(same(make_box(b, c1), plain_b));   // not taken for a's
+    {
+      MakeBoxMemo inner;  // shares the outer memo
+      EXPECT_EQ(MakeBoxMemo::active(), &memo);
+    }
+    EXPECT_EQ(MakeBoxMemo::active(), &memo);
+  }
+  EXPECT_EQ(MakeBoxMemo::active(), nullptr);
 }
 
 }  // namespace
