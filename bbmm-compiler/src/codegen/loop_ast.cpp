@@ -89,11 +89,16 @@ std::string rename_isl_macros(const std::string& text) {
   return out;
 }
 
+isl::set ast_context(const isl::set& context) {
+  if (isl_set_n_basic_set(context.get()) <= kMaxAstContextPieces) return context;
+  return isl::manage(isl_set_from_basic_set(isl_set_simple_hull(context.copy())));
+}
+
 LoopAst::LoopAst(const isl::union_map& schedule, const isl::set& context,
                  const std::string& iterator_prefix) {
   isl_ctx* ctx = schedule.ctx().get();
   isl_options_set_ast_iterator_type(ctx, "int64_t");
-  isl_ast_build* build = isl_ast_build_from_context(context.copy());
+  isl_ast_build* build = isl_ast_build_from_context(ast_context(context).release());
   int dims = 0;
   for (const isl::map& m : sorted_maps(schedule)) {
     dims = std::max(dims, static_cast<int>(isl_map_dim(m.get(), isl_dim_out)));
@@ -135,7 +140,7 @@ std::string print_loops(const isl::union_map& schedule, const isl::set& context,
 }
 
 std::string c_expr_from_pw_aff(const isl::pw_aff& pa, const isl::set& context) {
-  isl_ast_build* build = isl_ast_build_from_context(context.copy());
+  isl_ast_build* build = isl_ast_build_from_context(ast_context(context).release());
   isl_ast_expr* e = isl_ast_build_expr_from_pw_aff(build, pa.copy());
   isl_ast_build_free(build);
   if (!e) throw std::runtime_error("codegen: cannot print a pw_aff");
@@ -144,7 +149,8 @@ std::string c_expr_from_pw_aff(const isl::pw_aff& pa, const isl::set& context) {
   return r;
 }
 
-std::string c_condition_from_set(const isl::set& set, const isl::set& context) {
+std::string c_condition_from_set(const isl::set& set, const isl::set& full_context) {
+  const isl::set context = ast_context(full_context);
   isl::set gist = set.gist(context);
   if (isl_set_plain_is_universe(gist.get()) == isl_bool_true) return "1";
   isl_ast_build* build = isl_ast_build_from_context(context.copy());

@@ -201,7 +201,10 @@ ThreadMapping map_threads(const Scop& scop, const ScopBoxes& boxes, int phase,
     m.nonempty = rename_isl_macros(c_condition_from_set(nonempty, context));
     isl::set ne = isl::manage(
         isl_set_align_params(nonempty.copy(), isl_set_get_space(m.known.get())));
-    m.known = m.known.intersect(ne).coalesce();
+    m.known = m.known.intersect(ne);
+    // (Only a context: coalescing many pieces costs more than it saves.)
+    m.known = isl_set_n_basic_set(m.known.get()) <= kMaxAstContextPieces ? m.known.coalesce()
+                                                                          : ast_context(m.known);
   }
 
   static const char* const kAxis[] = {"x", "y", "z"};
