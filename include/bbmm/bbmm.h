@@ -318,8 +318,10 @@ typedef struct bbmm_stats {
   double reserve_seconds;
   double host_unpin_seconds;
   /* Bytes of array boxes sent to and received from other ranks (a run over several
-   * hosts; total only). */
-  uint64_t bytes_sent_ranks, bytes_received_ranks;
+   * hosts; total only), and the part of the bytes sent that went straight from
+   * device memory (the host backend's devices, or GPUs with a CUDA-aware MPI), not
+   * through the host arrays. */
+  uint64_t bytes_sent_ranks, bytes_received_ranks, bytes_sent_from_devices;
   /* Host tiles (BBMM_DEVICE_HOST; total only): how many, and the seconds their
    * kernels ran on the calling threads (their acquire's waits and write-backs are
    * in manager_seconds). */

@@ -44,8 +44,11 @@ bbmm_status bbmm_runtime_use_mpi(bbmm_runtime* rt, MPI_Comm comm, int flags);
 bbmm_status bbmm_mpi_use_by_default(MPI_Comm comm, int flags);
 
 /* 1 when the MPI library is CUDA-aware (built so and saying so at run time: Open MPI's
- * MPIX_Query_cuda_support), else 0. BBMM stages every transfer between ranks through the
- * registered host arrays either way; sending from GPU memory is not built yet. */
+ * MPIX_Query_cuda_support), else 0. Boxes sent to other ranks then go straight from the
+ * GPU holding them (MPI_Isend of the device instance, a subarray datatype over its padded
+ * rows); otherwise they are staged through the registered host arrays. The host backend's
+ * devices are host memory: their boxes are always sent from the device instance.
+ * BBMM_RANK_SENDS=staged (environment) stages every send (docs/runtime.md). */
 int bbmm_mpi_cuda_aware(void);
 
 #ifdef __cplusplus

@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -26,6 +28,32 @@ struct RankSetup {
 inline std::vector<RankSetup> same(int ranks, int devices, uint64_t memory) {
   return std::vector<RankSetup>(ranks, RankSetup{devices, memory});
 }
+
+// Sets environment variable `name` to `value` until destroyed (set before the
+// rank threads start: the runtimes read it when they get their transport).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
 
 // A host-backend runtime as `setup` says; null (with a failure) when it cannot be made.
 inline bbmm_runtime* host_runtime(const RankSetup& setup) {

@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "api/c_api_internal.h"
+#include "bbmm/runtime.h"
+#include "core/array.h"
+#include "host/host_backend.h"
 #include "bbmm/bbmm.h"
 #include "core/loopback_transport.h"
 #include "loopback_ranks.h"
@@ -96,14 +99,31 @@ INSTANTIATE_TEST_SUITE_P(Ranks, RankStencilTest,
                                            StencilCase{4, true}),
                          stencil_case_name);
 
+void run_global_stencil_case(const StencilCase& c, bool staged);
+
 // The stencil written for one runtime (run_global_stencil), its tiles on the
 // devices of all ranks: the runtime moves the data; tight devices box out.
 class GlobalStencilTest : public ::testing::TestWithParam<StencilCase> {};
 
+// Both ways of sending (BBMM_RANK_SENDS): from the host-backend devices' memory (auto, the
+// default: the loopback reads it) and through the host arrays (staged).
 TEST_P(GlobalStencilTest, MatchesTheSequentialProgram) {
-  const StencilCase c = GetParam();
+  for (const char* mode : {"auto", "staged"}) {
+    SCOPED_TRACE(mode);
+    testing::ScopedEnv env("BBMM_RANK_SENDS", mode);
+    run_global_stencil_case(GetParam(), std::string(mode) == "staged");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, GlobalStencilTest,
+                         ::testing::Values(StencilCase{1, false}, StencilCase{2, false},
+                                           StencilCase{3, false}, StencilCase{2, true},
+                                           StencilCase{4, true}),
+                         stencil_case_name);
+
+void run_global_stencil_case(const StencilCase& c, bool staged) {
   const std::vector<uint64_t> want = testing::global_stencil_bytes_received(1000, 12, c.ranks, 2);
-  std::vector<uint64_t> sent(c.ranks, 0);
+  std::vector<uint64_t> sent(c.ranks, 0), from_devices(c.ranks, 0);
   on_ranks(stencil_ranks(c), /*global_tiles=*/true, false, [&](bbmm_runtime* rt, int r) {
     EXPECT_EQ(bbmm_device_count(rt), 2 * c.ranks);
     testing::run_global_stencil(rt, 1000, 12);
@@ -113,6 +133,8 @@ TEST_P(GlobalStencilTest, MatchesTheSequentialProgram) {
     // between ranks and rank 0's gather, never more.
     EXPECT_EQ(st.bytes_received_ranks, want[r]) << "rank " << r;
     sent[r] = st.bytes_sent_ranks;
+    from_devices[r] = st.bytes_sent_from_devices;
+    EXPECT_LE(st.bytes_sent_from_devices, st.bytes_sent_ranks) << "rank " << r;
     if (c.tight) {
       EXPECT_GT(st.evictions, 0u) << "rank " << r;
     }
@@ -123,16 +145,19 @@ TEST_P(GlobalStencilTest, MatchesTheSequentialProgram) {
     total_want += want[r];
   }
   EXPECT_EQ(total_sent, total_want) << "every byte received was sent once";
+  uint64_t total_from_devices = 0;
+  for (uint64_t b : from_devices) total_from_devices += b;
+  if (staged) {
+    EXPECT_EQ(total_from_devices, 0u) << "staged: every send from a host array";
+  } else if (c.ranks > 1) {
+    // The edges between ranks go from the device that wrote them (the gather at
+    // unregistration too, where one instance holds a whole region).
+    EXPECT_GT(total_from_devices, 0u);
+  }
   if (c.ranks > 1) {
     EXPECT_GT(total_want, 0u);
   }
 }
-
-INSTANTIATE_TEST_SUITE_P(Ranks, GlobalStencilTest,
-                         ::testing::Values(StencilCase{1, false}, StencilCase{2, false},
-                                           StencilCase{3, false}, StencilCase{2, true},
-                                           StencilCase{4, true}),
-                         stencil_case_name);
 
 // With global tiles the runtime moves the data itself: explicit transfers are
 // refused; the devices are all ranks', each with the least memory of any.
@@ -212,6 +237,7 @@ bbmm_array* register_a(bbmm_runtime* rt, std::vector<double>& a) {
 }
 
 TEST(RankExchange, FlowOutForOtherRanksGoesToTheHostAtOnce) {
+  testing::ScopedEnv env("BBMM_RANK_SENDS", "staged");
   on_ranks(same(2, 2, 0), /*global_tiles=*/true, false, [](bbmm_runtime* rt, int r) {
     std::vector<double> a(16, 1.0);
     bbmm_array* A = register_a(rt, a);
@@ -233,6 +259,130 @@ TEST(RankExchange, FlowOutForOtherRanksGoesToTheHostAtOnce) {
   EXPECT_EQ(bytes_d2h(rt), 0u);
   ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);
   EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK);
+}
+
+// When the transport reads the devices' memory (the host backend's, by default), the
+// same flow-out copies nothing to the host: the reader's tile makes rank 1 send A[8, 9)
+// from its device's instance, after the kernel that wrote it, and rank 0 receives the
+// values that kernel wrote.
+void add_ten(const bbmm_launch_info*, void* args) {
+  const bbmm_view* v = static_cast<const bbmm_view*>(args);
+  const bbmm_piece& p = v->pieces[0];
+  for (int64_t i = p.lo[0]; i < p.hi[0]; ++i) {
+    *static_cast<double*>(bbmm_piece_at(&p, sizeof(double), 1, &i)) = 10.0 + static_cast<double>(i);
+  }
+}
+
+TEST(RankExchange, FlowOutForOtherRanksIsSentFromTheDevice) {
+  std::vector<double> gathered;
+  on_ranks(same(2, 2, 0), /*global_tiles=*/true, false, [&](bbmm_runtime* rt, int r) {
+    std::vector<double> a(16, 1.0);
+    bbmm_array* A = register_a(rt, a);
+    ASSERT_NE(A, nullptr);
+    // Rank 1's tile (global device 2) writes A[8, 16) = 10 + i and flows out A[8, 9).
+    const int64_t lo = 8, hi = 16, flo = 8, fhi = 9;
+    bbmm_tile* t = nullptr;
+    ASSERT_EQ(bbmm_tile_begin(rt, 2, &t), BBMM_OK);
+    ASSERT_EQ(bbmm_tile_require(t, A, &lo, &hi, BBMM_WRITE), BBMM_OK);
+    ASSERT_EQ(bbmm_tile_acquire(t), BBMM_OK);
+    bbmm_view v{};
+    if (r == 1) {
+      ASSERT_EQ(bbmm_tile_view(t, A, &v), BBMM_OK);
+      ASSERT_EQ(v.npieces, 1);
+    }
+    ASSERT_EQ(bbmm_tile_launch(t, r == 1 ? add_ten : noop_kernel, &v, sizeof(v)), BBMM_OK);
+    ASSERT_EQ(bbmm_tile_flow_out(t, A, &flo, &fhi), BBMM_OK);
+    ASSERT_EQ(bbmm_tile_release(t), BBMM_OK);
+    EXPECT_EQ(bytes_d2h(rt), 0u) << "rank " << r;
+    run_tile(rt, A, 1, 8, 9, BBMM_READ, /*flow=*/false);  // rank 0's: receives A[8, 9)
+    bbmm_stats st;
+    ASSERT_EQ(bbmm_stats_get(rt, -1, &st), BBMM_OK);
+    EXPECT_EQ(st.bytes_d2h, 0u) << "rank " << r;
+    EXPECT_EQ(st.bytes_sent_from_devices, r == 1 ? sizeof(double) : 0u) << "rank " << r;
+    EXPECT_EQ(st.bytes_sent_ranks, r == 1 ? sizeof(double) : 0u) << "rank " << r;
+    // Unregistering gathers A[9, 16) on rank 0, from rank 1's device too.
+    ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);
+    ASSERT_EQ(bbmm_stats_get(rt, -1, &st), BBMM_OK);
+    if (r == 1) {
+      EXPECT_EQ(st.bytes_sent_from_devices, 8 * sizeof(double));
+    } else {
+      gathered = a;
+    }
+  });
+  ASSERT_EQ(gathered.size(), 16u);
+  for (int64_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(gathered[i], i < 8 ? 1.0 : 10.0 + static_cast<double>(i)) << "A[" << i << "]";
+  }
+}
+
+// Rows padded on the device (a host backend with 64-byte pitch alignment): a 2-D box
+// sent from the instance's memory is described over its padded rows. Explicit mode:
+// rank 0's tile writes B[i][j] = 100 i + j on its device, rank 0 sends B[1, 4) x [2, 6)
+// from there, rank 1 receives it into its host copy.
+void fill_b(const bbmm_launch_info*, void* args) {
+  const bbmm_view* v = static_cast<const bbmm_view*>(args);
+  const bbmm_piece& p = v->pieces[0];
+  for (int64_t i = p.lo[0]; i < p.hi[0]; ++i) {
+    for (int64_t j = p.lo[1]; j < p.hi[1]; ++j) {
+      const int64_t idx[2] = {i, j};
+      *static_cast<double*>(bbmm_piece_at(&p, sizeof(double), 2, idx)) =
+          static_cast<double>(100 * i + j);
+    }
+  }
+}
+
+TEST(RankExchange, BoxesSentFromPaddedDeviceRows) {
+  std::vector<std::unique_ptr<Transport>> transports = make_loopback_transports(2);
+  std::vector<double> received;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      absl::StatusOr<std::unique_ptr<Backend>> b = make_host_backend(
+          {.devices = 1, .capacity_bytes = 0, .pitch_alignment = 64, .peer_access = true});
+      ASSERT_TRUE(b.ok()) << b.status();
+      absl::StatusOr<std::unique_ptr<Runtime>> rt =
+          Runtime::create_with_backend(*std::move(b), RuntimeOptions{});
+      ASSERT_TRUE(rt.ok()) << rt.status();
+      ASSERT_TRUE((*rt)->core()->set_transport(std::move(transports[r]), false).ok());
+      std::vector<double> host(5 * 7, -1.0);
+      const int64_t ext[2] = {5, 7};
+      absl::StatusOr<Array*> B = (*rt)->register_array("B", host.data(), sizeof(double), ext);
+      ASSERT_TRUE(B.ok()) << B.status();
+      const Box part = *Box::create(std::vector<int64_t>{1, 2}, std::vector<int64_t>{4, 6});
+      if (r == 0) {
+        absl::StatusOr<Tile> t = (*rt)->begin_tile(0);
+        ASSERT_TRUE(t.ok());
+        ASSERT_TRUE(t->require(*B, (*B)->whole, Access::kWrite).ok());
+        ASSERT_TRUE(t->acquire().ok());
+        absl::StatusOr<bbmm_view> v = t->view(*B);
+        ASSERT_TRUE(v.ok());
+        ASSERT_EQ(v->npieces, 1);
+        ASSERT_EQ(v->pieces[0].stride[0], 8) << "rows of 7 doubles padded to 64 bytes";
+        const bbmm_view view = *v;
+        ASSERT_TRUE(t->launch([view](const bbmm_launch_info& info) {
+                       fill_b(&info, const_cast<bbmm_view*>(&view));
+                     }).ok());
+        ASSERT_TRUE(t->release().ok());
+        ASSERT_TRUE((*rt)->core()->send_box(*B, part, 1, 5).ok());
+        const bbmm_stats st = (*rt)->stats();
+        EXPECT_EQ(st.bytes_sent_from_devices, 12 * sizeof(double));
+        EXPECT_EQ(st.bytes_d2h, 0u) << "nothing staged through the host";
+      } else {
+        ASSERT_TRUE((*rt)->core()->receive_box(*B, part, 0, 5).ok());
+      }
+      ASSERT_TRUE((*rt)->unregister_array(*B).ok());
+      if (r == 1) received = host;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_EQ(received.size(), 35u);
+  for (int64_t i = 0; i < 5; ++i) {
+    for (int64_t j = 0; j < 7; ++j) {
+      const bool in = i >= 1 && i < 4 && j >= 2 && j < 6;
+      EXPECT_EQ(received[i * 7 + j], in ? static_cast<double>(100 * i + j) : -1.0)
+          << "B[" << i << "][" << j << "]";
+    }
+  }
 }
 
 TEST(RankExchange, WithoutATransportTheCallsSaySo) {

@@ -1,5 +1,6 @@
 #include "core/loopback_transport.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <deque>
@@ -117,8 +118,9 @@ class Hub {
 
 class LoopbackTransport final : public Transport {
  public:
-  LoopbackTransport(std::shared_ptr<Hub> hub, int rank, int size)
-      : hub_(std::move(hub)), rank_(rank), size_(size) {
+  LoopbackTransport(std::shared_ptr<Hub> hub, int rank, int size,
+                    std::vector<BackendKind> device_memory)
+      : hub_(std::move(hub)), rank_(rank), size_(size), device_memory_(std::move(device_memory)) {
     thread_ = std::thread([this] { run(); });
   }
 
@@ -133,6 +135,9 @@ class LoopbackTransport final : public Transport {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  bool sends_from_device_memory(BackendKind kind) const override {
+    return std::find(device_memory_.begin(), device_memory_.end(), kind) != device_memory_.end();
+  }
 
   absl::StatusOr<Event> send(const HostArrayRef& array, const Box& box, int to, int tag,
                              std::span<const Event> after) override {
@@ -195,6 +200,7 @@ class LoopbackTransport final : public Transport {
 
   std::shared_ptr<Hub> hub_;
   const int rank_, size_;
+  const std::vector<BackendKind> device_memory_;  // sends_from_device_memory
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Queued> queue_;
@@ -204,11 +210,14 @@ class LoopbackTransport final : public Transport {
 
 }  // namespace
 
-std::vector<std::unique_ptr<Transport>> make_loopback_transports(int ranks) {
+std::vector<std::unique_ptr<Transport>> make_loopback_transports(
+    int ranks, std::vector<BackendKind> device_memory) {
   std::vector<std::unique_ptr<Transport>> out;
   if (ranks < 1) return out;
   auto hub = std::make_shared<Hub>(ranks);
-  for (int r = 0; r < ranks; ++r) out.push_back(std::make_unique<LoopbackTransport>(hub, r, ranks));
+  for (int r = 0; r < ranks; ++r) {
+    out.push_back(std::make_unique<LoopbackTransport>(hub, r, ranks, device_memory));
+  }
   return out;
 }
 

@@ -15,7 +15,12 @@
 
 namespace bbmm {
 
-// `ranks` >= 1 transports of one group; transport k has rank k.
-std::vector<std::unique_ptr<Transport>> make_loopback_transports(int ranks);
+// `ranks` >= 1 transports of one group; transport k has rank k. They send
+// from the device memory of the backends in `device_memory`
+// (Transport::sends_from_device_memory): the host backend's by default, whose
+// devices are host memory; tests over the fake CUDA runtime, whose device
+// memory is host memory too, add kCuda to exercise what a CUDA-aware MPI does.
+std::vector<std::unique_ptr<Transport>> make_loopback_transports(
+    int ranks, std::vector<BackendKind> device_memory = {BackendKind::kHost});
 
 }  // namespace bbmm

@@ -639,7 +639,11 @@ absl::Status RuntimeCore::flow_out(TileState& tile, Array* array, const Box& box
   // through this rank's host copy (runtime_ranks.cpp): it goes there now,
   // behind this tile's kernel, so that the send a reader's tile posts later
   // waits for nothing this device runs meanwhile.
-  return coherency_->flow_out(*array, tile.device, box, global_tiles() && rank_count() > 1);
+  // Readers on other ranks get the box from the host copy, pushed there now, right
+  // behind the tile's kernel; or straight from this device when sends go from
+  // device memory (runtime_ranks.cpp, send_locked).
+  return coherency_->flow_out(*array, tile.device, box,
+                              global_tiles() && rank_count() > 1 && !sends_from_devices_);
 }
 
 void RuntimeCore::retire(TileState& tile) {

@@ -101,8 +101,14 @@ class RuntimeCore {
   //    rank 0's; sync_to_host gathers as unregister_array does.
   //  - explicit: devices and tiles are this rank's; the program moves boxes
   //    with send_box and receive_box.
+  //  A box sent to another rank goes from the device instance holding it, with
+  //  no copy to the host first, when the transport sends from this backend's
+  //  device memory (Transport::sends_from_device_memory: the host backend's
+  //  devices, CUDA with a CUDA-aware MPI) and BBMM_RANK_SENDS is not "staged";
+  //  else through the host copy of the array.
   absl::Status set_transport(std::unique_ptr<Transport> transport, bool global_tiles,
                              bool gather_all = false);
+  bool sends_from_devices() const { return sends_from_devices_; }
   bool global_tiles() const { return transport_ != nullptr && global_tiles_; }
   int rank() const { return transport_ ? transport_->rank() : 0; }
   int rank_count() const { return transport_ ? transport_->size() : 1; }
@@ -185,6 +191,12 @@ class RuntimeCore {
   // sync_to_host: the host copies are made valid there).
   absl::Status gather(Array& array);
   absl::Status send_locked(Array* array, const Box& box, int to, int tag);
+  // The instance holding all of `box` current, when sends go from device
+  // memory (sends_from_devices_) and the host copy of the box is not current;
+  // else null (the send goes through the host copy).
+  Instance* sole_device_source(const Array& array, const Box& box) const;
+  // Sends `box` (inside inst.box) from `inst`'s memory, after what writes it there.
+  absl::Status send_from_instance(Instance& inst, const Box& box, int to, int tag);
   absl::Status receive_locked(Array* array, const Box& box, int from, int tag);
   // The host array of `array` for the transport; kInvalidArgument (naming
   // `op`) unless it is dense row-major, or when there is no transport.
@@ -235,6 +247,10 @@ class RuntimeCore {
   uint64_t bytes_host_pinned_ = 0;
   bool shut_down_ = false;
   uint64_t bytes_sent_ranks_ = 0, bytes_received_ranks_ = 0;
+  uint64_t bytes_sent_from_devices_ = 0;  // the part of bytes_sent_ranks_ sent from device memory
+  // Sends to other ranks go from the device instance holding the box where the
+  // transport reads that backend's memory (set_transport; BBMM_RANK_SENDS).
+  bool sends_from_devices_ = false;
   // Per rank: its first global device and its count (set_transport).
   std::vector<int> rank_first_device_, rank_devices_;
   size_t global_memory_ = 0;  // the least device memory over all ranks

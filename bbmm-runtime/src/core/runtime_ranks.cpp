@@ -5,6 +5,7 @@
 #include <bit>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,19 @@ absl::Status RuntimeCore::set_transport(std::unique_ptr<Transport> transport, bo
         "set_transport: set it once, before the first array is registered");
   }
   if (transport == nullptr) return absl::InvalidArgumentError("set_transport: null transport");
+  // BBMM_RANK_SENDS: "auto" (the default: from device memory where the transport
+  // reads it) or "staged" (always through the host copies).
+  bool from_devices = true;
+  if (const char* v = std::getenv("BBMM_RANK_SENDS"); v != nullptr && *v != '\0') {
+    const std::string mode = v;
+    if (mode == "staged") {
+      from_devices = false;
+    } else if (mode != "auto") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "BBMM_RANK_SENDS='", mode, "': use 'auto' (send from device memory where the "
+          "transport can) or 'staged' (through the host arrays)"));
+    }
+  }
   // Every rank's device count and least device memory (collectives: every
   // rank calls set_transport).
   size_t least = SIZE_MAX;
@@ -39,6 +53,7 @@ absl::Status RuntimeCore::set_transport(std::unique_ptr<Transport> transport, bo
     first += static_cast<int>((*counts)[r]);
     global_memory_ = std::min(global_memory_, static_cast<size_t>((*memories)[r]));
   }
+  sends_from_devices_ = from_devices && transport->sends_from_device_memory(backend_->kind());
   transport_ = std::move(transport);
   global_tiles_ = global_tiles;
   gather_all_ = gather_all;
@@ -229,10 +244,58 @@ absl::Status RuntimeCore::send_box(Array* array, const Box& box, int to, int tag
   return send_locked(array, box, to, tag);
 }
 
+Instance* RuntimeCore::sole_device_source(const Array& array, const Box& box) const {
+  if (!sends_from_devices_ || array.read_only || array.directory.all_valid(box, kHostBit)) {
+    return nullptr;  // (the host copy is current: nothing to save)
+  }
+  Instance* found = nullptr;
+  for (int d = 0; d < device_count() && found == nullptr; ++d) {
+    if (!array.directory.all_valid(box, device_bit(d))) continue;
+    array.for_each_overlapping(d, box, [&](Instance* inst) {
+      if (found == nullptr && is_subset(box, inst->box)) found = inst;
+    });
+  }
+  return found;
+}
+
+absl::Status RuntimeCore::send_from_instance(Instance& inst, const Box& box, int to, int tag) {
+  const Array& array = *inst.array;
+  // The instance's memory as a dense array of its padded rows.
+  HostArrayRef ref;
+  ref.name = array.name;
+  ref.base = static_cast<char*>(inst.buffer.base) + inst.buffer.offset;
+  ref.elem_size = array.elem_size;
+  const int r = inst.box.rank();
+  for (int d = 0; d < r; ++d) {
+    ref.extents.push_back(d == 0 ? inst.box.extent(0) : inst.strides[d - 1] / inst.strides[d]);
+  }
+  int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
+  for (int d = 0; d < r; ++d) {
+    lo[d] = box.lo(d) - inst.box.lo(d);
+    hi[d] = box.hi(d) - inst.box.lo(d);
+  }
+  const Box local = *Box::create(std::span<const int64_t>(lo, r), std::span<const int64_t>(hi, r));
+  // After what writes the box there (its kernel, its read-in); what writes it
+  // next, and the instance's free, wait for the send.
+  waits_.clear();
+  inst.hazards.before(box, /*write=*/false, waits_);
+  absl::StatusOr<Event> sent = transport_->send(ref, local, to, tag, waits_);
+  if (!sent.ok()) return sent.status();
+  inst.hazards.after(box, /*write=*/false, *sent);
+  const uint64_t bytes = static_cast<uint64_t>(box.volume()) * array.elem_size;
+  bytes_sent_ranks_ += bytes;
+  bytes_sent_from_devices_ += bytes;
+  return absl::OkStatus();
+}
+
 absl::Status RuntimeCore::send_locked(Array* array, const Box& box, int to, int tag) {
   ManagerTimer timer(&stats_[0].manager_seconds, tracer_.get(), "send box");
   absl::StatusOr<HostArrayRef> ref = host_ref(*array, box, "send");
   if (!ref.ok()) return ref.status();
+  // From the device instance holding all of it, where the transport reads it.
+  if (Instance* src = sole_device_source(*array, box); src != nullptr) {
+    return send_from_instance(*src, box, to, tag);
+  }
   // The host copy of the box first: what only devices hold is written back.
   if (!array->read_only) {
     if (absl::Status s = coherency_->write_back(*array, box); !s.ok()) return s;

@@ -40,6 +40,7 @@ constexpr Field kFields[] = {
     {"bytes_host_pinned", &bbmm_stats::bytes_host_pinned},
     {"bytes_sent_ranks", &bbmm_stats::bytes_sent_ranks},
     {"bytes_received_ranks", &bbmm_stats::bytes_received_ranks},
+    {"bytes_sent_from_devices", &bbmm_stats::bytes_sent_from_devices},
     {"host_tiles", &bbmm_stats::host_tiles},
 };
 struct SecondsField {
@@ -85,6 +86,7 @@ bbmm_stats RuntimeCore::stats(int device) const {
   total.create_seconds = create_seconds_;
   total.bytes_sent_ranks = bytes_sent_ranks_;
   total.bytes_received_ranks = bytes_received_ranks_;
+  total.bytes_sent_from_devices = bytes_sent_from_devices_;
   // Host tiles (BBMM_DEVICE_HOST): the calling threads' time in their calls too.
   total.host_tiles = host_stats_.tiles;
   total.host_tile_seconds = host_tile_seconds_;

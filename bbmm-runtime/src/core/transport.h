@@ -32,8 +32,11 @@
 
 namespace bbmm {
 
-// A dense row-major host array: `extents` elements of `elem_size` bytes at
-// `base`, the last dimension contiguous. `name` is for messages.
+// A dense row-major array: `extents` elements of `elem_size` bytes at `base`,
+// the last dimension contiguous. `name` is for messages. `base` is host memory
+// (a registered host array), or for a send, a device instance's memory (its
+// padded rows as the extents) when the transport sends from that backend's
+// device memory (Transport::sends_from_device_memory).
 struct HostArrayRef {
   std::string name;
   void* base = nullptr;
@@ -85,6 +88,14 @@ class Transport {
   // so that the other rank is not left waiting).
   virtual absl::StatusOr<Event> receive(const HostArrayRef& array, const Box& box, int from,
                                         int tag, std::span<const Event> after = {}) = 0;
+  // Whether send() may be given the memory of `kind`'s devices as its array
+  // (a device instance, not only host arrays): the host backend's devices are
+  // host memory; CUDA memory only through a CUDA-aware MPI. The runtime then
+  // sends a box from the device holding it, with no copy to the host first.
+  virtual bool sends_from_device_memory(BackendKind kind) const {
+    (void)kind;
+    return false;
+  }
   // Collective (every rank calls it, in the same order): `value` of every
   // rank, in rank order.
   virtual absl::StatusOr<std::vector<int64_t>> all_gather(int64_t value) = 0;

@@ -40,8 +40,8 @@ struct Op {
 
 class MpiTransport final : public Transport {
  public:
-  MpiTransport(MPI_Comm comm, int rank, int size, int max_tag)
-      : comm_(comm), rank_(rank), size_(size), max_tag_(max_tag) {
+  MpiTransport(MPI_Comm comm, int rank, int size, int max_tag, bool cuda_aware)
+      : comm_(comm), rank_(rank), size_(size), max_tag_(max_tag), cuda_aware_(cuda_aware) {
     thread_ = std::thread([this] { run(); });
   }
 
@@ -57,6 +57,11 @@ class MpiTransport final : public Transport {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  // Host backend devices are host memory; CUDA memory when the library is CUDA-aware
+  // (it then reads device pointers given to MPI_Isend itself).
+  bool sends_from_device_memory(BackendKind kind) const override {
+    return kind == BackendKind::kHost || (kind == BackendKind::kCuda && cuda_aware_);
+  }
 
   absl::StatusOr<Event> send(const HostArrayRef& array, const Box& box, int to, int tag,
                              std::span<const Event> after) override {
@@ -346,6 +351,7 @@ class MpiTransport final : public Transport {
   MPI_Comm comm_;
   const int rank_, size_;
   const int max_tag_;  // MPI_TAG_UB
+  const bool cuda_aware_;  // mpi_cuda_aware(), asked before the thread makes every MPI call
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Op> queue_;  // posted by callers, taken by the thread
@@ -399,7 +405,7 @@ absl::StatusOr<std::unique_ptr<Transport>> make_mpi_transport(MPI_Comm comm) {
   if (MPI_Comm_get_attr(dup, MPI_TAG_UB, &ub, &flag) == MPI_SUCCESS && flag && ub != nullptr) {
     max_tag = *ub;
   }
-  return std::unique_ptr<Transport>(new MpiTransport(dup, rank, size, max_tag));
+  return std::unique_ptr<Transport>(new MpiTransport(dup, rank, size, max_tag, mpi_cuda_aware()));
 }
 
 }  // namespace bbmm

@@ -31,8 +31,9 @@ absl::StatusOr<std::unique_ptr<Transport>> make_mpi_transport(MPI_Comm comm);
 
 // True when the MPI library was built CUDA-aware and says so at run time
 // (Open MPI's MPIX_CUDA_AWARE_SUPPORT and MPIX_Query_cuda_support): it could
-// send from GPU memory. The transport stages everything through the host
-// arrays either way (sending from device memory is not built).
+// send from GPU memory: the transport then says it sends from CUDA devices'
+// memory (Transport::sends_from_device_memory), and the runtime sends boxes
+// from the GPU holding them instead of staging them through the host arrays.
 bool mpi_cuda_aware();
 
 }  // namespace bbmm
