@@ -59,6 +59,9 @@ if(BBMM_HAVE_CUDA)
   # A tile's boxes of one array take one instance on CUDA (placement rule).
   bbmm_add_test(cuda_placement_fake_test LABELS cuda_fake
     SOURCES cuda_placement_fake_test.cpp LIBS bbmm_runtime_cuda_fake)
+  # Sends between ranks from CUDA memory (as with a CUDA-aware MPI) and staged.
+  bbmm_add_test(cuda_rank_sends_fake_test LABELS cuda_fake
+    SOURCES cuda_rank_sends_fake_test.cpp LIBS bbmm_runtime_cuda_fake)
   # The conformance suite on the CUDA backend over the fake, likewise.
   bbmm_add_test(cuda_conformance_fake_test LABELS cuda_fake
     SOURCES cuda_conformance_test.cpp runtime_conformance_suite.cpp LIBS bbmm_runtime_cuda_fake)
