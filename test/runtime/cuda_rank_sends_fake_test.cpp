@@ -14,6 +14,7 @@
 #include "api/c_api_internal.h"
 #include "bbmm/bbmm.h"
 #include "core/loopback_transport.h"
+#include "loopback_ranks.h"
 
 namespace bbmm {
 namespace {
@@ -71,14 +72,8 @@ void exchange(std::vector<BackendKind> device_memory, std::vector<double>& recei
 }
 
 void expect_box_received(const std::vector<double>& received) {
-  ASSERT_EQ(received.size(), 42u);
-  for (int64_t i = 0; i < 6; ++i) {
-    for (int64_t j = 0; j < 7; ++j) {
-      const bool in = i >= 1 && i < 5 && j >= 2 && j < 6;
-      EXPECT_EQ(received[i * 7 + j], in ? static_cast<double>(100 * i + j) : -1.0)
-          << "B[" << i << "][" << j << "]";
-    }
-  }
+  const int64_t lo[2] = {1, 2}, hi[2] = {5, 6};
+  testing::expect_received_box(received, 6, 7, lo, hi);
 }
 
 TEST(CudaRankSends, FromTheGpuWhenTheTransportReadsCudaMemory) {

@@ -55,6 +55,21 @@ class ScopedEnv {
   std::string old_;
 };
 
+// Checks the host copy (`rows` x `cols`, row-major) of an array rank 1 received
+// box [lo, hi) of: 100 i + j inside the box (what the sender held), -1 elsewhere
+// (the receiver's own values).
+inline void expect_received_box(const std::vector<double>& host, int64_t rows, int64_t cols,
+                                const int64_t lo[2], const int64_t hi[2]) {
+  ASSERT_EQ(host.size(), static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      const bool in = i >= lo[0] && i < hi[0] && j >= lo[1] && j < hi[1];
+      EXPECT_EQ(host[i * cols + j], in ? static_cast<double>(100 * i + j) : -1.0)
+          << "[" << i << "][" << j << "]";
+    }
+  }
+}
+
 // A host-backend runtime as `setup` says; null (with a failure) when it cannot be made.
 inline bbmm_runtime* host_runtime(const RankSetup& setup) {
   bbmm_options o;

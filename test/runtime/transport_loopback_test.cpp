@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "api/c_api_internal.h"
+#include "bbmm/bbmm.h"
 #include "bbmm/runtime.h"
 #include "core/array.h"
-#include "host/host_backend.h"
-#include "bbmm/bbmm.h"
 #include "core/loopback_transport.h"
+#include "host/host_backend.h"
 #include "loopback_ranks.h"
 #include "rank_stencil.h"
 #include "transport_checks.h"
@@ -375,14 +375,19 @@ TEST(RankExchange, BoxesSentFromPaddedDeviceRows) {
     });
   }
   for (std::thread& t : threads) t.join();
-  ASSERT_EQ(received.size(), 35u);
-  for (int64_t i = 0; i < 5; ++i) {
-    for (int64_t j = 0; j < 7; ++j) {
-      const bool in = i >= 1 && i < 4 && j >= 2 && j < 6;
-      EXPECT_EQ(received[i * 7 + j], in ? static_cast<double>(100 * i + j) : -1.0)
-          << "B[" << i << "][" << j << "]";
-    }
-  }
+  const int64_t lo[2] = {1, 2}, hi[2] = {4, 6};
+  testing::expect_received_box(received, 5, 7, lo, hi);
+}
+
+TEST(RankExchange, AnUnknownRankSendsModeIsRefused) {
+  testing::ScopedEnv env("BBMM_RANK_SENDS", "bogus");
+  bbmm_runtime* rt = host_runtime({1, 0});
+  ASSERT_NE(rt, nullptr);
+  const absl::Status s =
+      detail::core_of(rt)->set_transport(std::move(make_loopback_transports(1)[0]), true);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(s.message()).find("BBMM_RANK_SENDS='bogus'"), std::string::npos) << s;
+  EXPECT_EQ(bbmm_runtime_destroy(rt), BBMM_OK);
 }
 
 TEST(RankExchange, WithoutATransportTheCallsSaySo) {

@@ -636,12 +636,10 @@ absl::Status RuntimeCore::flow_out(TileState& tile, Array* array, const Box& box
   if (box.empty() || tile.device == kHostDevice) return absl::OkStatus();
   commit_writes(tile);
   // With global tiles over several ranks, readers on other ranks get the box
-  // through this rank's host copy (runtime_ranks.cpp): it goes there now,
-  // behind this tile's kernel, so that the send a reader's tile posts later
-  // waits for nothing this device runs meanwhile.
-  // Readers on other ranks get the box from the host copy, pushed there now, right
-  // behind the tile's kernel; or straight from this device when sends go from
-  // device memory (runtime_ranks.cpp, send_locked).
+  // straight from this device when sends go from device memory
+  // (runtime_ranks.cpp, send_locked); else through this rank's host copy: it
+  // goes there now, behind this tile's kernel, so that the send a reader's tile
+  // posts later waits for nothing this device runs meanwhile.
   return coherency_->flow_out(*array, tile.device, box,
                               global_tiles() && rank_count() > 1 && !sends_from_devices_);
 }

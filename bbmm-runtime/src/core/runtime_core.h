@@ -108,7 +108,6 @@ class RuntimeCore {
   //  else through the host copy of the array.
   absl::Status set_transport(std::unique_ptr<Transport> transport, bool global_tiles,
                              bool gather_all = false);
-  bool sends_from_devices() const { return sends_from_devices_; }
   bool global_tiles() const { return transport_ != nullptr && global_tiles_; }
   int rank() const { return transport_ ? transport_->rank() : 0; }
   int rank_count() const { return transport_ ? transport_->size() : 1; }

@@ -290,7 +290,7 @@ absl::Status RuntimeCore::send_from_instance(Instance& inst, const Box& box, int
 
 absl::Status RuntimeCore::send_locked(Array* array, const Box& box, int to, int tag) {
   ManagerTimer timer(&stats_[0].manager_seconds, tracer_.get(), "send box");
-  absl::StatusOr<HostArrayRef> ref = host_ref(*array, box, "send");
+  absl::StatusOr<HostArrayRef> ref = host_ref(*array, box, "send");  // (checks the box)
   if (!ref.ok()) return ref.status();
   // From the device instance holding all of it, where the transport reads it.
   if (Instance* src = sole_device_source(*array, box); src != nullptr) {
