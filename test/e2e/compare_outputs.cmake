@@ -19,8 +19,15 @@ if(NOT ref_rc EQUAL 0)
   message(FATAL_ERROR "the original program ${REF} failed (${ref_rc})")
 endif()
 if(NOT gen_rc EQUAL 0)
-  file(READ ${WORK}/gen.stderr err LIMIT 2000)
-  message(FATAL_ERROR "the generated program ${GEN} failed (${gen_rc}):\n${err}")
+  # The runtime's message comes last, after the array dump: show the end.
+  file(SIZE ${WORK}/gen.stderr size)
+  set(offset 0)
+  if(size GREATER 2000)
+    math(EXPR offset "${size} - 2000")
+  endif()
+  file(READ ${WORK}/gen.stderr err OFFSET ${offset})
+  message(FATAL_ERROR "the generated program ${GEN} failed (${gen_rc}); its "
+                      "standard error from byte ${offset} of ${size}:\n${err}")
 endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${WORK}/ref.stderr ${WORK}/gen.stderr
                 RESULT_VARIABLE same)
