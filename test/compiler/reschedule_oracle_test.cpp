@@ -233,6 +233,46 @@ TEST(RescheduleOracle, WavefrontsKeepTheDataflow) {
   std::filesystem::remove(tmp);
 }
 
+// Wavefronts of several statements (the default schedule, unit coefficients): a
+// dynamic-programming table filled one diagonal j - i at a time, as nussinov does (an
+// element from its left and lower neighbours, then a max over a split point k), and
+// nussinov itself from PolyBench: each gets a wavefront loop with a parallel loop inside
+// (none in source order) and the same dataflow as in source order.
+TEST(RescheduleOracle, NestWavefrontsKeepTheDataflow) {
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path() /
+                                    ("bbmm_nest_wavefront_" + std::to_string(getpid()) + ".c");
+  {
+    std::ofstream f(tmp);
+    f << "void dp(int n, double T[n][n]) {\n#pragma scop\n"
+         "  for (int i = n - 1; i >= 0; i--)\n    for (int j = i + 1; j < n; j++) {\n"
+         "      T[i][j] = T[i][j - 1] + T[i + 1][j] * 0.5;\n"
+         "      for (int k = i + 1; k < j; k++)\n"
+         "        T[i][j] = T[i][j] > T[i][k] + T[k + 1][j] ? T[i][j] : T[i][k] + T[k + 1][j];\n"
+         "    }\n#pragma endscop\n}\n";
+  }
+  std::vector<std::pair<std::string, std::vector<std::string>>> inputs = {{tmp.string(), {}}};
+  const std::string dir = BBMM_POLYBENCH_DIR;
+  if (std::filesystem::is_directory(dir)) {
+    const std::filesystem::path p = std::filesystem::path(dir) / "medley/nussinov";
+    inputs.push_back({(p / "nussinov.c").string(),
+                      {"-DMINI_DATASET", "-I" + dir + "/utilities", "-I" + p.string()}});
+  }
+  for (const auto& [file, args] : inputs) {
+    EXPECT_EQ(check_file(file, args, {{6}, {5}, {3}, {2}, {1}}), 1) << file;
+    auto src = analyze(file, args, false);
+    auto got = analyze(file, args, true);
+    ASSERT_TRUE(src && got && !src->scops.empty() && !got->scops.empty());
+    const Scop& a = src->scops[0];
+    const Scop& b = got->scops[0];
+    EXPECT_LT(a.phases[a.statements[0].phase].parallel_loop, 0) << file << ": parallel in source order";
+    for (const Statement& st : b.statements) {
+      EXPECT_GE(b.phases[st.phase].parallel_loop, 0) << file << ": " << st.name << " has no parallel loop";
+      EXPECT_FALSE(st.source_rows.empty()) << file << ": " << st.name << " not skewed";
+    }
+  }
+  std::filesystem::remove(tmp);
+}
+
 // Random nests, each rewritten after isl's schedule whatever the serial depths.
 TEST(RescheduleOracle, RandomNestsRewritten) {
   std::mt19937 rng(20261127);

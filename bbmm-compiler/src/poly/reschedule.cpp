@@ -672,6 +672,157 @@ bool wavefront_entries(const Scop& s, int st, const isl::map& flat, const isl::u
   return true;
 }
 
+// The first dimension of "flat" (S -> [t0, ...]) that involves an iterator, as its
+// coefficients over the statement's iterators, when it involves two or more of them, no
+// parameter and no division; empty otherwise.
+std::vector<long> leading_skew(const Statement& x, const isl::map& flat) {
+  const int depth = static_cast<int>(x.iterators.size());
+  isl_pw_multi_aff* pma = isl_pw_multi_aff_from_map(flat.copy());
+  if (!pma) return {};
+  if (isl_pw_multi_aff_n_piece(pma) != 1) {
+    isl_pw_multi_aff_free(pma);
+    return {};
+  }
+  isl_multi_aff* ma = nullptr;
+  isl_pw_multi_aff_foreach_piece(
+      pma,
+      [](isl_set* set, isl_multi_aff* m, void* user) -> isl_stat {
+        isl_set_free(set);
+        *static_cast<isl_multi_aff**>(user) = m;
+        return isl_stat_ok;
+      },
+      &ma);
+  isl_pw_multi_aff_free(pma);
+  if (!ma) return {};
+  std::vector<long> h;
+  const int n = static_cast<int>(isl_multi_aff_dim(ma, isl_dim_out));
+  for (int k = 0; k < n; ++k) {
+    isl_aff* a = isl_multi_aff_get_aff(ma, k);
+    std::vector<long> row(depth, 0);
+    int nonzero = 0;
+    for (int d = 0; d < depth; ++d) {
+      isl_val* v = isl_aff_get_coefficient_val(a, isl_dim_in, d);
+      row[d] = isl_val_get_num_si(v);
+      nonzero += row[d] != 0;
+      isl_val_free(v);
+    }
+    isl_val* den = isl_aff_get_denominator_val(a);
+    bool ok = isl_val_is_one(den) == isl_bool_true;
+    isl_val_free(den);
+    const int np = static_cast<int>(isl_aff_dim(a, isl_dim_param));
+    const int nd = static_cast<int>(isl_aff_dim(a, isl_dim_div));
+    if (np > 0 && isl_aff_involves_dims(a, isl_dim_param, 0, np) != isl_bool_false) ok = false;
+    if (nd > 0 && isl_aff_involves_dims(a, isl_dim_div, 0, nd) != isl_bool_false) ok = false;
+    isl_aff_free(a);
+    if (nonzero == 0) continue;
+    if (ok && nonzero >= 2) h = row;
+    break;
+  }
+  isl_multi_aff_free(ma);
+  return h;
+}
+
+// The dimension of statement "st" that the first subscript of its first write varies with,
+// other than "elim"; -1 when none.
+int first_write_dim(const Scop& s, int st, int elim) {
+  const Statement& x = s.statements[st];
+  const int depth = static_cast<int>(x.iterators.size());
+  int first = -1;
+  for (int a : x.accesses) {
+    const Access& acc = s.accesses[a];
+    if (acc.kind != AccessKind::kWrite || isl_map_dim(acc.relation.get(), isl_dim_out) < 1) continue;
+    isl_pw_multi_aff* w = isl_pw_multi_aff_from_map(acc.relation.copy());
+    if (w && isl_pw_multi_aff_n_piece(w) == 1) {
+      isl_aff* a0 = nullptr;
+      isl_pw_aff* p0 = isl_pw_multi_aff_get_pw_aff(w, 0);
+      isl_pw_aff_foreach_piece(
+          p0,
+          [](isl_set* set, isl_aff* aff, void* user) -> isl_stat {
+            isl_set_free(set);
+            *static_cast<isl_aff**>(user) = aff;
+            return isl_stat_ok;
+          },
+          &a0);
+      for (int d = 0; d < depth && first < 0 && a0; ++d) {
+        isl_val* v = isl_aff_get_coefficient_val(a0, isl_dim_in, d);
+        if (d != elim && !isl_val_is_zero(v)) first = d;
+        isl_val_free(v);
+      }
+      isl_aff_free(a0);
+      isl_pw_aff_free(p0);
+    }
+    isl_pw_multi_aff_free(w);
+    break;
+  }
+  return first;
+}
+
+// A wavefront for a nest of several statements (nussinov: the DP table filled one
+// diagonal j - i at a time) whose isl schedule starts, for some statement, with a
+// hyperplane h over loops that every statement of the nest runs in, with unit
+// coefficients (h . x with each coefficient in {-1, 0, 1}: the wavefront's bounds need no
+// division). Every statement gets h over its own iterators, then the iterator of the first
+// subscript of its first write (the loop tiles split), then its other iterators in source
+// order, leaving out one loop of h whose coefficient is +-1 (the same for all, so each
+// matrix is unimodular). The instances of one wavefront need not be independent here
+// (statements of one element follow each other inside it): whether the loop inside h is
+// parallel is the dependence analysis's verdict on the new nest, and the legality check
+// (respects_dependences) refuses a wrong order. False when no statement's schedule starts
+// so, a loop of h is missing from a statement, or a loop has a step other than +-1.
+bool nest_wavefront_entries(const Scop& s, const std::vector<int>& stmts,
+                            const isl::union_map& flat, std::map<int, std::vector<Entry>>& out) {
+  std::map<int, long> h;  // loop id -> coefficient
+  for (const isl::map& m : sorted_maps(flat)) {
+    const char* name = isl_map_get_tuple_name(m.get(), isl_dim_in);
+    const int st = s.statement_index(name ? name : "");
+    if (st < 0) return false;
+    const std::vector<long> row = leading_skew(s.statements[st], m);
+    if (row.empty()) continue;
+    for (size_t d = 0; d < row.size(); ++d)
+      if (row[d] != 0) h[s.statements[st].loops[d]] = row[d];
+    break;
+  }
+  if (h.empty()) return false;
+  int elim_loop = -1;
+  for (auto [l, c] : h) {
+    if (c < -1 || c > 1) return false;
+    if (elim_loop < 0 || s.loops[l].depth > s.loops[elim_loop].depth) elim_loop = l;  // innermost
+  }
+  for (int st : stmts) {
+    const Statement& x = s.statements[st];
+    for (int l : x.loops)
+      if (s.loops[l].step != 1 && s.loops[l].step != -1) return false;
+    const int depth = static_cast<int>(x.iterators.size());
+    std::vector<long> row(depth, 0);
+    int elim = -1, found = 0;
+    for (int d = 0; d < depth; ++d) {
+      auto it = h.find(x.loops[d]);
+      if (it == h.end()) continue;
+      row[d] = it->second;
+      ++found;
+      if (x.loops[d] == elim_loop) elim = d;
+    }
+    if (found != static_cast<int>(h.size()) || elim < 0) return false;
+    std::vector<Entry>& e = out[st];
+    e.clear();
+    Entry e0;
+    e0.iter = true;
+    e0.row = row;
+    e.push_back(e0);
+    auto add = [&](int d) {
+      Entry k;
+      k.iter = true;
+      k.src = d;
+      e.push_back(k);
+    };
+    const int first = first_write_dim(s, st, elim);
+    if (first >= 0) add(first);
+    for (int d = 0; d < depth; ++d)
+      if (d != elim && d != first) add(d);
+  }
+  return true;
+}
+
 // isl's schedule for the statements "stmts" of "s" as a loop tree; false when refused.
 bool schedule_nest(const Scop& s, const std::vector<int>& stmts, bool wavefront,
                    std::vector<TNode>& out) {
@@ -706,6 +857,7 @@ bool schedule_nest(const Scop& s, const std::vector<int>& stmts, bool wavefront,
     if (!flat_entries(s.statements[st], m, entries[st])) {
       entries[st].clear();
       if (wavefront && stmts.size() == 1 && wavefront_entries(s, st, m, all, entries[st])) continue;
+      if (stmts.size() > 1 && nest_wavefront_entries(s, stmts, flat, entries)) break;
       if (std::getenv("BBMM_RESCHEDULE_DEBUG")) std::cerr << "refused: " << str(m) << "\n";
       return false;
     }
