@@ -102,7 +102,9 @@ void print_boxes(std::ostream& out, const Scop& scop, const ScopBoxes& bx) {
         for (const TileBox& b : ab.write_hulls) out << "        hull " << box_text(b) << "\n";
         size_t n = ab.flow_out.size() + ab.flow_out_rows.size();
         if (n == 0) {
-          out << "      flow-out: none\n";
+          out << "      flow-out: none";
+          if (!ab.flow_out_note.empty()) out << " (" << ab.flow_out_note << ")";
+          out << "\n";
         } else {
           out << "      flow-out: " << ab.flow_out.size() << " box" << (ab.flow_out.size() == 1 ? "" : "es");
           if (!ab.flow_out_rows.empty()) out << ", " << ab.flow_out_rows.size() << " row enumeration(s)";
