@@ -346,29 +346,6 @@ class ScopGenerator {
     return moving;
   }
 
-  // Whether "box" of phase "p" at one iteration of the phase's innermost serial loop
-  // overlaps itself at the next one: a box that slides (nussinov's column strip, one column
-  // further at each diagonal) is worth keeping on the device, unlike one that jumps
-  // (floyd's row k).
-  bool slides(const TileBox& box, int p) const {
-    const std::vector<int>& serial = s_.phases[p].serial_loops;
-    if (serial.empty()) return false;
-    const Loop& loop = s_.loops[serial.back()];
-    const std::string it = loop.c_name, next = loop.c_name + "_next";
-    isl_set* a = box.set.copy();
-    const int pos = isl_set_find_dim_by_name(a, isl_dim_param, it.c_str());
-    if (pos < 0) {
-      isl_set_free(a);
-      return false;
-    }
-    isl_set* b = isl_set_set_dim_name(isl_set_copy(a), isl_dim_param, pos, next.c_str());
-    isl::set step(box.set.ctx(), "[" + it + ", " + next + "] -> { : " + next + " = " + it +
-                                     " + " + std::to_string(loop.step) + " }");
-    isl::set both = isl::manage(isl_set_intersect(isl_set_align_params(a, isl_set_get_space(b)),
-                                                  isl_set_align_params(b, isl_set_get_space(a))));
-    return !both.intersect_params(step).is_empty();
-  }
-
   std::string tile_function(int p, const KernelSignature& sig, const std::string& name) {
     const PhaseBoxes& pb = b_.phases[p];
     std::ostringstream os;
@@ -403,15 +380,11 @@ class ScopGenerator {
         // written (their hull) are declared READ_WRITE below, so that the runtime takes only
         // those as written.
         if ((per_row || widened) && mode != BoxAccess::kRead) mode = BoxAccess::kRead;
-        // A box only read that moves with the serial iterators, and does not overlap
-        // itself at the next iteration, is needed for this iteration only: its instance
-        // goes at the next phase boundary (a device that reads row k of every step would
-        // otherwise keep every row). One that slides stays (read again at the next
-        // iteration, all but its new part would be copied again: nussinov's column strip
-        // at LARGE on 2 logical devices of one H200 moved 15 GB in 23.6 s).
+        // A box only read that moves with the serial iterators is needed for this
+        // iteration only: its instance goes at the next phase boundary (a device that
+        // reads row k of every step would otherwise keep every row).
         const bool transient = mode == BoxAccess::kRead &&
-                               moves(ab->required[r], over_serial_iterations(ab->required[r], p)) &&
-                               !slides(ab->required[r], p);
+                               moves(ab->required[r], over_serial_iterations(ab->required[r], p));
         emit_box(os, "  ", ab->required[r], "bbmm_gen_require", arr,
                  ", " + (transient ? std::string("BBMM_READ_TRANSIENT") : access_name(mode)) + count);
       }

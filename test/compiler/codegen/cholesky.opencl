@@ -611,7 +611,7 @@ static void bbmm_s0_p1_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0, 
   {
     const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_lo};
     const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_hi};
-    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[0]);
+    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_TRANSIENT, &bbmm_required[0]);
   }
   {
     const int64_t bbmm_blo[2] = {bbmm_lo, bbmm_it0};
@@ -911,7 +911,7 @@ static void bbmm_s0_p2_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_it0, 
   if (bbmm_hi >= bbmm_it0 + 3) {
     const int64_t bbmm_blo[2] = {bbmm_it0 + 2 >= bbmm_lo ? bbmm_it0 + 2 : bbmm_lo, bbmm_it0};
     const int64_t bbmm_bhi[2] = {bbmm_hi, bbmm_hi - 1};
-    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[0]);
+    bbmm_gen_require(bbmm_t, bbmm_x->A, 2, bbmm_blo, bbmm_bhi, BBMM_READ_TRANSIENT, &bbmm_required[0]);
   }
   if (bbmm_hi >= bbmm_it0 + 3) {
     const int64_t bbmm_blo[2] = {bbmm_it0 + 1, bbmm_it0};

@@ -474,7 +474,7 @@ static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t i, int64_t
   {
     const int64_t bbmm_blo[2] = {0, bbmm_lo};
     const int64_t bbmm_bhi[2] = {i + 1, bbmm_hi};
-    bbmm_gen_require(bbmm_t, bbmm_x->B, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[1]);
+    bbmm_gen_require(bbmm_t, bbmm_x->B, 2, bbmm_blo, bbmm_bhi, BBMM_READ_TRANSIENT, &bbmm_required[1]);
   }
   /* A: read; convex hull */
   if (i >= 1) {
