@@ -1,5 +1,5 @@
 #pragma once
-// Rescheduling (issue 13; skewing only into wavefronts, on request). isl's scheduler finds outer parallel
+// Rescheduling (issue 13; skewing only into wavefronts). isl's scheduler finds outer parallel
 // loops that the source order hides (interchange, distribution, fusion of loops: atax's
 // and bicg's column sums, trisolv's, cholesky's and lu's inner updates), and the model is
 // rewritten so that the rule the later passes rely on holds again: domain dimension d of a
@@ -32,6 +32,10 @@ namespace bbmm::compiler {
 // budget (poly/budget.h), capped at 300,000 operations. Returns true when the model changed. Past the budget the source
 // schedule is kept and a note on "diag" says so. Throws isl::exception (not a quota) on an
 // isl failure, as compute_dependences does.
+// By default, a nest of several statements whose isl schedule starts, for one of them, with
+// a hyperplane of coefficients -1, 0, 1 over loops all of them run in (nussinov: j - i) is
+// skewed by it, statement by statement (its inner loop parallel when the new nest's
+// dependences say so; the order checked as for any rewrite).
 // With "wavefront", a nest of one statement whose isl schedule starts with a hyperplane over
 // several iterators that carries every dependence (seidel-2d: 4t + 2i + j) is skewed: the
 // hyperplane becomes a new serial loop (bbmm_it<k>) and the other iterators, parallel inside
