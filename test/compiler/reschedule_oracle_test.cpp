@@ -200,25 +200,35 @@ TEST(RescheduleOracle, PolyBenchKernels) {
   EXPECT_GE(changed, 5);
 }
 
+using Input = std::pair<std::string, std::vector<std::string>>;  // file, preprocessor args
+
+// The input "text" written to "tmp", then PolyBench's kernel "kernel" (e.g.
+// "medley/nussinov") at MINI when the shared tree is there.
+std::vector<Input> with_polybench(const std::filesystem::path& tmp, const std::string& text,
+                                  const std::string& kernel) {
+  std::ofstream(tmp) << text;
+  std::vector<Input> inputs = {{tmp.string(), {}}};
+  const std::string dir = BBMM_POLYBENCH_DIR;
+  if (std::filesystem::is_directory(dir)) {
+    const std::filesystem::path p = std::filesystem::path(dir) / kernel;
+    inputs.push_back({(p / (p.filename().string() + ".c")).string(),
+                      {"-DMINI_DATASET", "-I" + dir + "/utilities", "-I" + p.string()}});
+  }
+  return inputs;
+}
+
 // Wavefronts (--schedule=isl+wavefront): seidel-2d from PolyBench and a 2-D Gauss-Seidel
 // sweep skewed, with a parallel loop each, and the same dataflow as in source order.
 TEST(RescheduleOracle, WavefrontsKeepTheDataflow) {
   const std::filesystem::path tmp =
       std::filesystem::temp_directory_path() / ("bbmm_wavefront_" + std::to_string(getpid()) + ".c");
-  {
-    std::ofstream f(tmp);
-    f << "void sweep(int n, int m, double A[n][m]) {\n#pragma scop\n"
-         "  for (int i = 1; i < n; i++)\n    for (int j = 1; j < m - 1; j++)\n"
-         "      A[i][j] = 0.25 * (A[i - 1][j - 1] + A[i - 1][j + 1] + A[i][j - 1] + A[i][j]);\n"
-         "#pragma endscop\n}\n";
-  }
-  std::vector<std::pair<std::string, std::vector<std::string>>> inputs = {{tmp.string(), {}}};
-  const std::string dir = BBMM_POLYBENCH_DIR;
-  if (std::filesystem::is_directory(dir)) {
-    const std::filesystem::path p = std::filesystem::path(dir) / "stencils/seidel-2d";
-    inputs.push_back({(p / "seidel-2d.c").string(),
-                      {"-DMINI_DATASET", "-I" + dir + "/utilities", "-I" + p.string()}});
-  }
+  const std::vector<Input> inputs = with_polybench(
+      tmp,
+      "void sweep(int n, int m, double A[n][m]) {\n#pragma scop\n"
+      "  for (int i = 1; i < n; i++)\n    for (int j = 1; j < m - 1; j++)\n"
+      "      A[i][j] = 0.25 * (A[i - 1][j - 1] + A[i - 1][j + 1] + A[i][j - 1] + A[i][j]);\n"
+      "#pragma endscop\n}\n",
+      "stencils/seidel-2d");
   for (const auto& [file, args] : inputs) {
     EXPECT_EQ(check_file(file, args, {{3, 6}, {2, 5}, {4, 4}, {1, 3}}, /*wavefront=*/true), 1) << file;
     auto plain = analyze(file, args, true);
@@ -241,22 +251,15 @@ TEST(RescheduleOracle, WavefrontsKeepTheDataflow) {
 TEST(RescheduleOracle, NestWavefrontsKeepTheDataflow) {
   const std::filesystem::path tmp = std::filesystem::temp_directory_path() /
                                     ("bbmm_nest_wavefront_" + std::to_string(getpid()) + ".c");
-  {
-    std::ofstream f(tmp);
-    f << "void dp(int n, double T[n][n]) {\n#pragma scop\n"
-         "  for (int i = n - 1; i >= 0; i--)\n    for (int j = i + 1; j < n; j++) {\n"
-         "      T[i][j] = T[i][j - 1] + T[i + 1][j] * 0.5;\n"
-         "      for (int k = i + 1; k < j; k++)\n"
-         "        T[i][j] = T[i][j] > T[i][k] + T[k + 1][j] ? T[i][j] : T[i][k] + T[k + 1][j];\n"
-         "    }\n#pragma endscop\n}\n";
-  }
-  std::vector<std::pair<std::string, std::vector<std::string>>> inputs = {{tmp.string(), {}}};
-  const std::string dir = BBMM_POLYBENCH_DIR;
-  if (std::filesystem::is_directory(dir)) {
-    const std::filesystem::path p = std::filesystem::path(dir) / "medley/nussinov";
-    inputs.push_back({(p / "nussinov.c").string(),
-                      {"-DMINI_DATASET", "-I" + dir + "/utilities", "-I" + p.string()}});
-  }
+  const std::vector<Input> inputs = with_polybench(
+      tmp,
+      "void dp(int n, double T[n][n]) {\n#pragma scop\n"
+      "  for (int i = n - 1; i >= 0; i--)\n    for (int j = i + 1; j < n; j++) {\n"
+      "      T[i][j] = T[i][j - 1] + T[i + 1][j] * 0.5;\n"
+      "      for (int k = i + 1; k < j; k++)\n"
+      "        T[i][j] = T[i][j] > T[i][k] + T[k + 1][j] ? T[i][j] : T[i][k] + T[k + 1][j];\n"
+      "    }\n#pragma endscop\n}\n",
+      "medley/nussinov");
   for (const auto& [file, args] : inputs) {
     EXPECT_EQ(check_file(file, args, {{6}, {5}, {3}, {2}, {1}}), 1) << file;
     auto src = analyze(file, args, false);

@@ -82,14 +82,13 @@ isl::union_map untagged(const isl::union_map& deps) {
   return u;
 }
 
-// Statement "st"'s flat schedule from isl's "flat" map (S -> [t0, ...]); false when a
-// dimension is not +-one iterator or a constant, or the iterators are not each used once.
-bool flat_entries(const Statement& st, const isl::map& flat, std::vector<Entry>& out) {
+// The affine function of "flat" (S -> [t0, ...]) when it has one piece; nullptr otherwise.
+isl_multi_aff* single_multi_aff(const isl::map& flat) {
   isl_pw_multi_aff* pma = isl_pw_multi_aff_from_map(flat.copy());
-  if (!pma) return false;
+  if (!pma) return nullptr;
   if (isl_pw_multi_aff_n_piece(pma) != 1) {
     isl_pw_multi_aff_free(pma);
-    return false;
+    return nullptr;
   }
   isl_multi_aff* ma = nullptr;
   isl_pw_multi_aff_foreach_piece(
@@ -101,6 +100,13 @@ bool flat_entries(const Statement& st, const isl::map& flat, std::vector<Entry>&
       },
       &ma);
   isl_pw_multi_aff_free(pma);
+  return ma;
+}
+
+// Statement "st"'s flat schedule from isl's "flat" map (S -> [t0, ...]); false when a
+// dimension is not +-one iterator or a constant, or the iterators are not each used once.
+bool flat_entries(const Statement& st, const isl::map& flat, std::vector<Entry>& out) {
+  isl_multi_aff* ma = single_multi_aff(flat);
   if (!ma) return false;
   const int depth = static_cast<int>(st.iterators.size());
   const int n = static_cast<int>(isl_multi_aff_dim(ma, isl_dim_out));
@@ -538,172 +544,23 @@ class Rebuilder {
   std::vector<const TNode*> owners_;       // per new loop id: its node when new
 };
 
-// A wavefront for the nest of one statement "st" whose isl schedule "flat" starts with a
-// hyperplane h over several of its iterators (seidel-2d: 4t + 2i + j): when h strictly
-// carries every dependence in "deps" (h . (target - source) >= 1), the instances at one
-// value of h . x are independent, so every loop inside it is parallel. The entries: h, then
-// each iterator but the innermost one whose coefficient in h is +-1 (so the matrix is
-// unimodular), the iterator of the first subscript of the statement's first write first
-// (tiles then split the written array's rows: seidel-2d's tile at one wavefront writes rows
-// [lo, hi), disjoint from the other tiles'), the others in source order. False when the
-// schedule does not start so, or a loop of the statement has a step other than +-1.
-bool wavefront_entries(const Scop& s, int st, const isl::map& flat, const isl::union_map& deps,
-                       std::vector<Entry>& out) {
-  const Statement& x = s.statements[st];
-  const int depth = static_cast<int>(x.iterators.size());
-  if (depth < 2) return false;
-  for (int l : x.loops)
-    if (s.loops[l].step != 1 && s.loops[l].step != -1) return false;
-  isl_pw_multi_aff* pma = isl_pw_multi_aff_from_map(flat.copy());
-  if (!pma) return false;
-  if (isl_pw_multi_aff_n_piece(pma) != 1) {
-    isl_pw_multi_aff_free(pma);
-    return false;
-  }
-  isl_multi_aff* ma = nullptr;
-  isl_pw_multi_aff_foreach_piece(
-      pma,
-      [](isl_set* set, isl_multi_aff* m, void* user) -> isl_stat {
-        isl_set_free(set);
-        *static_cast<isl_multi_aff**>(user) = m;
-        return isl_stat_ok;
-      },
-      &ma);
-  isl_pw_multi_aff_free(pma);
-  if (!ma) return false;
-  // The first dimension that involves an iterator.
-  std::vector<long> h;
-  const int n = static_cast<int>(isl_multi_aff_dim(ma, isl_dim_out));
-  for (int k = 0; k < n && h.empty(); ++k) {
-    isl_aff* a = isl_multi_aff_get_aff(ma, k);
-    std::vector<long> row(depth, 0);
-    bool any = false, ok = true;
-    isl_val* den = isl_aff_get_denominator_val(a);
-    ok = isl_val_is_one(den) == isl_bool_true;
-    isl_val_free(den);
-    const int np = static_cast<int>(isl_aff_dim(a, isl_dim_param));
-    const int nd = static_cast<int>(isl_aff_dim(a, isl_dim_div));
-    if (np > 0 && isl_aff_involves_dims(a, isl_dim_param, 0, np) != isl_bool_false) ok = false;
-    if (nd > 0 && isl_aff_involves_dims(a, isl_dim_div, 0, nd) != isl_bool_false) ok = false;
-    for (int d = 0; d < depth; ++d) {
-      isl_val* v = isl_aff_get_coefficient_val(a, isl_dim_in, d);
-      row[d] = isl_val_get_num_si(v);
-      any = any || row[d] != 0;
-      isl_val_free(v);
-    }
-    isl_aff_free(a);
-    if (!any) continue;
-    if (!ok) break;
-    h = row;
-  }
-  isl_multi_aff_free(ma);
-  int nonzero = 0, elim = -1;
-  for (int d = 0; d < static_cast<int>(h.size()); ++d) {
-    if (h[d] != 0) ++nonzero;
-    if (h[d] == 1 || h[d] == -1) elim = d;
-  }
-  if (nonzero < 2 || elim < 0) return false;
-  // h strictly carries every dependence of the nest.
-  isl::union_map own = deps.intersect_domain(isl::union_set(x.domain)).intersect_range(isl::union_set(x.domain));
-  isl::union_set deltas = isl::manage(isl_union_map_deltas(own.copy()));
-  struct Carry {
-    const std::vector<long>* h;
-    bool carried = true;
-  } carry{&h};
-  if (isl_union_set_foreach_set(
-          deltas.get(),
-          [](isl_set* d, void* user) -> isl_stat {
-            Carry* c = static_cast<Carry*>(user);
-            isl_constraint* k =
-                isl_constraint_alloc_inequality(isl_local_space_from_space(isl_set_get_space(d)));
-            for (size_t j = 0; j < c->h->size(); ++j)
-              k = isl_constraint_set_coefficient_si(k, isl_dim_set, static_cast<int>(j),
-                                                    static_cast<int>(-(*c->h)[j]));
-            d = isl_set_add_constraint(d, k);  // h . delta <= 0
-            c->carried = c->carried && isl_set_is_empty(d) == isl_bool_true;
-            isl_set_free(d);
-            return isl_stat_ok;
-          },
-          &carry) < 0 ||
-      !carry.carried)
-    return false;
-  // The first write's first subscript.
-  int first = -1;
-  for (int a : x.accesses) {
-    const Access& acc = s.accesses[a];
-    if (acc.kind != AccessKind::kWrite || isl_map_dim(acc.relation.get(), isl_dim_out) < 1) continue;
-    isl_pw_multi_aff* w = isl_pw_multi_aff_from_map(acc.relation.copy());
-    if (w && isl_pw_multi_aff_n_piece(w) == 1) {
-      // (The aff of its one piece: the piece's domain bounds every iterator.)
-      isl_aff* a0 = nullptr;
-      isl_pw_aff* p0 = isl_pw_multi_aff_get_pw_aff(w, 0);
-      isl_pw_aff_foreach_piece(
-          p0,
-          [](isl_set* set, isl_aff* aff, void* user) -> isl_stat {
-            isl_set_free(set);
-            *static_cast<isl_aff**>(user) = aff;
-            return isl_stat_ok;
-          },
-          &a0);
-      for (int d = 0; d < depth && first < 0 && a0; ++d) {
-        isl_val* v = isl_aff_get_coefficient_val(a0, isl_dim_in, d);
-        if (d != elim && !isl_val_is_zero(v)) first = d;
-        isl_val_free(v);
-      }
-      isl_aff_free(a0);
-      isl_pw_aff_free(p0);
-    }
-    isl_pw_multi_aff_free(w);
-    break;
-  }
-  Entry e0;
-  e0.iter = true;
-  e0.row = h;
-  out.push_back(e0);
-  auto add = [&](int d) {
-    Entry e;
-    e.iter = true;
-    e.src = d;
-    out.push_back(e);
-  };
-  if (first >= 0) add(first);
-  for (int d = 0; d < depth; ++d)
-    if (d != elim && d != first) add(d);
-  return true;
-}
-
 // The first dimension of "flat" (S -> [t0, ...]) that involves an iterator, as its
-// coefficients over the statement's iterators, when it involves two or more of them, no
-// parameter and no division; empty otherwise.
-std::vector<long> leading_skew(const Statement& x, const isl::map& flat) {
+// coefficients over the statement's iterators, when it has one piece, no parameter, no
+// division and integer coefficients; empty otherwise.
+std::vector<long> leading_row(const Statement& x, const isl::map& flat) {
   const int depth = static_cast<int>(x.iterators.size());
-  isl_pw_multi_aff* pma = isl_pw_multi_aff_from_map(flat.copy());
-  if (!pma) return {};
-  if (isl_pw_multi_aff_n_piece(pma) != 1) {
-    isl_pw_multi_aff_free(pma);
-    return {};
-  }
-  isl_multi_aff* ma = nullptr;
-  isl_pw_multi_aff_foreach_piece(
-      pma,
-      [](isl_set* set, isl_multi_aff* m, void* user) -> isl_stat {
-        isl_set_free(set);
-        *static_cast<isl_multi_aff**>(user) = m;
-        return isl_stat_ok;
-      },
-      &ma);
-  isl_pw_multi_aff_free(pma);
+  isl_multi_aff* ma = single_multi_aff(flat);
   if (!ma) return {};
   std::vector<long> h;
   const int n = static_cast<int>(isl_multi_aff_dim(ma, isl_dim_out));
   for (int k = 0; k < n; ++k) {
     isl_aff* a = isl_multi_aff_get_aff(ma, k);
     std::vector<long> row(depth, 0);
-    int nonzero = 0;
+    bool any = false;
     for (int d = 0; d < depth; ++d) {
       isl_val* v = isl_aff_get_coefficient_val(a, isl_dim_in, d);
       row[d] = isl_val_get_num_si(v);
-      nonzero += row[d] != 0;
+      any = any || row[d] != 0;
       isl_val_free(v);
     }
     isl_val* den = isl_aff_get_denominator_val(a);
@@ -714,12 +571,17 @@ std::vector<long> leading_skew(const Statement& x, const isl::map& flat) {
     if (np > 0 && isl_aff_involves_dims(a, isl_dim_param, 0, np) != isl_bool_false) ok = false;
     if (nd > 0 && isl_aff_involves_dims(a, isl_dim_div, 0, nd) != isl_bool_false) ok = false;
     isl_aff_free(a);
-    if (nonzero == 0) continue;
-    if (ok && nonzero >= 2) h = row;
+    if (!any) continue;
+    if (ok) h = row;
     break;
   }
   isl_multi_aff_free(ma);
   return h;
+}
+
+// How many entries of "row" are not zero.
+int nonzeros(const std::vector<long>& row) {
+  return static_cast<int>(std::count_if(row.begin(), row.end(), [](long c) { return c != 0; }));
 }
 
 // The dimension of statement "st" that the first subscript of its first write varies with,
@@ -757,6 +619,78 @@ int first_write_dim(const Scop& s, int st, int elim) {
   return first;
 }
 
+// A skewed statement's entries: the wavefront row "h", then the iterator "first" (when
+// >= 0), then its other iterators in source order but "elim" (left out of a depth-"depth"
+// nest so that the matrix is unimodular).
+std::vector<Entry> skewed_entries(const std::vector<long>& h, int first, int elim, int depth) {
+  std::vector<Entry> out;
+  Entry e0;
+  e0.iter = true;
+  e0.row = h;
+  out.push_back(e0);
+  auto add = [&](int d) {
+    Entry e;
+    e.iter = true;
+    e.src = d;
+    out.push_back(e);
+  };
+  if (first >= 0) add(first);
+  for (int d = 0; d < depth; ++d)
+    if (d != elim && d != first) add(d);
+  return out;
+}
+
+// A wavefront for the nest of one statement "st" whose isl schedule "flat" starts with a
+// hyperplane h over several of its iterators (seidel-2d: 4t + 2i + j): when h strictly
+// carries every dependence in "deps" (h . (target - source) >= 1), the instances at one
+// value of h . x are independent, so every loop inside it is parallel. The entries: h, then
+// each iterator but the innermost one whose coefficient in h is +-1 (so the matrix is
+// unimodular), the iterator of the first subscript of the statement's first write first
+// (tiles then split the written array's rows: seidel-2d's tile at one wavefront writes rows
+// [lo, hi), disjoint from the other tiles'), the others in source order. False when the
+// schedule does not start so, or a loop of the statement has a step other than +-1.
+bool wavefront_entries(const Scop& s, int st, const isl::map& flat, const isl::union_map& deps,
+                       std::vector<Entry>& out) {
+  const Statement& x = s.statements[st];
+  const int depth = static_cast<int>(x.iterators.size());
+  if (depth < 2) return false;
+  for (int l : x.loops)
+    if (s.loops[l].step != 1 && s.loops[l].step != -1) return false;
+  // The first dimension that involves an iterator.
+  const std::vector<long> h = leading_row(x, flat);
+  int elim = -1;
+  for (int d = 0; d < static_cast<int>(h.size()); ++d)
+    if (h[d] == 1 || h[d] == -1) elim = d;
+  if (nonzeros(h) < 2 || elim < 0) return false;
+  // h strictly carries every dependence of the nest.
+  isl::union_map own = deps.intersect_domain(isl::union_set(x.domain)).intersect_range(isl::union_set(x.domain));
+  isl::union_set deltas = isl::manage(isl_union_map_deltas(own.copy()));
+  struct Carry {
+    const std::vector<long>* h;
+    bool carried = true;
+  } carry{&h};
+  if (isl_union_set_foreach_set(
+          deltas.get(),
+          [](isl_set* d, void* user) -> isl_stat {
+            Carry* c = static_cast<Carry*>(user);
+            isl_constraint* k =
+                isl_constraint_alloc_inequality(isl_local_space_from_space(isl_set_get_space(d)));
+            for (size_t j = 0; j < c->h->size(); ++j)
+              k = isl_constraint_set_coefficient_si(k, isl_dim_set, static_cast<int>(j),
+                                                    static_cast<int>(-(*c->h)[j]));
+            d = isl_set_add_constraint(d, k);  // h . delta <= 0
+            c->carried = c->carried && isl_set_is_empty(d) == isl_bool_true;
+            isl_set_free(d);
+            return isl_stat_ok;
+          },
+          &carry) < 0 ||
+      !carry.carried)
+    return false;
+  // The first write's first subscript.
+  out = skewed_entries(h, first_write_dim(s, st, elim), elim, depth);
+  return true;
+}
+
 // A wavefront for a nest of several statements (nussinov: the DP table filled one
 // diagonal j - i at a time) whose isl schedule starts, for some statement, with a
 // hyperplane h over loops that every statement of the nest runs in, with unit
@@ -776,8 +710,8 @@ bool nest_wavefront_entries(const Scop& s, const std::vector<int>& stmts,
     const char* name = isl_map_get_tuple_name(m.get(), isl_dim_in);
     const int st = s.statement_index(name ? name : "");
     if (st < 0) return false;
-    const std::vector<long> row = leading_skew(s.statements[st], m);
-    if (row.empty()) continue;
+    const std::vector<long> row = leading_row(s.statements[st], m);
+    if (nonzeros(row) < 2) continue;
     for (size_t d = 0; d < row.size(); ++d)
       if (row[d] != 0) h[s.statements[st].loops[d]] = row[d];
     break;
@@ -803,22 +737,7 @@ bool nest_wavefront_entries(const Scop& s, const std::vector<int>& stmts,
       if (x.loops[d] == elim_loop) elim = d;
     }
     if (found != static_cast<int>(h.size()) || elim < 0) return false;
-    std::vector<Entry>& e = out[st];
-    e.clear();
-    Entry e0;
-    e0.iter = true;
-    e0.row = row;
-    e.push_back(e0);
-    auto add = [&](int d) {
-      Entry k;
-      k.iter = true;
-      k.src = d;
-      e.push_back(k);
-    };
-    const int first = first_write_dim(s, st, elim);
-    if (first >= 0) add(first);
-    for (int d = 0; d < depth; ++d)
-      if (d != elim && d != first) add(d);
+    out[st] = skewed_entries(row, first_write_dim(s, st, elim), elim, depth);
   }
   return true;
 }
