@@ -218,7 +218,9 @@ std::vector<Input> with_polybench(const std::filesystem::path& tmp, const std::s
 }
 
 // Wavefronts (--schedule=isl+wavefront): seidel-2d from PolyBench and a 2-D Gauss-Seidel
-// sweep skewed, with a parallel loop each, and the same dataflow as in source order.
+// sweep skewed over the whole nest, with a parallel loop each, and the same dataflow as in
+// source order (seidel-2d has a parallel loop by default too, inside its time steps: the
+// next test).
 TEST(RescheduleOracle, WavefrontsKeepTheDataflow) {
   const std::filesystem::path tmp =
       std::filesystem::temp_directory_path() / ("bbmm_wavefront_" + std::to_string(getpid()) + ".c");
@@ -236,10 +238,59 @@ TEST(RescheduleOracle, WavefrontsKeepTheDataflow) {
     ASSERT_TRUE(plain && skewed && !plain->scops.empty() && !skewed->scops.empty());
     const Scop& a = plain->scops[0];
     const Scop& b = skewed->scops[0];
-    EXPECT_LT(a.phases[a.statements[0].phase].parallel_loop, 0) << file << ": parallel without a wavefront";
+    if (file == tmp.string())
+      EXPECT_LT(a.phases[a.statements[0].phase].parallel_loop, 0) << file << ": parallel without a wavefront";
     EXPECT_GE(b.phases[b.statements[0].phase].parallel_loop, 0) << file << ": no parallel loop";
     EXPECT_FALSE(b.statements[0].source_rows.empty()) << file;
+    // The whole nest's hyperplane (4t + 2i + j for seidel-2d): one serial loop left.
+    EXPECT_EQ(b.phases[b.statements[0].phase].serial_loops.size(), 1u) << file;
   }
+  std::filesystem::remove(tmp);
+}
+
+// Wavefronts inside time steps (the default schedule): a nest of one statement whose inner
+// loops carry only uniform dependences within one iteration of the outer loop gets isl's
+// hyperplane over them (seidel-2d: 2i + j inside each t; a 3-D Gauss-Seidel over time steps:
+// a plane over i, j and k), the outer loop kept outermost: a parallel loop inside, none in
+// source order, and the same dataflow as in source order. Floyd-Warshall's
+// dependences inside a step k are not uniform (row and column k at every distance): its
+// nest keeps the source order (its note asks for '#pragma bbmm parallel').
+TEST(RescheduleOracle, InnerWavefrontsKeepTheDataflow) {
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("bbmm_inner_wavefront_" + std::to_string(getpid()) + ".c");
+  const std::vector<Input> inputs = with_polybench(
+      tmp,
+      "void gs3(int T, int n, double A[n][n][n]) {\n#pragma scop\n"
+      "  for (int t = 0; t < T; t++)\n    for (int i = 1; i < n - 1; i++)\n"
+      "      for (int j = 1; j < n - 1; j++)\n        for (int k = 1; k < n - 1; k++)\n"
+      "          A[i][j][k] = 0.2 * (A[i - 1][j][k] + A[i][j - 1][k] + A[i][j][k - 1] +\n"
+      "                              A[i + 1][j][k] + A[i][j + 1][k + 1]);\n"
+      "#pragma endscop\n}\n",
+      "stencils/seidel-2d");
+  for (const auto& [file, args] : inputs) {
+    EXPECT_EQ(check_file(file, args, {{3, 6}, {2, 5}, {1, 4}}), 1) << file;
+    auto src = analyze(file, args, false);
+    auto got = analyze(file, args, true);
+    ASSERT_TRUE(src && got && !src->scops.empty() && !got->scops.empty());
+    const Scop& a = src->scops[0];
+    const Scop& b = got->scops[0];
+    const Statement& st = b.statements[0];
+    EXPECT_LT(a.phases[a.statements[0].phase].parallel_loop, 0) << file << ": parallel in source order";
+    EXPECT_GE(b.phases[st.phase].parallel_loop, 0) << file << ": no parallel loop";
+    ASSERT_FALSE(st.source_rows.empty()) << file << ": not skewed";
+    // The time loop stays outermost and serial: the first new loop runs t alone.
+    std::vector<long> t_only(st.source_rows[0].size(), 0);
+    t_only[0] = 1;
+    EXPECT_EQ(st.source_rows[0], t_only) << file;
+    EXPECT_EQ(b.phases[st.phase].serial_loops.size(), 2u) << file;
+  }
+  // Floyd-Warshall: legal to sweep by i + j inside k, but not uniform: left alone.
+  std::ofstream(tmp) << "void fw(int n, double p[n][n]) {\n#pragma scop\n"
+                        "  for (int k = 0; k < n; k++)\n    for (int i = 0; i < n; i++)\n"
+                        "      for (int j = 0; j < n; j++)\n"
+                        "        p[i][j] = p[i][j] < p[i][k] + p[k][j] ? p[i][j] : p[i][k] + p[k][j];\n"
+                        "#pragma endscop\n}\n";
+  EXPECT_EQ(check_file(tmp.string(), {}, {{4}}), 0) << "floyd-warshall rescheduled";
   std::filesystem::remove(tmp);
 }
 

@@ -338,7 +338,14 @@ TilePlan make_tile_plan(const Scop& scop, const std::vector<Partition>& partitio
   return plan;
 }
 
-isl::set tile_context(const Scop& scop, const Partition& part) {
+bool has_divs(const isl::set& s) {
+  bool any = false;
+  s.foreach_basic_set([&](isl::basic_set b) { any = any || isl_basic_set_dim(b.get(), isl_dim_div) > 0; });
+  return any;
+}
+
+isl::set tile_context(const Scop& scop, const Partition& part, bool* relaxed) {
+  if (relaxed) *relaxed = false;
   if (part.dims.empty()) return isl::manage(isl_set_universe(isl_set_get_space(scop.context.get()))).params();
   isl::set ctx;
   for (const PartitionDim& d : part.dims) {
@@ -363,6 +370,14 @@ isl::set tile_context(const Scop& scop, const Partition& part) {
   }
   // Without redundant constraints, so that its printed form (--emit=boxes) does not depend on
   // what isl simplifies in place in shared sets while the boxes are computed and printed.
+  // A range with divisions (a wavefront of slope 2: i from ceil((w - n + 2) / 2)) makes the
+  // context's lo and hi bounds need existential variables; every box then carries them into
+  // pieces per residue. The context is only ever assumed (gist, the tiles' instances), so
+  // its convex relaxation without them is used instead: a superset, still true of every tile.
+  if (has_divs(ctx)) {
+    ctx = isl::manage(isl_set_remove_divs(ctx.release()));
+    if (relaxed) *relaxed = true;
+  }
   return isl::manage(isl_set_remove_redundancies(ctx.coalesce().release()));
 }
 

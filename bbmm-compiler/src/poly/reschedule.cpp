@@ -547,8 +547,8 @@ class Rebuilder {
 // The first dimension of "flat" (S -> [t0, ...]) that involves an iterator, as its
 // coefficients over the statement's iterators, when it has one piece, no parameter, no
 // division and integer coefficients; empty otherwise.
-std::vector<long> leading_row(const Statement& x, const isl::map& flat) {
-  const int depth = static_cast<int>(x.iterators.size());
+std::vector<long> leading_row(const isl::map& flat) {
+  const int depth = static_cast<int>(isl_map_dim(flat.get(), isl_dim_in));
   isl_multi_aff* ma = single_multi_aff(flat);
   if (!ma) return {};
   std::vector<long> h;
@@ -619,25 +619,52 @@ int first_write_dim(const Scop& s, int st, int elim) {
   return first;
 }
 
-// A skewed statement's entries: the wavefront row "h", then the iterator "first" (when
-// >= 0), then its other iterators in source order but "elim" (left out of a depth-"depth"
-// nest so that the matrix is unimodular).
-std::vector<Entry> skewed_entries(const std::vector<long>& h, int first, int elim, int depth) {
+// A skewed statement's entries: its first "kept" iterators as they are, then the wavefront
+// row "h", then the iterator "first" (when >= 0), then its other iterators in source order
+// but "elim" (left out of a depth-"depth" nest so that the matrix is unimodular).
+std::vector<Entry> skewed_entries(const std::vector<long>& h, int first, int elim, int depth,
+                                  int kept = 0) {
   std::vector<Entry> out;
-  Entry e0;
-  e0.iter = true;
-  e0.row = h;
-  out.push_back(e0);
   auto add = [&](int d) {
     Entry e;
     e.iter = true;
     e.src = d;
     out.push_back(e);
   };
+  for (int d = 0; d < kept; ++d) add(d);
+  Entry e0;
+  e0.iter = true;
+  e0.row = h;
+  out.push_back(e0);
   if (first >= 0) add(first);
-  for (int d = 0; d < depth; ++d)
+  for (int d = kept; d < depth; ++d)
     if (d != elim && d != first) add(d);
   return out;
+}
+
+// Whether the hyperplane "h" strictly carries every dependence whose distance set is in
+// "deltas" (h . delta >= 1 for each).
+bool strictly_carries(const std::vector<long>& h, const isl::union_set& deltas) {
+  struct Carry {
+    const std::vector<long>* h;
+    bool carried = true;
+  } carry{&h};
+  return isl_union_set_foreach_set(
+             deltas.get(),
+             [](isl_set* d, void* user) -> isl_stat {
+               Carry* c = static_cast<Carry*>(user);
+               isl_constraint* k = isl_constraint_alloc_inequality(
+                   isl_local_space_from_space(isl_set_get_space(d)));
+               for (size_t j = 0; j < c->h->size(); ++j)
+                 k = isl_constraint_set_coefficient_si(k, isl_dim_set, static_cast<int>(j),
+                                                       static_cast<int>(-(*c->h)[j]));
+               d = isl_set_add_constraint(d, k);  // h . delta <= 0
+               c->carried = c->carried && isl_set_is_empty(d) == isl_bool_true;
+               isl_set_free(d);
+               return isl_stat_ok;
+             },
+             &carry) >= 0 &&
+         carry.carried;
 }
 
 // A wavefront for the nest of one statement "st" whose isl schedule "flat" starts with a
@@ -657,38 +684,112 @@ bool wavefront_entries(const Scop& s, int st, const isl::map& flat, const isl::u
   for (int l : x.loops)
     if (s.loops[l].step != 1 && s.loops[l].step != -1) return false;
   // The first dimension that involves an iterator.
-  const std::vector<long> h = leading_row(x, flat);
+  const std::vector<long> h = leading_row(flat);
   int elim = -1;
   for (int d = 0; d < static_cast<int>(h.size()); ++d)
     if (h[d] == 1 || h[d] == -1) elim = d;
   if (nonzeros(h) < 2 || elim < 0) return false;
   // h strictly carries every dependence of the nest.
   isl::union_map own = deps.intersect_domain(isl::union_set(x.domain)).intersect_range(isl::union_set(x.domain));
-  isl::union_set deltas = isl::manage(isl_union_map_deltas(own.copy()));
-  struct Carry {
-    const std::vector<long>* h;
-    bool carried = true;
-  } carry{&h};
-  if (isl_union_set_foreach_set(
-          deltas.get(),
-          [](isl_set* d, void* user) -> isl_stat {
-            Carry* c = static_cast<Carry*>(user);
-            isl_constraint* k =
-                isl_constraint_alloc_inequality(isl_local_space_from_space(isl_set_get_space(d)));
-            for (size_t j = 0; j < c->h->size(); ++j)
-              k = isl_constraint_set_coefficient_si(k, isl_dim_set, static_cast<int>(j),
-                                                    static_cast<int>(-(*c->h)[j]));
-            d = isl_set_add_constraint(d, k);  // h . delta <= 0
-            c->carried = c->carried && isl_set_is_empty(d) == isl_bool_true;
-            isl_set_free(d);
-            return isl_stat_ok;
-          },
-          &carry) < 0 ||
-      !carry.carried)
-    return false;
+  if (!strictly_carries(h, isl::manage(isl_union_map_deltas(own.copy())))) return false;
   // The first write's first subscript.
   out = skewed_entries(h, first_write_dim(s, st, elim), elim, depth);
   return true;
+}
+
+// The schedule isl computes for the instances in "dom" under the dependences "deps" (validity
+// and coincidence; proximity: "proximity"), as a flat map; throws when isl fails (a quota
+// surfaces as a NULL: run_within_isl_budget tells it from a real failure).
+isl::union_map isl_schedule_map(const isl::union_set& dom, const isl::union_map& deps,
+                                const isl::union_map& proximity) {
+  isl_ctx* ctx = dom.ctx().get();
+  isl_schedule_constraints* sc = isl_schedule_constraints_on_domain(dom.copy());
+  sc = isl_schedule_constraints_set_validity(sc, deps.copy());
+  sc = isl_schedule_constraints_set_coincidence(sc, deps.copy());
+  sc = isl_schedule_constraints_set_proximity(sc, proximity.copy());
+  const int outer = isl_options_get_schedule_outer_coincidence(ctx);
+  isl_options_set_schedule_outer_coincidence(ctx, 1);
+  isl_schedule* sched = isl_schedule_constraints_compute_schedule(sc);
+  isl_options_set_schedule_outer_coincidence(ctx, outer);
+  if (!sched) throw std::runtime_error("reschedule: isl's scheduler failed");
+  if (std::getenv("BBMM_RESCHEDULE_DEBUG")) {
+    char* t = isl_schedule_to_str(sched);
+    std::cerr << "isl schedule:\n" << t << "\n";
+    free(t);
+  }
+  isl::union_map flat = isl::manage(isl_schedule_get_map(sched));
+  isl_schedule_free(sched);
+  return flat;
+}
+
+// A wavefront inside the outer loops of a one-statement nest (seidel-2d: each time step t
+// swept by the hyperplane 2i + j). For p = 1, 2, ... outer loops (at least two loops left
+// inside): when the dependences between instances of one iteration of the outer loops
+// (distance 0 on them) are uniform (finitely many distances), they go to isl's scheduler over the inner iterators alone (the outer ones made
+// parameters); when its first row h involves several inner iterators, one of them with a
+// coefficient of +-1, and strictly carries every such dependence, the instances at one
+// value of the outer loops and of h are independent. The entries: the p outer iterators as
+// they are (every dependence they carry stays carried), h, then the first write's first
+// subscript's iterator (the loop tiles split), then the other inner iterators but the
+// innermost one with a coefficient of +-1 in h (so the matrix is unimodular). False when no
+// p gives one, or a loop of the statement has a step other than +-1.
+bool inner_wavefront_entries(const Scop& s, int st, const isl::union_map& deps,
+                             std::vector<Entry>& out) {
+  const Statement& x = s.statements[st];
+  const int depth = static_cast<int>(x.iterators.size());
+  for (int l : x.loops)
+    if (s.loops[l].step != 1 && s.loops[l].step != -1) return false;
+  isl::union_set udom(x.domain);
+  isl::union_map own = deps.intersect_domain(udom).intersect_range(udom);
+  if (own.is_empty()) return false;
+  isl_space* msp = isl_space_map_from_set(isl_set_get_space(x.domain.get()));
+  isl::map all = isl::manage(isl_union_map_extract_map(own.get(), msp));
+  for (int p = 1; p + 2 <= depth; ++p) {
+    isl_map* eq = isl_map_universe(isl_map_get_space(all.get()));
+    for (int d = 0; d < p; ++d) eq = isl_map_equate(eq, isl_dim_in, d, isl_dim_out, d);
+    isl::map inner = all.intersect(isl::manage(eq));
+    if (inner.is_empty()) continue;
+    // Uniform dependences only (Lamport's hyperplane method): finitely many distances over
+    // every parameter value. Floyd-Warshall's row and column k are read at every distance
+    // (0, j - k) within a step k: a wavefront would be legal there but make 2n phases of
+    // each step, where the note and '#pragma bbmm parallel' give the real parallel loop.
+    isl_set* dist = isl_map_deltas(inner.copy());
+    dist = isl_set_project_out(dist, isl_dim_param, 0, isl_set_dim(dist, isl_dim_param));
+    const bool uniform = isl_set_is_bounded(dist) == isl_bool_true;
+    isl_set_free(dist);
+    if (!uniform) continue;
+    // The outer iterators as parameters of fresh names, in the domain and the dependences.
+    isl_set* dom = x.domain.copy();
+    isl_map* dep = isl_map_project_out(inner.copy(), isl_dim_out, 0, p);
+    for (int d = 0; d < p; ++d) {
+      const std::string name = "bbmm_outer" + std::to_string(d);
+      dom = isl_set_set_dim_name(dom, isl_dim_set, d, name.c_str());
+      dep = isl_map_set_dim_name(dep, isl_dim_in, d, name.c_str());
+    }
+    const int np = static_cast<int>(isl_set_dim(dom, isl_dim_param));
+    dom = isl_set_move_dims(dom, isl_dim_param, np, isl_dim_set, 0, p);
+    dep = isl_map_move_dims(dep, isl_dim_param, np, isl_dim_in, 0, p);
+    isl::set pdom = isl::manage(dom);
+    isl::map pdep = isl::manage(dep).intersect_domain(pdom).intersect_range(pdom);
+    isl::union_map flat = isl_schedule_map(isl::union_set(pdom), isl::union_map(pdep),
+                                           isl::union_map(pdep));
+    const std::vector<isl::map> maps = sorted_maps(flat);
+    if (maps.size() != 1) continue;
+    const std::vector<long> hi = leading_row(maps[0]);
+    if (nonzeros(hi) < 2) continue;
+    std::vector<long> h(p, 0);
+    h.insert(h.end(), hi.begin(), hi.end());
+    int elim = -1;
+    for (int d = p; d < depth; ++d)
+      if (h[d] == 1 || h[d] == -1) elim = d;
+    if (elim < 0) continue;
+    if (!strictly_carries(h, isl::manage(isl_union_map_deltas(isl::union_map(inner).release())))) continue;
+    int first = first_write_dim(s, st, elim);
+    if (first < p) first = -1;
+    out = skewed_entries(h, first, elim, depth, p);
+    return true;
+  }
+  return false;
 }
 
 // A wavefront for a nest of several statements (nussinov: the DP table filled one
@@ -710,7 +811,7 @@ bool nest_wavefront_entries(const Scop& s, const std::vector<int>& stmts,
     const char* name = isl_map_get_tuple_name(m.get(), isl_dim_in);
     const int st = s.statement_index(name ? name : "");
     if (st < 0) return false;
-    const std::vector<long> row = leading_row(s.statements[st], m);
+    const std::vector<long> row = leading_row(m);
     if (nonzeros(row) < 2) continue;
     for (size_t d = 0; d < row.size(); ++d)
       if (row[d] != 0) h[s.statements[st].loops[d]] = row[d];
@@ -751,23 +852,7 @@ bool schedule_nest(const Scop& s, const std::vector<int>& stmts, bool wavefront,
   isl::union_map raw = untagged(s.deps.raw).intersect_domain(dom).intersect_range(dom);
   isl::union_map all = raw.unite(untagged(s.deps.war)).unite(untagged(s.deps.waw));
   all = all.intersect_domain(dom).intersect_range(dom);
-  isl_schedule_constraints* sc = isl_schedule_constraints_on_domain(dom.copy());
-  sc = isl_schedule_constraints_set_validity(sc, all.copy());
-  sc = isl_schedule_constraints_set_coincidence(sc, all.copy());
-  sc = isl_schedule_constraints_set_proximity(sc, raw.copy());
-  const int outer = isl_options_get_schedule_outer_coincidence(ctx.get());
-  isl_options_set_schedule_outer_coincidence(ctx.get(), 1);
-  isl_schedule* sched = isl_schedule_constraints_compute_schedule(sc);
-  isl_options_set_schedule_outer_coincidence(ctx.get(), outer);
-  // A quota surfaces as a NULL here; run_within_isl_budget tells it from a real failure.
-  if (!sched) throw std::runtime_error("reschedule: isl's scheduler failed");
-  if (std::getenv("BBMM_RESCHEDULE_DEBUG")) {
-    char* t = isl_schedule_to_str(sched);
-    std::cerr << "isl schedule:\n" << t << "\n";
-    free(t);
-  }
-  isl::union_map flat = isl::manage(isl_schedule_get_map(sched));
-  isl_schedule_free(sched);
+  isl::union_map flat = isl_schedule_map(dom, all, raw);
   std::map<int, std::vector<Entry>> entries;
   for (const isl::map& m : sorted_maps(flat)) {
     const char* name = isl_map_get_tuple_name(m.get(), isl_dim_in);
@@ -776,6 +861,8 @@ bool schedule_nest(const Scop& s, const std::vector<int>& stmts, bool wavefront,
     if (!flat_entries(s.statements[st], m, entries[st])) {
       entries[st].clear();
       if (wavefront && stmts.size() == 1 && wavefront_entries(s, st, m, all, entries[st])) continue;
+      entries[st].clear();
+      if (stmts.size() == 1 && inner_wavefront_entries(s, st, all, entries[st])) continue;
       if (stmts.size() > 1 && nest_wavefront_entries(s, stmts, flat, entries)) break;
       if (std::getenv("BBMM_RESCHEDULE_DEBUG")) std::cerr << "refused: " << str(m) << "\n";
       return false;
