@@ -30,6 +30,8 @@ POLYBENCH_DIR: PolyBench/C 4.2.1 (default: ../shared/polybench-4.2.1 from the re
   --target=T         cuda (default) or host: host-target programs, for a dry run of gpu_run.sh
                      here (PB_GPU_BACKEND=host)
   -j N, --jobs=N     parallel bbmmc runs, builds and oracle runs (default 2)
+  --bbmmc-args=ARGS  more bbmmc options for every kernel, blank-separated (e.g.
+                     --bbmmc-args=--schedule=source, to compare with the source order)
   --oracle-timeout=S limit of each oracle run, in seconds (default 600)
   --rerun-oracles    run the oracles again even when their programs did not change
   --pack             pack bin/ as bin.tar.xz even when the folder would be small enough
@@ -69,6 +71,7 @@ rerun_oracles=0
 pack=0
 wait_log=/tmp/stage.log
 pb_dir=""
+bbmmc_args=()
 while [[ $# -gt 0 ]]; do
   arg="$1"
   shift
@@ -82,6 +85,7 @@ while [[ $# -gt 0 ]]; do
     --jobs=*) jobs="${arg#*=}" ;;
     -j) jobs="${1:-}"; shift ;;
     -j[0-9]*) jobs="${arg#-j}" ;;
+    --bbmmc-args=*) read -r -a bbmmc_args <<<"${arg#*=}" ;;
     --oracle-timeout=*) oracle_timeout="${arg#*=}" ;;
     --rerun-oracles) rerun_oracles=1 ;;
     --pack) pack=1 ;;
@@ -193,7 +197,7 @@ bbmmc="$work/prefix/bin/bbmmc"
 log "bbmmc --target=$target on $nk kernels (-D${dataset}_DATASET)"
 bbmmc_one() {
   local k=$1 d=${kdir[$1]}
-  (cd "$pb_dir" && timeout -k 5 120 "$bbmmc" "$d/$k.c" --target="$target" "${defs[@]}" \
+  (cd "$pb_dir" && timeout -k 5 120 "$bbmmc" "$d/$k.c" --target="$target" "${defs[@]}" "${bbmmc_args[@]}" \
      -I utilities -I "$d" -o "$work/bbmmc/$k.bbmm.c") >/dev/null 2>"$work/bbmmc/$k.err"
   echo $? >"$work/bbmmc/$k.rc"
 }
@@ -239,7 +243,7 @@ function(pb_kernel name dir)
     list(APPEND defs -D${d})
   endforeach()
   bbmm_add_executable(${name}_${PB_TARGET} SOURCES ${PB_DIR}/${dir}/${name}.c TARGET ${PB_TARGET}
-                      BBMMC_ARGS ${defs} -I${PB_DIR}/utilities -I${PB_DIR}/${dir}
+                      BBMMC_ARGS ${defs} ${PB_BBMMC_ARGS} -I${PB_DIR}/utilities -I${PB_DIR}/${dir}
                       CUDA_OPTIONS -fmad=false)
   target_sources(${name}_${PB_TARGET} PRIVATE $<TARGET_OBJECTS:pb_util>)
   target_compile_definitions(${name}_${PB_TARGET} PRIVATE ${PB_DEFS})
@@ -265,7 +269,7 @@ log "CMake project with find_package(bbmm): ${#ok_kernels[@]} kernels, --target=
 if ! cmake -S "$proj" -B "$work/build" "${generator[@]}" -DCMAKE_PREFIX_PATH="$work/prefix" \
      -DCMAKE_BUILD_TYPE= -DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="${cflags[*]}" \
      -DCMAKE_EXE_LINKER_FLAGS=-Wl,--strip-debug "${cuda_args[@]}" -DPB_TARGET="$target" \
-     -DPB_DIR="$pb_dir" -DPB_DEFS="$(IFS=';'; echo "${defs[*]#-D}")" >>"$work/build.log" 2>&1; then
+     -DPB_DIR="$pb_dir" -DPB_DEFS="$(IFS=';'; echo "${defs[*]#-D}")" -DPB_BBMMC_ARGS="$(IFS=';'; echo "${bbmmc_args[*]}")" >>"$work/build.log" 2>&1; then
   tail -n 30 "$work/build.log"
   echo "gpu_stage.sh: configuring the CMake project against the installed package failed: $work/build.log" >&2
   exit 2

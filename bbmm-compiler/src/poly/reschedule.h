@@ -36,6 +36,11 @@ namespace bbmm::compiler {
 // a hyperplane of coefficients -1, 0, 1 over loops all of them run in (nussinov: j - i) is
 // skewed by it, statement by statement (its inner loop parallel when the new nest's
 // dependences say so; the order checked as for any rewrite).
+// By default too, a nest of one statement whose dependences inside one iteration of its
+// outer loop are uniform (seidel-2d inside a time step t; not Floyd-Warshall inside a step k)
+// gets isl's schedule over its inner loops alone: its first row, when it strictly carries
+// those dependences (seidel-2d: 2i + j), becomes a serial wavefront loop inside the outer
+// loop, with the other inner loops parallel inside it (the statement skewed as below).
 // With "wavefront", a nest of one statement whose isl schedule starts with a hyperplane over
 // several iterators that carries every dependence (seidel-2d: 4t + 2i + j) is skewed: the
 // hyperplane becomes a new serial loop (bbmm_it<k>) and the other iterators, parallel inside
