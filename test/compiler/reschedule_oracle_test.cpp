@@ -238,8 +238,9 @@ TEST(RescheduleOracle, WavefrontsKeepTheDataflow) {
     ASSERT_TRUE(plain && skewed && !plain->scops.empty() && !skewed->scops.empty());
     const Scop& a = plain->scops[0];
     const Scop& b = skewed->scops[0];
-    if (file == tmp.string())
+    if (file == tmp.string()) {
       EXPECT_LT(a.phases[a.statements[0].phase].parallel_loop, 0) << file << ": parallel without a wavefront";
+    }
     EXPECT_GE(b.phases[b.statements[0].phase].parallel_loop, 0) << file << ": no parallel loop";
     EXPECT_FALSE(b.statements[0].source_rows.empty()) << file;
     // The whole nest's hyperplane (4t + 2i + j for seidel-2d): one serial loop left.
