@@ -27,6 +27,8 @@ POLYBENCH_DIR: PolyBench/C 4.2.1 (default: ../shared/polybench-4.2.1 from the re
                      changed); default: a temporary directory, removed on success
   --keep             keep the temporary directory on success too
   --kernels=A,B,...  only these kernels (PolyBench names: gemm,2mm,floyd-warshall,...)
+  --bbmmc-args=ARGS  more bbmmc options for every kernel, blank-separated (e.g.
+                     --bbmmc-args=--reductions=reassociate)
   --timeout=S        limit of each run of a program, in seconds (default 60)
   -j N, --jobs=N     parallel builds and runs (default 2)
   --cflags="..."     C flags of the oracles and the generated programs alike (default -O1)
@@ -75,6 +77,7 @@ workdir=""
 keep=0
 build=1
 kernels_only=""
+bbmmc_args=()
 timeout_s=60
 jobs=2
 cflags=(-O1)
@@ -94,6 +97,7 @@ while [[ $# -gt 0 ]]; do
     --keep) keep=1 ;;
     --no-build) build=0 ;;
     --kernels=*) kernels_only="${arg#*=}" ;;
+    --bbmmc-args=*) read -r -a bbmmc_args <<<"${arg#*=}" ;;
     --timeout=*) timeout_s="${arg#*=}" ;;
     --jobs=*) jobs="${arg#*=}" ;;
     -j) jobs="${1:-}"; shift ;;
@@ -191,7 +195,7 @@ bbmmc="$work/prefix/bin/bbmmc"
 log "bbmmc --target=host on $nk kernels (-D${dataset}_DATASET)"
 bbmmc_one() {
   local k=$1 d=${kdir[$1]}
-  (cd "$pb_dir" && timeout -k 5 "$timeout_s" "$bbmmc" "$d/$k.c" --target=host "${defs[@]}" \
+  (cd "$pb_dir" && timeout -k 5 "$timeout_s" "$bbmmc" "$d/$k.c" --target=host "${defs[@]}" "${bbmmc_args[@]}" \
      -I utilities -I "$d" -o "$work/bbmmc/$k.bbmm.c") >/dev/null 2>"$work/bbmmc/$k.err"
   echo $? >"$work/bbmmc/$k.rc"
 }
@@ -288,7 +292,7 @@ function(pb_kernel name dir)
       list(APPEND defs -D${d})
     endforeach()
     bbmm_add_executable(${name}_${kind} SOURCES ${PB_DIR}/${dir}/${name}.c TARGET ${kind}
-                        BBMMC_ARGS ${defs} -I${PB_DIR}/utilities -I${PB_DIR}/${dir}
+                        BBMMC_ARGS ${defs} ${PB_BBMMC_ARGS} -I${PB_DIR}/utilities -I${PB_DIR}/${dir}
                         CUDA_OPTIONS -fmad=false)
     target_sources(${name}_${kind} PRIVATE $<TARGET_OBJECTS:pb_util>)
     # The host kernels count their statement instances per device (the balance column).
@@ -334,7 +338,8 @@ configure() {
   cmake -S "$proj" -B "$work/build" "${generator[@]}" -DCMAKE_PREFIX_PATH="$work/prefix" \
     -DCMAKE_BUILD_TYPE= -DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="${cflags[*]}" \
     -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
-    -DPB_DIR="$pb_dir" -DPB_DEFS="$(IFS=';'; echo "${defs[*]#-D}")" "$@" >>"$work/build.log" 2>&1
+    -DPB_DIR="$pb_dir" -DPB_DEFS="$(IFS=';'; echo "${defs[*]#-D}")" \
+    -DPB_BBMMC_ARGS="$(IFS=';'; echo "${bbmmc_args[*]}")" "$@" >>"$work/build.log" 2>&1
 }
 log "CMake project with find_package(bbmm) from the prefix: probing the OpenCL and CUDA backends"
 # A build tree of another compiler (CC changed in a --workdir) is started afresh.

@@ -958,6 +958,13 @@ class ScopGenerator {
       if (arr.is_scalar && arr.where == Decl::Where::kScop) {
         // Declared in the scop, which this block replaces: the host variable is here.
         os << "    " << arr.elem_type << " " << arr.c_name << " = 0;\n";
+      } else if (arr.where == Decl::Where::kScop) {
+        // An array bbmmc declared in the scop (a reduction's partial sums): its host copy,
+        // freed after the scop.
+        std::vector<std::string> ext;
+        for (const isl::pw_aff& e : arr.extents) ext.push_back("(size_t)(" + c_expr_from_pw_aff(e, s_.context) + ")");
+        os << "    " << arr.elem_type << "* " << arr.c_name << " = (" << arr.elem_type
+           << "*)bbmm_gen_calloc(" << join(ext, " * ") << " * sizeof(" << arr.elem_type << "));\n";
       }
     }
     for (int a : arrays()) {
@@ -993,6 +1000,9 @@ class ScopGenerator {
       os << "    bbmm_gen_check(bbmm_array_unregister(bbmm_ctx.rt, bbmm_ctx." << s_.arrays[a].c_name
          << "), \"bbmm_array_unregister(" << s_.arrays[a].c_name << ")\");\n";
     }
+    for (int a : arrays())
+      if (!s_.arrays[a].is_scalar && s_.arrays[a].where == Decl::Where::kScop)
+        os << "    free(" << s_.arrays[a].c_name << ");\n";
     os << "  }\n";
     return os.str();
   }

@@ -92,7 +92,8 @@ std::string usage() {
     << "             [--partition=auto|1d|2d] [--writes=hull|rows] [--params NAME=V,...]\n"
     << "             [--block=X,Y,Z] [--march=R]\n"
     << "             [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND]\n"
-    << "             [--max-isl-operations=N] [--schedule=isl|isl+wavefront|source] [--help] [--version]\n"
+    << "             [--max-isl-operations=N] [--schedule=isl|isl+wavefront|source]\n"
+       "             [--reductions=keep|reassociate] [--reduction-block=B] [--help] [--version]\n"
        "\n"
        "Reads sequential C with affine loop nests between '#pragma scop' and\n"
        "'#pragma endscop', builds their polyhedral model with isl, analyses them and\n"
@@ -139,6 +140,13 @@ std::string usage() {
        "                    one-statement nest by a hyperplane over all its loops\n"
        "                    (seidel-2d: 4t + 2i + j; experimental: slow to compile);\n"
        "                    source: keep the order of the source\n"
+       "  --reductions=R    keep (default): a loop that only a reduction (s += e) keeps\n"
+       "                    serial runs in order; reassociate: sum it in blocks of\n"
+       "                    partial sums, in parallel (floating-point results may\n"
+       "                    change in their last bits; see docs/bbmmc.md)\n"
+       "  --reduction-block=B\n"
+       "                    iterations per partial sum with --reductions=reassociate\n"
+       "                    (default 4)\n"
        "  --help, --version\n"
        "\n"
        "Exit status: 0 success, 1 error in the input or the options, 2 internal error.\n";
@@ -166,6 +174,8 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
     BoxOptions box_opts;
     int block[3] = {0, 0, 0};
     int march = 0;
+    bool reassociate = false;
+    int reduction_block = 0;
     for (size_t i = 0; i < args.size(); ++i) {
       const std::string& a = args[i];
       auto value = [&](const std::string& opt) -> std::optional<std::string> {
@@ -277,6 +287,23 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
         }
         opts.reschedule = v != "source";
         opts.wavefront = v == "isl+wavefront";
+      } else if (a.rfind("--reductions=", 0) == 0) {
+        const std::string v = a.substr(13);
+        if (v != "keep" && v != "reassociate") {
+          err << "bbmmc: error: unknown --reductions '" << v << "' (use one of: keep, reassociate)\n";
+          return 1;
+        }
+        reassociate = v == "reassociate";
+      } else if (a.rfind("--reduction-block=", 0) == 0) {
+        const std::string v = a.substr(18);
+        char* end = nullptr;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end || n < 1 || n > 1'000'000) {
+          err << "bbmmc: error: --reduction-block expects an integer from 1 to 1000000 (got '" << v
+              << "')\n";
+          return 1;
+        }
+        reduction_block = static_cast<int>(n);
       } else if (a.rfind("--cpp=", 0) == 0) {
         opts.cpp = a.substr(6);
       } else if (a == "-o") {
@@ -310,6 +337,12 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
 
     Diagnostics diag;
+    if (reduction_block > 0 && !reassociate) {
+      err << "bbmmc: error: --reduction-block=" << reduction_block
+          << " needs --reductions=reassociate (reductions keep their order by default)\n";
+      return 1;
+    }
+    if (reassociate) opts.reduction_block = reduction_block > 0 ? reduction_block : 4;
     std::unique_ptr<Program> prog = analyze_file(input, opts, diag);
     diag.render(err, prog->sm.get());
     if (diag.has_internal_error()) return 2;

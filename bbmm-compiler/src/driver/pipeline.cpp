@@ -15,6 +15,7 @@
 #include "frontend/parser.h"
 #include "poly/budget.h"
 #include "poly/deps.h"
+#include "poly/reductions.h"
 #include "poly/reschedule.h"
 #include "poly/serial_regions.h"
 
@@ -108,6 +109,23 @@ std::unique_ptr<Program> analyze(std::unique_ptr<Program> prog, const PipelineOp
     if (diag.has_errors()) {
       prog->scops.clear();
       return prog;
+    }
+    if (opts.reduction_block > 0) {
+      // Reductions summed in blocks: the trees rewritten, the models built again.
+      std::vector<Reduction> found;
+      for (Scop& s : prog->scops)
+        if (run_within_isl_budget(*prog->isl, [&] { compute_dependences(s); })) {
+          std::vector<Reduction> r = find_reductions(s);
+          found.insert(found.end(), r.begin(), r.end());
+        }
+      if (!found.empty() && block_reductions(*prog->tu, found, opts.reduction_block) > 0) {
+        prog->scops.clear();
+        prog->scops = build_models(*prog->tu, *prog->sm, diag, *prog->isl);
+        if (diag.has_errors()) {
+          prog->scops.clear();
+          return prog;
+        }
+      }
     }
     for (Scop& s : prog->scops)
       if (!run_within_isl_budget(*prog->isl, [&] { compute_dependences(s); }))

@@ -24,6 +24,9 @@ struct PipelineOptions {
   // With "reschedule": also skew a nest of one statement into a wavefront (poly/reschedule.h;
   // --schedule=isl+wavefront).
   bool wavefront = false;
+  // --reductions=reassociate: loops of serial regions that only a reduction keeps serial
+  // are summed in blocks of this many iterations (poly/reductions.h); 0 keeps their order.
+  int reduction_block = 0;
 };
 
 // Runs the preprocessor on "path" and analyses the result. Never throws; problems are

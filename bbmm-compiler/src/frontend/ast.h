@@ -65,6 +65,9 @@ struct Decl {
   ExprPtr init;               // scalar initializer; nullptr if none or a brace list
   bool has_init = false;
   Where where = Where::kGlobal;
+  // An array bbmmc declares itself inside a scop (the partial sums of a blocked reduction,
+  // poly/reductions.h): one dimension of unknown extent, sized by its accesses.
+  bool sized_by_accesses = false;
 
   bool is_array() const { return !dims.empty() || pointer_to_array; }
   bool is_pointer() const { return pointer_depth > 0 && dims.empty() && !pointer_to_array; }

@@ -700,7 +700,7 @@ bool ModelBuilder::array_access(const Expr& e, AccessKind kind, std::vector<Pend
     return false;
   }
   for (size_t k = 0; k < d->dims.size(); ++k)
-    if (!d->dims[k]) {
+    if (!d->dims[k] && !d->sized_by_accesses) {
       error(base->begin) << "unknown array extent: dimension " << k + 1 << " of '" << name
                          << "' has no size";
       diag_.set_last_hint("give every dimension an extent, e.g. '" + d->base_type + " " + name +
@@ -713,7 +713,7 @@ bool ModelBuilder::array_access(const Expr& e, AccessKind kind, std::vector<Pend
                    << " subscript" << (subs.size() == 1 ? "" : "s");
     return false;
   }
-  if (d->where == Decl::Where::kScop) {
+  if (d->where == Decl::Where::kScop && !d->sized_by_accesses) {
     error(base->begin) << "arrays declared inside a scop are not supported";
     return false;
   }
@@ -1047,7 +1047,7 @@ void ModelBuilder::build_stmt(const Stmt& s, BuildCtx& c, std::vector<Node>& out
     }
     case Stmt::Kind::kDecl:
       for (const Decl& d : s.decls) {
-        if (d.is_array()) {
+        if (d.is_array() && !d.sized_by_accesses) {
           error(d.offset) << "arrays declared inside a scop are not supported";
           diag_.set_last_hint("declare '" + d.name + "' before '#pragma scop'");
         } else if (d.pointer_depth > 0) {
@@ -1334,6 +1334,28 @@ std::optional<Scop> ModelBuilder::build() {
       isl_map* m = isl_map_add_dims(s.schedule.copy(), isl_dim_out, scop_.schedule_dims - have);
       for (int k = have; k < scop_.schedule_dims; ++k) m = isl_map_fix_si(m, isl_dim_out, k, 0);
       s.schedule = isl::manage(m);
+    }
+  }
+  // Arrays bbmmc declared in the scop (Decl::sized_by_accesses): each extent is one past
+  // the largest subscript any access uses, over the scop's parameters.
+  for (size_t a = 0; a < scop_.arrays.size(); ++a) {
+    ArrayInfo& arr = scop_.arrays[a];
+    if (arr.is_scalar || arr.where != Decl::Where::kScop || !arr.extents.empty()) continue;
+    isl::set used;
+    for (const Access& acc : scop_.accesses) {
+      if (acc.array != static_cast<int>(a)) continue;
+      isl::set r = acc.relation.range();
+      used = used.is_null() ? r : used.unite(r);
+    }
+    if (used.is_null()) continue;
+    used = used.coalesce();
+    const int rank = static_cast<int>(isl_set_dim(used.get(), isl_dim_set));
+    for (int d = 0; d < rank; ++d) {
+      isl_pw_aff* mx = isl_set_dim_max(used.copy(), d);
+      mx = isl_pw_aff_add_constant_val(mx, isl_val_one(ctx_.get()));
+      isl::pw_aff ext = isl::manage(mx).coalesce();
+      arr.extents.push_back(ext);
+      arr.extent_text.push_back(str(ext));
     }
   }
   // Live-out: values that code after the scop (or the caller) may see.

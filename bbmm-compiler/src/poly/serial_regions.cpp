@@ -1,5 +1,7 @@
 #include "poly/serial_regions.h"
 
+#include "poly/reductions.h"
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -7,6 +9,7 @@
 namespace bbmm::compiler {
 
 void note_serial_regions(const Scop& scop, Diagnostics& diag) {
+  const std::vector<Reduction> reductions = find_reductions(scop);
   for (size_t p = 0; p < scop.phases.size(); ++p) {
     const Phase& ph = scop.phases[p];
     if (ph.parallel_loop >= 0 || ph.statements.empty()) continue;
@@ -26,6 +29,8 @@ void note_serial_regions(const Scop& scop, Diagnostics& diag) {
     });
     if (loops.empty()) continue;  // statements outside any loop: nothing to parallelise
     const Loop& outer = scop.loops[loops.front()];
+    // The sum of a blocked reduction's partials (poly/reductions.h): serial by design.
+    if (outer.c_name.rfind("bbmm_rb", 0) == 0) continue;
     auto b = diag.note(outer.loc);
     b << "the loop nest of '" << outer.c_name << "' runs serially, as one tile on one device"
       << (ph.serial_loops.empty() ? "" : " per step of its enclosing serial loops")
@@ -49,9 +54,21 @@ void note_serial_regions(const Scop& scop, Diagnostics& diag) {
         b << ")";
       }
     }
-    b.hint("if a loop's iterations are independent in fact (e.g. Floyd-Warshall's row and "
-           "column k do not change during iteration k), '#pragma bbmm parallel' right before "
-           "it asserts it; bbmmc --emit=deps prints the dependences");
+    std::string sums;
+    for (const Reduction& r : reductions)
+      for (int l : loops)
+        if (scop.loops[l].ast == r.loop)
+          sums += std::string(sums.empty() ? "" : ", ") + "'" + scop.loops[l].c_name + "' sums into '" +
+                  r.var + "'";
+    if (!sums.empty()) {
+      b.hint("loop " + sums + " and nothing else orders its iterations: --reductions=reassociate "
+             "sums it in blocks of partial sums, in parallel (the floating-point rounding may "
+             "change); bbmmc --emit=deps prints the dependences");
+    } else {
+      b.hint("if a loop's iterations are independent in fact (e.g. Floyd-Warshall's row and "
+             "column k do not change during iteration k), '#pragma bbmm parallel' right before "
+             "it asserts it; bbmmc --emit=deps prints the dependences");
+    }
   }
 }
 

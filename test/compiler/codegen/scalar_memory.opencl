@@ -1644,4 +1644,4 @@ scalar_memory.c:16:5: note: the loop nest of 'i' runs serially, as one tile on o
   loop 'i' (line 16) carries RAW on nrm: S3 -> S3 (nrm -> nrm), WAW on nrm: S3 -> S3 (nrm -> nrm) (through the scalar 'nrm')
     for (int i = 0; i < m; i++)
     ^
-hint: if a loop's iterations are independent in fact (e.g. Floyd-Warshall's row and column k do not change during iteration k), '#pragma bbmm parallel' right before it asserts it; bbmmc --emit=deps prints the dependences
+hint: loop 'i' sums into 'nrm' and nothing else orders its iterations: --reductions=reassociate sums it in blocks of partial sums, in parallel (the floating-point rounding may change); bbmmc --emit=deps prints the dependences
