@@ -202,6 +202,11 @@ TEST(RescheduleOracle, PolyBenchKernels) {
 
 using Input = std::pair<std::string, std::vector<std::string>>;  // file, preprocessor args
 
+// A C file named after "stem" and this process in the temporary directory.
+std::filesystem::path temp_c(const std::string& stem) {
+  return std::filesystem::temp_directory_path() / (stem + "_" + std::to_string(getpid()) + ".c");
+}
+
 // The input "text" written to "tmp", then PolyBench's kernel "kernel" (e.g.
 // "medley/nussinov") at MINI when the shared tree is there.
 std::vector<Input> with_polybench(const std::filesystem::path& tmp, const std::string& text,
@@ -222,8 +227,7 @@ std::vector<Input> with_polybench(const std::filesystem::path& tmp, const std::s
 // source order (seidel-2d has a parallel loop by default too, inside its time steps: the
 // next test).
 TEST(RescheduleOracle, WavefrontsKeepTheDataflow) {
-  const std::filesystem::path tmp =
-      std::filesystem::temp_directory_path() / ("bbmm_wavefront_" + std::to_string(getpid()) + ".c");
+  const std::filesystem::path tmp = temp_c("bbmm_wavefront");
   const std::vector<Input> inputs = with_polybench(
       tmp,
       "void sweep(int n, int m, double A[n][m]) {\n#pragma scop\n"
@@ -257,8 +261,7 @@ TEST(RescheduleOracle, WavefrontsKeepTheDataflow) {
 // dependences inside a step k are not uniform (row and column k at every distance): its
 // nest keeps the source order (its note asks for '#pragma bbmm parallel').
 TEST(RescheduleOracle, InnerWavefrontsKeepTheDataflow) {
-  const std::filesystem::path tmp =
-      std::filesystem::temp_directory_path() / ("bbmm_inner_wavefront_" + std::to_string(getpid()) + ".c");
+  const std::filesystem::path tmp = temp_c("bbmm_inner_wavefront");
   const std::vector<Input> inputs = with_polybench(
       tmp,
       "void gs3(int T, int n, double A[n][n][n]) {\n#pragma scop\n"
@@ -301,8 +304,7 @@ TEST(RescheduleOracle, InnerWavefrontsKeepTheDataflow) {
 // nussinov itself from PolyBench: each gets a wavefront loop with a parallel loop inside
 // (none in source order) and the same dataflow as in source order.
 TEST(RescheduleOracle, NestWavefrontsKeepTheDataflow) {
-  const std::filesystem::path tmp = std::filesystem::temp_directory_path() /
-                                    ("bbmm_nest_wavefront_" + std::to_string(getpid()) + ".c");
+  const std::filesystem::path tmp = temp_c("bbmm_nest_wavefront");
   const std::vector<Input> inputs = with_polybench(
       tmp,
       "void dp(int n, double T[n][n]) {\n#pragma scop\n"

@@ -90,6 +90,7 @@ struct Stmt {
   ExprPtr cond;
   ExprPtr inc;
   bool asserted_parallel = false;  // `#pragma bbmm parallel` before the loop
+  bool sums_partials = false;      // bbmmc's sum of a blocked reduction's partials (poly/reductions.h)
   size_t pragma_offset = 0;
   std::vector<StmtPtr> body;  // kFor: {body}; kIf: {then[, else]}; kBlock: statements
   std::vector<Decl> decls;    // kDecl

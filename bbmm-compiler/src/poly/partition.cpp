@@ -338,12 +338,6 @@ TilePlan make_tile_plan(const Scop& scop, const std::vector<Partition>& partitio
   return plan;
 }
 
-bool has_divs(const isl::set& s) {
-  bool any = false;
-  s.foreach_basic_set([&](isl::basic_set b) { any = any || isl_basic_set_dim(b.get(), isl_dim_div) > 0; });
-  return any;
-}
-
 isl::set tile_context(const Scop& scop, const Partition& part, bool* relaxed) {
   if (relaxed) *relaxed = false;
   if (part.dims.empty()) return isl::manage(isl_set_universe(isl_set_get_space(scop.context.get()))).params();
@@ -374,7 +368,9 @@ isl::set tile_context(const Scop& scop, const Partition& part, bool* relaxed) {
   // context's lo and hi bounds need existential variables; every box then carries them into
   // pieces per residue. The context is only ever assumed (gist, the tiles' instances), so
   // its convex relaxation without them is used instead: a superset, still true of every tile.
-  if (has_divs(ctx)) {
+  const std::vector<isl::basic_set> pieces = basic_sets(ctx);
+  if (std::any_of(pieces.begin(), pieces.end(),
+                  [](const isl::basic_set& b) { return isl_basic_set_dim(b.get(), isl_dim_div) > 0; })) {
     ctx = isl::manage(isl_set_remove_divs(ctx.release()));
     if (relaxed) *relaxed = true;
   }

@@ -116,12 +116,9 @@ TilePlan make_tile_plan(const Scop& scop, const std::vector<Partition>& partitio
 
 // The parameter set a tile of "part" assumes: the partition range is nonempty and
 // range_min <= lo < hi <= range_max + 1 per dimension (universe for a partition without dims).
-// Where those bounds need divisions (has_divs), their relaxation without the existential
-// variables (a superset, isl_set_remove_divs), and "relaxed" (when given) says so.
+// Where those bounds need divisions (existential variables), their relaxation without them
+// (a superset, isl_set_remove_divs), and "relaxed" (when given) says so.
 isl::set tile_context(const Scop& scop, const Partition& part, bool* relaxed = nullptr);
-
-// Whether some basic set of "s" has existentially quantified (div) variables.
-bool has_divs(const isl::set& s);
 
 // The range of the iterators of "loops" (one per statement, split_dim) over the instances
 // of phase "p" (parameters: scop + serial).

@@ -108,11 +108,16 @@ ExprPtr integer(long v, size_t at) {
   return e;
 }
 
-ExprPtr binary(const std::string& op, ExprPtr a, ExprPtr b, size_t at) {
-  ExprPtr e = node(Expr::Kind::kBinary, at, op);
+// An operator "op" of kind "k" (kBinary, kAssign) over "a" and "b".
+ExprPtr operation(Expr::Kind k, const std::string& op, ExprPtr a, ExprPtr b, size_t at) {
+  ExprPtr e = node(k, at, op);
   e->kids.push_back(std::move(a));
   e->kids.push_back(std::move(b));
   return e;
+}
+
+ExprPtr binary(const std::string& op, ExprPtr a, ExprPtr b, size_t at) {
+  return operation(Expr::Kind::kBinary, op, std::move(a), std::move(b), at);
 }
 
 ExprPtr paren(ExprPtr e) {
@@ -121,10 +126,7 @@ ExprPtr paren(ExprPtr e) {
 }
 
 ExprPtr assign(const std::string& op, ExprPtr lhs, ExprPtr rhs, size_t at) {
-  ExprPtr e = node(Expr::Kind::kAssign, at, op);
-  e->kids.push_back(std::move(lhs));
-  e->kids.push_back(std::move(rhs));
-  return e;
+  return operation(Expr::Kind::kAssign, op, std::move(lhs), std::move(rhs), at);
 }
 
 ExprPtr index(const std::string& base, const std::string& sub, size_t at) {
@@ -185,17 +187,15 @@ std::vector<Reduction> find_reductions(const Scop& scop) {
     const Expr* x = only_expression(*l.ast);
     if (!x || x != st.expr) continue;
     Reduction r;
-    const Expr* rhs = nullptr;
-    if (!reduction_shape(*x, r.var, r.op, rhs) || mentions_or_writes(*rhs, r.var)) continue;
+    if (!reduction_shape(*x, r.var, r.op, r.rhs) || mentions_or_writes(*r.rhs, r.var)) continue;
     // Every dependence the loop carries is on s.
     if (l.verdict.blocking_scalars != std::vector<std::string>{r.var}) continue;
     const std::string on = " on " + r.var + ":";
     if (!std::all_of(l.verdict.reasons.begin(), l.verdict.reasons.end(),
                      [&](const std::string& why) { return why.find(on) != std::string::npos; }))
       continue;
-    std::string iter, cmp;
-    const Expr *lo = nullptr, *hi = nullptr;
-    if (!header(*l.ast, iter, lo, cmp, hi) || iter != l.c_name) continue;
+    std::string iter;
+    if (!header(*l.ast, iter, r.lo, r.cmp, r.hi) || iter != l.c_name) continue;
     const auto arr = std::find_if(scop.arrays.begin(), scop.arrays.end(),
                                   [&](const ArrayInfo& a) { return a.is_scalar && a.c_name == r.var; });
     if (arr == scop.arrays.end() || arr->elem_type == "?") continue;
@@ -216,13 +216,11 @@ int block_reductions(TranslationUnit& tu, const std::vector<Reduction>& found, i
       if (find_stmt(s.body, r.loop, where, pos)) break;
     if (!where) continue;
     const Stmt& loop = *r.loop;
-    std::string iter, cmp;
-    const Expr *lo = nullptr, *hi = nullptr;
-    const Expr* x = only_expression(loop);
-    std::string var;
-    char op = '+';
-    const Expr* rhs = nullptr;
-    if (!header(loop, iter, lo, cmp, hi) || !x || !reduction_shape(*x, var, op, rhs)) continue;
+    const std::string& iter = loop.init_decl_var.empty() ? loop.init->kids[0]->text : loop.init_decl_var;
+    const Expr *lo = r.lo, *hi = r.hi, *rhs = r.rhs;
+    const std::string& cmp = r.cmp;
+    const std::string& var = r.var;
+    const char op = r.op;
     const size_t at = loop.begin;
     const std::string n = std::to_string(done);
     const std::string rb = "bbmm_rb" + n, red = "bbmm_red" + n;
@@ -258,6 +256,7 @@ int block_reductions(TranslationUnit& tu, const std::vector<Reduction>& found, i
     const std::string combine = op == '*' ? "*=" : op == '-' ? "-=" : "+=";
     StmtPtr sum = block_loop(rb, *count, block,
                              expr_stmt(assign(combine, ident(var, at), index(red, rb, at), at), at), at);
+    sum->sums_partials = true;
     // Declared in a block with both loops: bbmm_redN[] sized by its accesses.
     StmtPtr decl = std::make_unique<Stmt>(Stmt::Kind::kDecl, at);
     Decl d;

@@ -38,6 +38,10 @@ struct Reduction {
   const Stmt* loop = nullptr;  // the for statement
   std::string var;             // s
   char op = '+';               // '+', '-' or '*'
+  const Expr* rhs = nullptr;   // e, in the loop's tree
+  const Expr* lo = nullptr;    // L, from the loop's header
+  const Expr* hi = nullptr;    // U
+  std::string cmp;             // "<" or "<="
   std::string elem_type;       // s's type
   int elem_size = 0;
 };

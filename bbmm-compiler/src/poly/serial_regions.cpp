@@ -30,7 +30,7 @@ void note_serial_regions(const Scop& scop, Diagnostics& diag) {
     if (loops.empty()) continue;  // statements outside any loop: nothing to parallelise
     const Loop& outer = scop.loops[loops.front()];
     // The sum of a blocked reduction's partials (poly/reductions.h): serial by design.
-    if (outer.c_name.rfind("bbmm_rb", 0) == 0) continue;
+    if (outer.ast && outer.ast->sums_partials) continue;
     auto b = diag.note(outer.loc);
     b << "the loop nest of '" << outer.c_name << "' runs serially, as one tile on one device"
       << (ph.serial_loops.empty() ? "" : " per step of its enclosing serial loops")
