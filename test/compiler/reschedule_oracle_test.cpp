@@ -54,9 +54,9 @@ Dataflow dataflow(const Scop& scop, const isl::set& fixed) {
   std::vector<InstanceKey> keys;
   for (const testing::Instance& in : run.inst) {
     const Statement& st = scop.statements[in.stmt];
-    std::vector<long> src(in.it.size());
+    std::vector<long> src(st.source_rows.empty() ? in.it.size() : st.source_rows.size());
     if (!st.source_rows.empty()) {
-      // Skewed (a wavefront): source iterator k = source_rows[k] . it.
+      // Skewed (a wavefront, maybe tiled): source iterator k = source_rows[k] . it.
       for (size_t k = 0; k < src.size(); ++k)
         for (size_t d = 0; d < in.it.size(); ++d) src[k] += st.source_rows[k][d] * in.it[d];
     } else {
@@ -132,12 +132,14 @@ bool rescheduled(const Scop& before, const Scop& after) {
 }
 
 std::unique_ptr<Program> analyze(const std::string& path, const std::vector<std::string>& cpp_args,
-                                 bool reschedule, bool wavefront = false) {
+                                 bool reschedule, bool wavefront = false,
+                                 const WavefrontTiles& tiles = WavefrontTiles()) {
   Diagnostics diag;
   PipelineOptions opts;
   opts.cpp_args = cpp_args;
   opts.reschedule = reschedule;
   opts.wavefront = wavefront;
+  opts.wavefront_tiles = tiles;
   auto prog = analyze_file(path, opts, diag);
   EXPECT_FALSE(diag.has_errors()) << path;
   return prog;
@@ -295,6 +297,45 @@ TEST(RescheduleOracle, InnerWavefrontsKeepTheDataflow) {
                         "        p[i][j] = p[i][j] < p[i][k] + p[k][j] ? p[i][j] : p[i][k] + p[k][j];\n"
                         "#pragma endscop\n}\n";
   EXPECT_EQ(check_file(tmp.string(), {}, {{4}}), 0) << "floyd-warshall rescheduled";
+  std::filesystem::remove(tmp);
+}
+
+// Tiled wavefronts inside time steps (--wavefront-tiles=R,W): seidel-2d and the 3-D sweep
+// above in blocks of R rows and W wavefront steps: two more loops (T and r) between the
+// time loop and the wavefront, the block row r parallel inside the serial t and T, and the
+// same dataflow as in source order for every block shape tried. Block rows T = b - r
+// instead of b + r fail it (the legality check refuses the rewrite: tried).
+TEST(RescheduleOracle, TiledWavefrontsKeepTheDataflow) {
+  const std::filesystem::path tmp = temp_c("bbmm_tiled_wavefront");
+  const std::vector<Input> inputs = with_polybench(
+      tmp,
+      "void gs3(int T, int n, double A[n][n][n]) {\n#pragma scop\n"
+      "  for (int t = 0; t < T; t++)\n    for (int i = 1; i < n - 1; i++)\n"
+      "      for (int j = 1; j < n - 1; j++)\n        for (int k = 1; k < n - 1; k++)\n"
+      "          A[i][j][k] = 0.2 * (A[i - 1][j][k] + A[i][j - 1][k] + A[i][j][k - 1] +\n"
+      "                              A[i + 1][j][k] + A[i][j + 1][k + 1]);\n"
+      "#pragma endscop\n}\n",
+      "stencils/seidel-2d");
+  for (const auto& [file, args] : inputs) {
+    auto src = analyze(file, args, false);
+    for (auto [rows, steps] : {std::pair{1, 4}, std::pair{2, 3}, std::pair{3, 2}, std::pair{4, 16}}) {
+      WavefrontTiles tiles;
+      tiles.rows = rows;
+      tiles.steps = steps;
+      auto got = analyze(file, args, true, false, tiles);
+      ASSERT_TRUE(src && got && !src->scops.empty() && !got->scops.empty());
+      const Scop& a = src->scops[0];
+      const Scop& b = got->scops[0];
+      const Statement& st = b.statements[0];
+      const std::string what = file + " R=" + std::to_string(rows) + " W=" + std::to_string(steps);
+      ASSERT_EQ(st.loops.size(), a.statements[0].loops.size() + 2) << what << ": not tiled";
+      const Phase& ph = b.phases[st.phase];
+      EXPECT_EQ(ph.serial_loops, std::vector<int>({st.loops[0], st.loops[1]})) << what;
+      EXPECT_EQ(ph.parallel_loop, st.loops[2]) << what << ": the block row is not the parallel loop";
+      for (const std::vector<long>& v : {std::vector<long>{3, 7}, {2, 6}, {1, 5}})
+        expect_same_dataflow(a, b, v, what);
+    }
+  }
   std::filesystem::remove(tmp);
 }
 

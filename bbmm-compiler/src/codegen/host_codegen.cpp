@@ -65,8 +65,10 @@ void emit_rows(std::ostream& os, const std::string& ind, const RowEnumeration& r
   std::string in = ind + "  ";
   for (size_t d = 0; d < outer; ++d) {
     const std::string r = "bbmm_r" + std::to_string(d);
-    os << in << "for (int64_t " << r << " = " << cx(rows.rows.lo[d]) << "; " << r << " < "
-       << cx(rows.rows.hi[d]) << "; ++" << r << ")\n";
+    // (Bounds in parentheses: a piecewise one is a conditional expression, which binds
+    // more loosely than the comparison.)
+    os << in << "for (int64_t " << r << " = " << cx(rows.rows.lo[d]) << "; " << r << " < ("
+       << cx(rows.rows.hi[d]) << "); ++" << r << ")\n";
     in += "  ";
   }
   os << in << "if (" << cx(rows.seg_guard) << ") {\n";

@@ -93,7 +93,8 @@ std::string usage() {
     << "             [--block=X,Y,Z] [--march=R]\n"
     << "             [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND]\n"
     << "             [--max-isl-operations=N] [--schedule=isl|isl+wavefront|source]\n"
-       "             [--reductions=keep|reassociate] [--reduction-block=B] [--help] [--version]\n"
+       "             [--reductions=keep|reassociate] [--reduction-block=B]\n"
+    << "             [--wavefront-tiles=R,W|off] [--help] [--version]\n"
        "\n"
        "Reads sequential C with affine loop nests between '#pragma scop' and\n"
        "'#pragma endscop', builds their polyhedral model with isl, analyses them and\n"
@@ -147,6 +148,13 @@ std::string usage() {
        "  --reduction-block=B\n"
        "                    iterations per partial sum with --reductions=reassociate\n"
        "                    (default 4)\n"
+       "  --wavefront-tiles=R,W\n"
+       "                    opt-in: a wavefront inside time steps (seidel-2d) runs in\n"
+       "                    blocks of R rows and W wavefront steps, a block row per\n"
+       "                    phase (R = 0: from the array's extent, at most "
+    << WavefrontTiles::kMaxRows
+    << ");\n"
+       "                    off (default): one phase per wavefront step\n"
        "  --help, --version\n"
        "\n"
        "Exit status: 0 success, 1 error in the input or the options, 2 internal error.\n";
@@ -304,6 +312,24 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
           return 1;
         }
         reduction_block = static_cast<int>(n);
+      } else if (a.rfind("--wavefront-tiles=", 0) == 0) {
+        const std::string v = a.substr(18);
+        if (v == "off") {
+          opts.wavefront_tiles.steps = 0;
+        } else {
+          char* end = nullptr;
+          const long r = std::strtol(v.c_str(), &end, 10);
+          const bool comma = end && *end == ',' && end != v.c_str();
+          const long w = comma ? std::strtol(end + 1, &end, 10) : 0;
+          if (!comma || *end || r < 0 || r > 4096 || w < 1 || w > 4096) {
+            err << "bbmmc: error: --wavefront-tiles expects R,W (rows 0 to 4096, 0 for the "
+                   "default; steps 1 to 4096) or off (got '"
+                << v << "')\n";
+            return 1;
+          }
+          opts.wavefront_tiles.rows = static_cast<int>(r);
+          opts.wavefront_tiles.steps = static_cast<int>(w);
+        }
       } else if (a.rfind("--cpp=", 0) == 0) {
         opts.cpp = a.substr(6);
       } else if (a == "-o") {

@@ -132,7 +132,7 @@ std::unique_ptr<Program> analyze(std::unique_ptr<Program> prog, const PipelineOp
         report_scop_too_complex(diag, s.begin_loc, s.end_loc, s.function,
                                 "computing its dependences", prog->isl->budget());
       else {
-        if (opts.reschedule) reschedule(s, *prog->isl, diag, opts.wavefront);
+        if (opts.reschedule) reschedule(s, *prog->isl, diag, opts.wavefront, opts.wavefront_tiles);
         note_serial_regions(s, diag);
       }
     if (diag.has_errors()) prog->scops.clear();

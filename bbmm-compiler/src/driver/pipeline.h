@@ -8,6 +8,7 @@
 
 #include "frontend/diagnostics.h"
 #include "poly/model.h"
+#include "poly/wavefront_tiles.h"
 
 namespace bbmm::compiler {
 
@@ -24,6 +25,9 @@ struct PipelineOptions {
   // With "reschedule": also skew a nest of one statement into a wavefront (poly/reschedule.h;
   // --schedule=isl+wavefront).
   bool wavefront = false;
+  // With "reschedule": how wavefronts inside time steps are tiled (poly/wavefront_tiles.h;
+  // --wavefront-tiles).
+  WavefrontTiles wavefront_tiles;
   // --reductions=reassociate: loops of serial regions that only a reduction keeps serial
   // are summed in blocks of this many iterations (poly/reductions.h); 0 keeps their order.
   int reduction_block = 0;

@@ -1,6 +1,9 @@
 #include "poly/isl_util.h"
 
+#include <isl/aff.h>
+#include <isl/local_space.h>
 #include <isl/map.h>
+#include <isl/space.h>
 
 #include <algorithm>
 #include <isl/options.h>
@@ -25,6 +28,29 @@ isl::space make_set_space(isl::ctx ctx, const std::vector<std::string>& params,
     sp = isl_space_set_dim_name(sp, isl_dim_set, i, dims[i].c_str());
   if (!tuple.empty()) sp = isl_space_set_tuple_name(sp, isl_dim_set, tuple.c_str());
   return isl::manage(sp);
+}
+
+isl::map matrix_map(const isl::set& dom, const std::vector<std::vector<long>>& m,
+                    const std::vector<std::string>& names) {
+  isl_space* sp = isl_set_get_space(dom.get());
+  isl_local_space* ls = isl_local_space_from_space(isl_space_copy(sp));
+  isl_space* out = isl_space_add_dims(isl_space_drop_dims(isl_space_copy(sp), isl_dim_set, 0,
+                                                          isl_space_dim(sp, isl_dim_set)),
+                                      isl_dim_set, static_cast<unsigned>(m.size()));
+  if (isl_space_has_tuple_id(sp, isl_dim_set) == isl_bool_true)
+    out = isl_space_set_tuple_id(out, isl_dim_set, isl_space_get_tuple_id(sp, isl_dim_set));
+  isl_multi_aff* ma = isl_multi_aff_zero(isl_space_map_from_domain_and_range(sp, out));
+  for (size_t d = 0; d < m.size(); ++d) {
+    isl_aff* a = isl_aff_zero_on_domain(isl_local_space_copy(ls));
+    for (size_t k = 0; k < m[d].size(); ++k)
+      a = isl_aff_set_coefficient_si(a, isl_dim_in, static_cast<int>(k), static_cast<int>(m[d][k]));
+    ma = isl_multi_aff_set_aff(ma, static_cast<int>(d), a);
+  }
+  isl_local_space_free(ls);
+  isl_map* r = isl_map_from_multi_aff(ma);
+  for (size_t d = 0; d < names.size(); ++d)
+    r = isl_map_set_dim_name(r, isl_dim_out, static_cast<int>(d), names[d].c_str());
+  return isl::manage(r);
 }
 
 std::string str(const isl::set& s) {

@@ -37,6 +37,11 @@ class IslContext {
 isl::space make_set_space(isl::ctx ctx, const std::vector<std::string>& params,
                           const std::string& tuple, const std::vector<std::string>& dims);
 
+// S[x] -> S[y] over "dom"'s space with y_d = sum_k m[d][k] x_k (m has a row per output
+// dimension and a column per dimension of "dom"), output dimensions named "names".
+isl::map matrix_map(const isl::set& dom, const std::vector<std::vector<long>>& m,
+                    const std::vector<std::string>& names);
+
 // Printing of isl objects with the C printer (isl::cpp prints the same).
 std::string str(const isl::set& s);
 std::string str(const isl::map& m);

@@ -1409,4 +1409,61 @@ std::vector<Scop> build_models(const TranslationUnit& tu, SourceManager& sm, Dia
   return out;
 }
 
+void rebuild_schedules(Scop& s) {
+  std::function<void(const std::vector<Node>&, std::vector<int>&)> walk =
+      [&](const std::vector<Node>& body, std::vector<int>& pos) {
+        for (size_t k = 0; k < body.size(); ++k) {
+          pos.push_back(static_cast<int>(k));
+          if (body[k].is_loop) {
+            walk(s.loops[body[k].index].body, pos);
+          } else {
+            s.statements[body[k].index].position = pos;
+          }
+          pos.pop_back();
+        }
+      };
+  std::vector<int> pos;
+  walk(s.body, pos);
+  for (const Statement& st : s.statements)
+    s.schedule_dims = std::max(s.schedule_dims, 2 * static_cast<int>(st.loops.size()) + 1);
+  for (Statement& st : s.statements) {
+    const int depth = static_cast<int>(st.loops.size());
+    isl_space* sp = isl_set_get_space(st.domain.get());
+    isl_space* rsp =
+        isl_space_add_dims(isl_space_params(isl_space_copy(sp)), isl_dim_set, s.schedule_dims);
+    isl_space* msp = isl_space_map_from_domain_and_range(isl_space_copy(sp), rsp);
+    isl_multi_aff* ma = isl_multi_aff_zero(msp);
+    isl_local_space* ls = isl_local_space_from_space(sp);
+    for (int k = 0; k <= depth; ++k) {
+      isl_aff* ck = isl_aff_val_on_domain(isl_local_space_copy(ls),
+                                          isl_val_int_from_si(s.context.ctx().get(), st.position[k]));
+      ma = isl_multi_aff_set_aff(ma, 2 * k, ck);
+      if (k < depth) {
+        isl_aff* v = isl_aff_var_on_domain(isl_local_space_copy(ls), isl_dim_set, k);
+        if (s.loops[st.loops[k]].step < 0) v = isl_aff_neg(v);
+        ma = isl_multi_aff_set_aff(ma, 2 * k + 1, v);
+      }
+    }
+    isl_local_space_free(ls);
+    st.schedule = isl::manage(isl_map_from_multi_aff(ma)).intersect_domain(st.domain);
+  }
+}
+
+void map_statement(Scop& s, Statement& st, const isl::map& t) {
+  st.domain = st.domain.apply(t);
+  for (int a : st.accesses) {
+    Access& acc = s.accesses[a];
+    acc.relation = acc.relation.apply_domain(t);
+    isl_space* tsp = isl_space_unwrap(isl_space_domain(isl_map_get_space(acc.tagged.get())));
+    isl_space* ref = isl_space_range(tsp);
+    isl_map* id = isl_map_identity(isl_space_map_from_set(ref));
+    acc.tagged = acc.tagged.apply_domain(isl::manage(isl_map_product(t.copy(), id)));
+  }
+}
+
+isl::map source_map(const Statement& st) {
+  if (st.source_rows.empty()) return isl::map();
+  return matrix_map(st.domain, st.source_rows, {}).intersect_domain(st.domain);
+}
+
 }  // namespace bbmm::compiler

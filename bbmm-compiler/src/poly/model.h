@@ -186,6 +186,19 @@ struct Scop {
   int access_index_of_tag(const std::string& tag) const;
 };
 
+// Statement::position and Statement::schedule (the 2d+1 form) of every statement of "s"
+// from its loop tree (Scop::body, Loop::body), after a pass rewrote the tree.
+void rebuild_schedules(Scop& s);
+
+// Statement "st" of "s" moved to new coordinates by "t" (S[old] -> S[new], injective on
+// its domain): its domain and its accesses' relations, tagged ones included.
+void map_statement(Scop& s, Statement& st, const isl::map& t);
+
+// A skewed statement's new instances to its source ones (Statement::source_rows; empty
+// rows: null), over its domain: injective, so its reverse maps each source instance to
+// the new one.
+isl::map source_map(const Statement& st);
+
 // Everything bbmmc knows about one input. Declares the isl context first: it outlives
 // every isl object below.
 struct Program {

@@ -21,6 +21,7 @@
 
 #include "poly/budget.h"
 #include "poly/deps.h"
+#include "poly/wavefront_tiles.h"
 
 namespace bbmm::compiler {
 namespace {
@@ -269,20 +270,10 @@ class Rebuilder {
         to_source.push_back(old.to_source.empty() ? dims[d] : old.to_source[dims[d]]);
       st.to_source = to_source;
       if (identity) continue;
-      isl::map perm = permutation(old, dims);
-      st.domain = st.domain.apply(perm);
+      map_statement(out, st, permutation(old, dims));
       std::vector<std::string> its;
       for (int d = 0; d < depth; ++d) its.push_back(old.iterators[dims[d]]);
       st.iterators = its;
-      for (int a : st.accesses) {
-        Access& acc = out.accesses[a];
-        acc.relation = acc.relation.apply_domain(perm);
-        isl_space* tsp = isl_space_unwrap(isl_space_domain(isl_map_get_space(acc.tagged.get())));
-        isl_space* ref = isl_space_range(tsp);
-        isl_map* id = isl_map_identity(isl_space_map_from_set(ref));
-        isl::map both = isl::manage(isl_map_product(perm.copy(), id));
-        acc.tagged = acc.tagged.apply_domain(both);
-      }
     }
     rebuild_schedules(out);
   }
@@ -314,38 +305,10 @@ class Rebuilder {
       }
       throw std::logic_error("reschedule: a wavefront is not unimodular: " + t);
     }
-    isl::map t = affine_map(old.domain, m, names);
-    st.domain = st.domain.apply(t);
+    map_statement(out, st, matrix_map(old.domain, m, names));
     st.iterators = names;
     st.to_source.clear();
     st.source_rows = inv;
-    for (int a : st.accesses) {
-      Access& acc = out.accesses[a];
-      acc.relation = acc.relation.apply_domain(t);
-      isl_space* tsp = isl_space_unwrap(isl_space_domain(isl_map_get_space(acc.tagged.get())));
-      isl_space* ref = isl_space_range(tsp);
-      isl_map* id = isl_map_identity(isl_space_map_from_set(ref));
-      acc.tagged = acc.tagged.apply_domain(isl::manage(isl_map_product(t.copy(), id)));
-    }
-  }
-
-  // S[x] -> S[y] over "dom"'s space with y_d = sum_k m[d][k] x_k, output dims named "names".
-  static isl::map affine_map(const isl::set& dom, const std::vector<std::vector<long>>& m,
-                             const std::vector<std::string>& names) {
-    isl_space* sp = isl_set_get_space(dom.get());
-    isl_local_space* ls = isl_local_space_from_space(isl_space_copy(sp));
-    isl_multi_aff* ma = isl_multi_aff_zero(isl_space_map_from_set(sp));
-    for (size_t d = 0; d < m.size(); ++d) {
-      isl_aff* a = isl_aff_zero_on_domain(isl_local_space_copy(ls));
-      for (size_t k = 0; k < m[d].size(); ++k)
-        a = isl_aff_set_coefficient_si(a, isl_dim_in, static_cast<int>(k), static_cast<int>(m[d][k]));
-      ma = isl_multi_aff_set_aff(ma, static_cast<int>(d), a);
-    }
-    isl_local_space_free(ls);
-    isl_map* r = isl_map_from_multi_aff(ma);
-    for (size_t d = 0; d < names.size(); ++d)
-      r = isl_map_set_dim_name(r, isl_dim_out, static_cast<int>(d), names[d].c_str());
-    return isl::manage(r);
   }
 
   // The inverse of the integer matrix "m" when it is integer (|det m| = 1).
@@ -411,45 +374,6 @@ class Rebuilder {
     for (size_t d = 0; d < dims.size(); ++d)
       m = isl_map_set_dim_name(m, isl_dim_out, static_cast<int>(d), st.iterators[dims[d]].c_str());
     return isl::manage(m);
-  }
-
-  // Positions and 2d+1 schedules of every statement of "s" from its loop tree.
-  static void rebuild_schedules(Scop& s) {
-    std::function<void(const std::vector<Node>&, std::vector<int>&)> walk =
-        [&](const std::vector<Node>& body, std::vector<int>& pos) {
-          for (size_t k = 0; k < body.size(); ++k) {
-            pos.push_back(static_cast<int>(k));
-            if (body[k].is_loop) {
-              walk(s.loops[body[k].index].body, pos);
-            } else {
-              s.statements[body[k].index].position = pos;
-            }
-            pos.pop_back();
-          }
-        };
-    std::vector<int> pos;
-    walk(s.body, pos);
-    for (Statement& st : s.statements) {
-      const int depth = static_cast<int>(st.loops.size());
-      isl_space* sp = isl_set_get_space(st.domain.get());
-      isl_space* rsp = isl_space_add_dims(isl_space_params(isl_space_copy(sp)), isl_dim_set,
-                                          s.schedule_dims);
-      isl_space* msp = isl_space_map_from_domain_and_range(isl_space_copy(sp), rsp);
-      isl_multi_aff* ma = isl_multi_aff_zero(msp);
-      isl_local_space* ls = isl_local_space_from_space(sp);
-      for (int k = 0; k <= depth; ++k) {
-        isl_aff* ck = isl_aff_val_on_domain(isl_local_space_copy(ls),
-                                            isl_val_int_from_si(s.context.ctx().get(), st.position[k]));
-        ma = isl_multi_aff_set_aff(ma, 2 * k, ck);
-        if (k < depth) {
-          isl_aff* v = isl_aff_var_on_domain(isl_local_space_copy(ls), isl_dim_set, k);
-          if (s.loops[st.loops[k]].step < 0) v = isl_aff_neg(v);
-          ma = isl_multi_aff_set_aff(ma, 2 * k + 1, v);
-        }
-      }
-      isl_local_space_free(ls);
-      st.schedule = isl::manage(isl_map_from_multi_aff(ma)).intersect_domain(st.domain);
-    }
   }
 
  private:
@@ -844,8 +768,9 @@ bool nest_wavefront_entries(const Scop& s, const std::vector<int>& stmts,
 }
 
 // isl's schedule for the statements "stmts" of "s" as a loop tree; false when refused.
+// "inner" gets (statement, outer loops) of each wavefront inside outer loops.
 bool schedule_nest(const Scop& s, const std::vector<int>& stmts, bool wavefront,
-                   std::vector<TNode>& out) {
+                   std::vector<TNode>& out, std::vector<std::pair<int, int>>& inner) {
   isl::ctx ctx = s.context.ctx();
   isl::union_set dom = isl::union_set::empty(ctx);
   for (int st : stmts) dom = dom.unite(isl::union_set(s.statements[st].domain));
@@ -862,7 +787,12 @@ bool schedule_nest(const Scop& s, const std::vector<int>& stmts, bool wavefront,
       entries[st].clear();
       if (wavefront && stmts.size() == 1 && wavefront_entries(s, st, m, all, entries[st])) continue;
       entries[st].clear();
-      if (stmts.size() == 1 && inner_wavefront_entries(s, st, all, entries[st])) continue;
+      if (stmts.size() == 1 && inner_wavefront_entries(s, st, all, entries[st])) {
+        int outer = 0;
+        while (entries[st][outer].row.empty()) ++outer;
+        inner.push_back({st, outer});
+        continue;
+      }
       if (stmts.size() > 1 && nest_wavefront_entries(s, stmts, flat, entries)) break;
       if (std::getenv("BBMM_RESCHEDULE_DEBUG")) std::cerr << "refused: " << str(m) << "\n";
       return false;
@@ -885,11 +815,9 @@ bool respects_dependences(const Scop& src, const Scop& out) {
     for (size_t d = 0; d < dims.size(); ++d) dims[d] = static_cast<int>(d);
     isl::map perm;
     if (!st.source_rows.empty()) {
-      // Skewed: the new dimensions from the source ones, the inverse of source_rows.
-      std::vector<std::vector<long>> fwd;
-      if (!Rebuilder::integer_inverse(st.source_rows, fwd)) return false;
-      perm = Rebuilder::affine_map(old.domain, fwd, st.iterators);
-      time = time.unite(isl::union_map(perm.apply_range(st.schedule)));
+      // Skewed (and tiled): the new dimensions of each source instance, through the
+      // inverse of source_rows on the new domain.
+      time = time.unite(isl::union_map(source_map(st).reverse().apply_range(st.schedule)));
       continue;
     }
     if (!st.to_source.empty()) {
@@ -901,7 +829,7 @@ bool respects_dependences(const Scop& src, const Scop& out) {
   }
   isl::union_map deps = untagged(src.deps.raw).unite(untagged(src.deps.war)).unite(untagged(src.deps.waw));
   isl::union_map d = deps.apply_domain(time).apply_range(time);
-  isl_space* sp = isl_space_set_alloc(ctx.get(), 0, src.schedule_dims);
+  isl_space* sp = isl_space_set_alloc(ctx.get(), 0, out.schedule_dims);
   isl::union_map lt = isl::union_map(isl::manage(isl_map_lex_lt(sp)));
   return d.is_subset(lt);
 }
@@ -909,14 +837,15 @@ bool respects_dependences(const Scop& src, const Scop& out) {
 }  // namespace
 
 bool reschedule_nests_unchecked(const Scop& scop, const std::vector<int>& nests, Scop& out,
-                                bool wavefront) {
+                                bool wavefront, const WavefrontTiles& tiles) {
   std::vector<TNode> top;
+  std::vector<std::pair<int, int>> inner;
   bool any = false;
   for (size_t t = 0; t < scop.body.size(); ++t) {
     const Node& n = scop.body[t];
     if (n.is_loop && std::find(nests.begin(), nests.end(), static_cast<int>(t)) != nests.end()) {
       std::vector<TNode> repl;
-      if (schedule_nest(scop, scop.loops[n.index].statements, wavefront, repl)) {
+      if (schedule_nest(scop, scop.loops[n.index].statements, wavefront, repl, inner)) {
         top.insert(top.end(), repl.begin(), repl.end());
         any = true;
         continue;
@@ -927,6 +856,15 @@ bool reschedule_nests_unchecked(const Scop& scop, const std::vector<int>& nests,
   if (!any) return false;
   out = scop;
   Rebuilder(scop).rewrite(top, out);
+  if (!inner.empty()) {
+    const isl::union_map deps =
+        untagged(scop.deps.raw).unite(untagged(scop.deps.war)).unite(untagged(scop.deps.waw));
+    for (auto [st, outer] : inner) {
+      std::string why;
+      if (!tile_wavefront(out, st, outer, deps, tiles, &why) && std::getenv("BBMM_RESCHEDULE_DEBUG"))
+        std::cerr << "wavefront of " << out.statements[st].name << " not tiled: " << why << "\n";
+    }
+  }
   if (!respects_dependences(scop, out)) {
     if (std::getenv("BBMM_RESCHEDULE_DEBUG")) std::cerr << "refused: a dependence goes back\n";
     return false;
@@ -935,7 +873,8 @@ bool reschedule_nests_unchecked(const Scop& scop, const std::vector<int>& nests,
   return true;
 }
 
-bool reschedule(Scop& scop, IslContext& isl, Diagnostics& diag, bool wavefront) {
+bool reschedule(Scop& scop, IslContext& isl, Diagnostics& diag, bool wavefront,
+                const WavefrontTiles& tiles) {
   // Candidate nests: top-level loops with a statement in a serial region and no asserted
   // loop. (Nests whose statements all have a parallel loop already are left alone: making
   // an outer loop parallel there, as in symm, widens each tile's boxes, and small devices
@@ -963,13 +902,13 @@ bool reschedule(Scop& scop, IslContext& isl, Diagnostics& diag, bool wavefront) 
     // Drop the nests that do not gain until the rest all do.
     while (!candidates.empty()) {
       next = std::make_unique<Scop>(scop);
-      if (!reschedule_nests_unchecked(scop, candidates, *next, wavefront)) {
+      if (!reschedule_nests_unchecked(scop, candidates, *next, wavefront, tiles)) {
         // Some nest's schedule was refused: try the nests one at a time.
         if (candidates.size() == 1) return;
         std::vector<int> good;
         for (int c : candidates) {
           Scop one = scop;
-          if (reschedule_nests_unchecked(scop, {c}, one, wavefront)) good.push_back(c);
+          if (reschedule_nests_unchecked(scop, {c}, one, wavefront, tiles)) good.push_back(c);
         }
         if (good.size() == candidates.size()) return;  // each alone, not together: give up
         candidates = good;

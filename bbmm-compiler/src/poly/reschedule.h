@@ -25,6 +25,7 @@
 
 #include "frontend/diagnostics.h"
 #include "poly/model.h"
+#include "poly/wavefront_tiles.h"
 
 namespace bbmm::compiler {
 
@@ -47,12 +48,16 @@ namespace bbmm::compiler {
 // it, its loops (the iterator of the write's first subscript outermost); the statement's
 // domain and accesses are mapped by that unimodular matrix and Statement::source_rows gives
 // the source iterators back (the kernels bind them, kernel_codegen.h).
-bool reschedule(Scop& scop, IslContext& isl, Diagnostics& diag, bool wavefront = false);
+// Wavefronts inside outer loops are then tiled as "tiles" says (poly/wavefront_tiles.h;
+// steps 0: one phase per wavefront step).
+bool reschedule(Scop& scop, IslContext& isl, Diagnostics& diag, bool wavefront = false,
+                const WavefrontTiles& tiles = WavefrontTiles());
 
 // The rewriting alone, for tests: the model of "scop" with the nests at top-level body
 // positions "nests" rescheduled by isl, without the acceptance rule on serial depths (the
 // legality check still applies). False when isl's result cannot be expressed or is refused.
 bool reschedule_nests_unchecked(const Scop& scop, const std::vector<int>& nests, Scop& out,
-                                bool wavefront = false);
+                                bool wavefront = false,
+                                const WavefrontTiles& tiles = WavefrontTiles());
 
 }  // namespace bbmm::compiler

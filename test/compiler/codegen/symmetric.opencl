@@ -298,7 +298,7 @@ static void bbmm_s0_p0_tile(const struct bbmm_s0_ctx* bbmm_x, int64_t bbmm_lo, i
     bbmm_gen_require(bbmm_t, bbmm_x->X, 2, bbmm_blo, bbmm_bhi, BBMM_READ, &bbmm_required[0]);
   }
   if (1) {  /* row by row */
-    for (int64_t bbmm_r0 = bbmm_lo; bbmm_r0 < N; ++bbmm_r0)
+    for (int64_t bbmm_r0 = bbmm_lo; bbmm_r0 < (N); ++bbmm_r0)
       if (1) {
         const int64_t bbmm_blo[2] = {bbmm_r0, bbmm_lo};
         const int64_t bbmm_bhi[2] = {bbmm_r0 + 1, bbmm_hi >= bbmm_r0 + 1 ? N : bbmm_hi};
