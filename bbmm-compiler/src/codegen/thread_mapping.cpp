@@ -88,6 +88,41 @@ std::vector<int> candidates(const Scop& scop, const Phase& ph, int s) {
   return r;
 }
 
+// Whether, in a tile of "phase", the coordinate of each statement's last loop in "loops"
+// (one list per statement of the phase) is a function of its other loops' coordinates: a
+// grid dimension for it would only add threads without instances (a tiled wavefront's
+// block row of one row, r = i: a grid over both is a square of threads of which one
+// diagonal works).
+bool determined(const Scop& scop, const ScopBoxes& boxes, int phase, const KernelSignature& sig,
+                const std::vector<std::vector<int>>& loops) {
+  const Phase& ph = scop.phases[phase];
+  for (size_t i = 0; i < ph.statements.size(); ++i) {
+    const int s = ph.statements[i];
+    const Statement& st = scop.statements[s];
+    if (loops[i].size() < 2) return false;
+    isl_set* dom = tile_domain(scop, boxes, phase, sig, s).release();
+    const int depth = static_cast<int>(isl_set_dim(dom, isl_dim_set));
+    // [mapped dims] -> [last]: every other dimension projected out.
+    std::vector<int> keep;
+    for (int l : loops[i]) keep.push_back(split_dim(st, {l}));
+    isl_map* m = isl_map_from_domain(dom);
+    for (int d = depth - 1; d >= 0; --d) {
+      const auto it = std::find(keep.begin(), keep.end(), d);
+      if (it == keep.end()) m = isl_map_project_out(m, isl_dim_in, d, 1);
+    }
+    // The input dimensions are now the kept ones in increasing order; move the last
+    // mapped one to the output.
+    std::vector<int> sorted = keep;
+    std::sort(sorted.begin(), sorted.end());
+    const int pos = static_cast<int>(std::find(sorted.begin(), sorted.end(), keep.back()) - sorted.begin());
+    m = isl_map_move_dims(m, isl_dim_out, 0, isl_dim_in, pos, 1);
+    const bool single = isl_map_is_single_valued(m) == isl_bool_true;
+    isl_map_free(m);
+    if (!single) return false;
+  }
+  return !ph.statements.empty();
+}
+
 }  // namespace
 
 std::string grid_param(int d) { return "bbmm_g" + std::to_string(d); }
@@ -148,6 +183,11 @@ ThreadMapping map_threads(const Scop& scop, const ScopBoxes& boxes, int phase,
         trial[i].push_back(common[c]);
       }
       ok = fresh && dependences_within(scop, ph, trial);
+    }
+    if (ok && m.dims > 0 && determined(scop, boxes, phase, sig, trial)) {
+      // Legal but one value per thread already: it runs inside the thread.
+      ok = false;
+      exhausted = true;
     }
     if (ok) {
       m.loops = trial;

@@ -13,7 +13,10 @@
 // instances of the phase in one iteration of the serial loops joins different grid
 // coordinates (checked with isl on the dependences of the model; iterations of a loop
 // asserted parallel with `#pragma bbmm parallel` are taken as independent, as the
-// partition does). A candidate that is not legal is skipped and the next one tried. Every thread then runs, in the original order,
+// partition does). A candidate that is not legal is skipped and the next one tried. A legal
+// one whose coordinate the dimensions mapped before it already determine in every tile (a
+// loop of one iteration per value of theirs: a tiled wavefront's block row of one row)
+// ends the mapping: its grid dimension would only add threads without work. Every thread then runs, in the original order,
 // the statement instances whose mapped iterators equal its coordinates; loops that are
 // not mapped (a reduction such as gemm's k, a serial inner loop) run inside the thread.
 
