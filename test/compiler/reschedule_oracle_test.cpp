@@ -262,16 +262,20 @@ TEST(RescheduleOracle, WavefrontsKeepTheDataflow) {
 // source order, and the same dataflow as in source order. Floyd-Warshall's
 // dependences inside a step k are not uniform (row and column k at every distance): its
 // nest keeps the source order (its note asks for '#pragma bbmm parallel').
+// A 3-D Gauss-Seidel sweep over time steps (the inner-wavefront tests' own input).
+const char kGaussSeidel3d[] =
+    "void gs3(int T, int n, double A[n][n][n]) {\n#pragma scop\n"
+    "  for (int t = 0; t < T; t++)\n    for (int i = 1; i < n - 1; i++)\n"
+    "      for (int j = 1; j < n - 1; j++)\n        for (int k = 1; k < n - 1; k++)\n"
+    "          A[i][j][k] = 0.2 * (A[i - 1][j][k] + A[i][j - 1][k] + A[i][j][k - 1] +\n"
+    "                              A[i + 1][j][k] + A[i][j + 1][k + 1]);\n"
+    "#pragma endscop\n}\n";
+
 TEST(RescheduleOracle, InnerWavefrontsKeepTheDataflow) {
   const std::filesystem::path tmp = temp_c("bbmm_inner_wavefront");
   const std::vector<Input> inputs = with_polybench(
       tmp,
-      "void gs3(int T, int n, double A[n][n][n]) {\n#pragma scop\n"
-      "  for (int t = 0; t < T; t++)\n    for (int i = 1; i < n - 1; i++)\n"
-      "      for (int j = 1; j < n - 1; j++)\n        for (int k = 1; k < n - 1; k++)\n"
-      "          A[i][j][k] = 0.2 * (A[i - 1][j][k] + A[i][j - 1][k] + A[i][j][k - 1] +\n"
-      "                              A[i + 1][j][k] + A[i][j + 1][k + 1]);\n"
-      "#pragma endscop\n}\n",
+      kGaussSeidel3d,
       "stencils/seidel-2d");
   for (const auto& [file, args] : inputs) {
     EXPECT_EQ(check_file(file, args, {{3, 6}, {2, 5}, {1, 4}}), 1) << file;
@@ -309,12 +313,7 @@ TEST(RescheduleOracle, TiledWavefrontsKeepTheDataflow) {
   const std::filesystem::path tmp = temp_c("bbmm_tiled_wavefront");
   const std::vector<Input> inputs = with_polybench(
       tmp,
-      "void gs3(int T, int n, double A[n][n][n]) {\n#pragma scop\n"
-      "  for (int t = 0; t < T; t++)\n    for (int i = 1; i < n - 1; i++)\n"
-      "      for (int j = 1; j < n - 1; j++)\n        for (int k = 1; k < n - 1; k++)\n"
-      "          A[i][j][k] = 0.2 * (A[i - 1][j][k] + A[i][j - 1][k] + A[i][j][k - 1] +\n"
-      "                              A[i + 1][j][k] + A[i][j + 1][k + 1]);\n"
-      "#pragma endscop\n}\n",
+      kGaussSeidel3d,
       "stencils/seidel-2d");
   for (const auto& [file, args] : inputs) {
     auto src = analyze(file, args, false);

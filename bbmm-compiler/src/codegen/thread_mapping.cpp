@@ -107,8 +107,8 @@ bool determined(const Scop& scop, const ScopBoxes& boxes, int phase, const Kerne
     for (int l : loops[i]) keep.push_back(split_dim(st, {l}));
     isl_map* m = isl_map_from_domain(dom);
     for (int d = depth - 1; d >= 0; --d) {
-      const auto it = std::find(keep.begin(), keep.end(), d);
-      if (it == keep.end()) m = isl_map_project_out(m, isl_dim_in, d, 1);
+      if (std::find(keep.begin(), keep.end(), d) == keep.end())
+        m = isl_map_project_out(m, isl_dim_in, d, 1);
     }
     // The input dimensions are now the kept ones in increasing order; move the last
     // mapped one to the output.

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <functional>
 
+#include "poly/scalars.h"
+
 namespace bbmm::compiler {
 namespace {
 
@@ -20,28 +22,10 @@ int block_rows(const Scop& s, const Statement& x, const WavefrontTiles& tiles) {
   for (int a : x.accesses) {
     const Access& acc = s.accesses[a];
     if (acc.kind != AccessKind::kWrite) continue;
-    const ArrayInfo& arr = s.arrays[acc.array];
-    if (arr.extents.empty()) break;
-    isl_pw_aff* e = arr.extents[0].copy();
-    const bool fixed = isl_pw_aff_is_cst(e) == isl_bool_true && isl_pw_aff_n_piece(e) == 1;
-    long extent = 0;
-    if (fixed) {
-      isl_pw_aff_foreach_piece(
-          e,
-          [](isl_set* set, isl_aff* aff, void* user) -> isl_stat {
-            isl_val* v = isl_aff_get_constant_val(aff);
-            *static_cast<long*>(user) = isl_val_get_num_si(v);
-            isl_val_free(v);
-            isl_set_free(set);
-            isl_aff_free(aff);
-            return isl_stat_ok;
-          },
-          &extent);
-    }
-    isl_pw_aff_free(e);
-    if (!fixed) break;
-    return static_cast<int>(std::clamp<long>(extent / WavefrontTiles::kBlocksPerExtent, 1,
-                                             WavefrontTiles::kMaxRows));
+    const std::vector<int64_t> ext = constant_extents(s.arrays[acc.array]);
+    if (ext.empty()) break;
+    return static_cast<int>(std::clamp<int64_t>(ext[0] / WavefrontTiles::kBlocksPerExtent, 1,
+                                                WavefrontTiles::kMaxRows));
   }
   return WavefrontTiles::kMaxRows;
 }
