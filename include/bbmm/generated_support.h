@@ -234,7 +234,8 @@ static inline int bbmm_gen_parse_serial(const char* text, int* out) {
 
 /* The device of a serial region whose tile requires "bytes" on devices holding "capacity"
  * bytes (0: unknown), "nested" in serial loops or not (0), and when nested, 2 when a step's
- * own loops are two or more deep (bbmm_gen_serial): device 0 or BBMM_DEVICE_HOST; device 0
+ * own loops are two or more deep (bbmm_gen_serial); 1 also for a wavefront that one thread
+ * block runs (bbmmc --wavefront-steps=block): device 0 or BBMM_DEVICE_HOST; device 0
  * always over several ranks (host tiles do not run there). On a device a serial tile is one
  * thread: fine for a step of a few or a row of elements (cholesky, durbin), but a step of
  * quadratic work runs on the host (ludcmp at LARGE: more than 60 s on one H100 thread, 4.1 s

@@ -58,6 +58,11 @@
 #ifndef BBMM_GEN_CUDA_MARCH
 #define BBMM_GEN_CUDA_MARCH 32
 #endif
+/* The threads of the one block that runs a wavefront's steps (bbmmc
+   --wavefront-steps=block): they share each step's iterations, a barrier between steps. */
+#ifndef BBMM_GEN_CUDA_WAVEFRONT_THREADS
+#define BBMM_GEN_CUDA_WAVEFRONT_THREADS 1024
+#endif
 
 #define BBMM_GEN_UNUSED __attribute__((unused))
 

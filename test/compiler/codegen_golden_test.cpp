@@ -1,7 +1,8 @@
 // Golden tests of code generation: every test/compiler/codegen/<case>.c has the expected
 // output of `bbmmc <case>.c --target=host` in <case>.host (the whole generated file), of
 // --target=opencl in <case>.opencl, and of --target=cuda in <case>.cuda (the C file, then
-// the CUDA file after a "--- STEM.cu ---" line).
+// the CUDA file after a "--- STEM.cu ---" line). A line of the input with "bbmmc-args:" gives
+// more options (up to "*/").
 // BBMM_UPDATE_GOLDEN=1 rewrites the expected files; a mismatch prints a diff. Each
 // generated C file must also compile as C11 against the public headers (cc -fsyntax-only),
 // and each CUDA file with nvcc when the build found one (skipped otherwise, saying so).
@@ -43,16 +44,35 @@ std::filesystem::path temp_path(const std::string& name) {
   return base / (name + "_" + std::to_string(static_cast<long>(getpid())));
 }
 
+// The options after "bbmmc-args:" on a line of the input (its comment), if any.
+std::vector<std::string> input_args(const std::string& input) {
+  std::istringstream in(read_file(input));
+  std::vector<std::string> args;
+  for (std::string line; std::getline(in, line);) {
+    const size_t at = line.find("bbmmc-args:");
+    if (at == std::string::npos) continue;
+    std::istringstream words(line.substr(at + 11));
+    for (std::string w; words >> w && w != "*/";) args.push_back(w);
+    break;
+  }
+  return args;
+}
+
 std::string generate(const std::string& input, const std::string& target, int* rc) {
   std::ostringstream out, err;
+  const std::vector<std::string> extra = input_args(input);
   if (target != "cuda") {
-    *rc = run_bbmmc({input, "--target=" + target}, out, err);
+    std::vector<std::string> args{input, "--target=" + target};
+    args.insert(args.end(), extra.begin(), extra.end());
+    *rc = run_bbmmc(args, out, err);
     return out.str() + (err.str().empty() ? "" : "--- stderr ---\n" + err.str());
   }
   // The CUDA target writes two files.
   const std::filesystem::path stem =
       temp_path("bbmm_codegen_" + std::filesystem::path(input).stem().string() + "_cudagen");
-  *rc = run_bbmmc({input, "--target=cuda", "-o", stem.string() + ".c"}, out, err);
+  std::vector<std::string> args{input, "--target=cuda", "-o", stem.string() + ".c"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  *rc = run_bbmmc(args, out, err);
   std::string text = read_file(stem.string() + ".c") + kCudaSeparator +
                      read_file(stem.string() + ".cu");
   std::filesystem::remove(stem.string() + ".c");

@@ -190,12 +190,16 @@ std::string kernel(const Scop& scop, const ScopBoxes& boxes, int phase, const Ke
     opts.indent = static_cast<int>(ind.size()) + 2;
     os << ind << "{\n";
     if (!tile_loops_cache) tile_loops_cache = std::make_unique<TileLoops>(scop, boxes, phase, sig, opts);
+    // A wavefront's region (Phase::block_loop): the block's threads share its loop, a
+    // barrier after each of its runs (one step of the wavefront).
+    const SharedLoop block_threads{"", "threadIdx.x", "blockDim.x", "threadIdx.x == 0",
+                                   "__syncthreads();"};
     os << tile_loops_cache->print(
         [&](int s, const std::vector<std::string>& bind, std::vector<std::string>& lines) {
           statement_block(scop, s, bind, "int64_t", printer, lines, /*count=*/false,
                           /*operands_first=*/true);
         },
-        opts.indent);
+        opts.indent, block_threads);
     os << ind << "}\n";
   };
   if (pieces) {
@@ -326,6 +330,9 @@ std::string cuda_kernel_launcher(const Scop& scop, const ScopBoxes& boxes, int p
       os << "    if (!bbmm_cu_shape((const void*)" << name << "_kernel<int64_t, uint64_t>, "
          << map.dims << ", bbmm_c.lo, bbmm_c.hi, &bbmm_c.march, &bbmm_grid, &bbmm_block)) return;\n";
       os << "  }\n";
+    }
+    if (scop.phases[phase].block_loop >= 0) {
+      os << "  bbmm_block = dim3(BBMM_GEN_CUDA_WAVEFRONT_THREADS);  /* one block runs the wavefront */\n";
     }
     if (pieces) {
       os << "  size_t bbmm_size = sizeof(struct " << name << "_args);\n";

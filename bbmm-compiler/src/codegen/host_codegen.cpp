@@ -820,7 +820,9 @@ class ScopGenerator {
         const size_t n = s_.statements[st].loops.size();
         depth = std::max(depth, n > ph.serial_loops.size() ? n - ph.serial_loops.size() : 0);
       }
-      const int nested = ph.serial_loops.empty() ? 0 : (depth >= 2 ? 2 : 1);
+      // A wavefront's region (poly/block_wavefronts.h) is made for a device: on CUDA one
+      // thread block runs it (1, device 0).
+      const int nested = ph.block_loop >= 0 ? 1 : ph.serial_loops.empty() ? 0 : (depth >= 2 ? 2 : 1);
       os << "  const int bbmm_dev = bbmm_gen_serial_device(bbmm_x->rt, bbmm_need, bbmm_x->capacity, "
          << nested << ");\n";
       os << "  if (bbmm_dev != BBMM_DEVICE_HOST && bbmm_x->capacity > 0)\n";

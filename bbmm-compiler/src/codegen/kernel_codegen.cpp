@@ -583,6 +583,14 @@ TileLoops::TileLoops(const Scop& scop, const ScopBoxes& boxes, int phase,
   for (isl::map& m : maps) schedule = schedule.unite(isl::union_map(pad_range(m, max_out)));
 
   ast_ = std::make_unique<LoopAst>(schedule, context, "bbmm_k");
+  if (ph.block_loop >= 0) {
+    // The block loop's schedule dimension, 2d + 1 for the loop at depth d, less the serial
+    // part dropped above (the same in every statement: all are inside it).
+    const Statement& st = scop.statements[ph.statements[0]];
+    const auto at = std::find(st.loops.begin(), st.loops.end(), ph.block_loop);
+    if (at != st.loops.end())
+      block_iterator_ = "bbmm_k" + std::to_string(2 * (static_cast<int>(at - st.loops.begin()) - ns) + 1);
+  }
 }
 
 std::string TileLoops::print(const PrintStatement& print_stmt) const {
@@ -590,6 +598,17 @@ std::string TileLoops::print(const PrintStatement& print_stmt) const {
 }
 
 std::string TileLoops::print(const PrintStatement& print_stmt, int indent) const {
+  return print_loops(print_stmt, indent, nullptr);
+}
+
+std::string TileLoops::print(const PrintStatement& print_stmt, int indent, SharedLoop shared) const {
+  if (block_iterator_.empty()) return print_loops(print_stmt, indent, nullptr);
+  shared.iterator = block_iterator_;
+  return print_loops(print_stmt, indent, &shared);
+}
+
+std::string TileLoops::print_loops(const PrintStatement& print_stmt, int indent,
+                                   const SharedLoop* shared) const {
   PrintInstance print = [&](const std::string& name, const std::vector<std::string>& args,
                             std::vector<std::string>& lines) {
     int s = scop_.statement_index(name);
@@ -638,7 +657,7 @@ std::string TileLoops::print(const PrintStatement& print_stmt, int indent) const
     }
     print_stmt(s, bind, lines);
   };
-  return ast_->print(indent, print);
+  return ast_->print(indent, print, shared);
 }
 
 std::string tile_loops(const Scop& scop, const ScopBoxes& boxes, int phase,

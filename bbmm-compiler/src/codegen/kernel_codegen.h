@@ -87,10 +87,15 @@ class TileLoops {
             const TileLoopOptions& opts);
   std::string print(const PrintStatement& print_stmt) const;  // indented as "opts" says
   std::string print(const PrintStatement& print_stmt, int indent) const;
+  // The same, the phase's block loop (Phase::block_loop) shared by the threads of a group
+  // as "shared" says (its iterator filled in here); the plain loops when the phase has none.
+  std::string print(const PrintStatement& print_stmt, int indent, SharedLoop shared) const;
 
  private:
   const Scop& scop_;
   int serial_ = 0;  // the phase's serial loops (bound outside the tile)
+  std::string block_iterator_;  // the block loop's iterator in the AST ("" if none)
+  std::string print_loops(const PrintStatement& print_stmt, int indent, const SharedLoop* shared) const;
   int indent_ = 2;
   std::unique_ptr<LoopAst> ast_;
 };

@@ -15,6 +15,8 @@ namespace {
 
 struct UserData {
   const PrintInstance* print = nullptr;
+  const SharedLoop* shared = nullptr;
+  int inside = 0;  // shared loops being printed around the current node
 };
 
 isl_printer* set_names(isl_printer* p) {
@@ -55,12 +57,85 @@ isl_printer* print_user(isl_printer* p, isl_ast_print_options* options, isl_ast_
   isl_ast_expr_free(call);
   std::vector<std::string> lines;
   (*data->print)(name, args, lines);
-  for (const std::string& l : lines) {
+  const bool single = data->shared && data->inside == 0;
+  auto line = [&](const std::string& l) {
     p = isl_printer_start_line(p);
     p = isl_printer_print_str(p, l.c_str());
     p = isl_printer_end_line(p);
+  };
+  // (Braces around the instance and "after": the body of an unbraced loop or if.)
+  if (single) {
+    line("{");
+    line("  if (" + data->shared->single + ") {");
+    p = isl_printer_indent(p, 4);
+  }
+  for (const std::string& l : lines) line(l);
+  if (single) {
+    p = isl_printer_indent(p, -4);
+    line("  }");
+    line("  " + data->shared->after);
+    line("}");
   }
   isl_ast_print_options_free(options);
+  return p;
+}
+
+std::string id_name(isl_ast_expr* e) {
+  isl_id* id = isl_ast_expr_get_id(e);
+  std::string r = id && isl_id_get_name(id) ? isl_id_get_name(id) : "";
+  isl_id_free(id);
+  isl_ast_expr_free(e);
+  return r;
+}
+
+std::string take_str(isl_ast_expr* e) {
+  std::string r = expr_str(e);
+  isl_ast_expr_free(e);
+  return r;
+}
+
+// A for node: the shared loop spread over the threads (see SharedLoop), any other as isl
+// prints it.
+isl_printer* print_for(isl_printer* p, isl_ast_print_options* options, isl_ast_node* node,
+                       void* user) {
+  auto* data = static_cast<UserData*>(user);
+  const SharedLoop& sh = *data->shared;
+  if (data->inside > 0 || id_name(isl_ast_node_for_get_iterator(node)) != sh.iterator)
+    return isl_ast_node_for_print(node, p, options);
+  auto line = [&](const std::string& l) {
+    p = isl_printer_start_line(p);
+    p = isl_printer_print_str(p, l.c_str());
+    p = isl_printer_end_line(p);
+  };
+  // Braces around the loop and "after": the body of an unbraced loop or if.
+  line("{");
+  p = isl_printer_indent(p, 2);
+  ++data->inside;
+  if (isl_ast_node_for_is_degenerate(node) == isl_bool_true) {
+    // One iteration: one thread runs it.
+    line("if (" + sh.single + ") {");
+    p = isl_printer_indent(p, 2);
+    p = isl_ast_node_for_print(node, p, options);
+    p = isl_printer_indent(p, -2);
+    line("}");
+  } else {
+    const std::string it = sh.iterator;
+    const std::string init = take_str(isl_ast_node_for_get_init(node));
+    const std::string cond = take_str(isl_ast_node_for_get_cond(node));
+    const std::string inc = take_str(isl_ast_node_for_get_inc(node));
+    line("for (int64_t " + it + " = " + init + " + (int64_t)(" + sh.thread + ") * " + inc + "; " +
+         cond + "; " + it + " += (int64_t)(" + sh.threads + ") * " + inc + ") {");
+    p = isl_printer_indent(p, 2);
+    isl_ast_node* body = isl_ast_node_for_get_body(node);
+    p = isl_ast_node_print(body, p, options);
+    isl_ast_node_free(body);
+    p = isl_printer_indent(p, -2);
+    line("}");
+  }
+  --data->inside;
+  line(sh.after);
+  p = isl_printer_indent(p, -2);
+  line("}");
   return p;
 }
 
@@ -117,14 +192,20 @@ LoopAst::LoopAst(const isl::union_map& schedule, const isl::set& context,
 LoopAst::~LoopAst() { isl_ast_node_free(tree_); }
 
 std::string LoopAst::print(int indent, const PrintInstance& print_instance) const {
+  return print(indent, print_instance, nullptr);
+}
+
+std::string LoopAst::print(int indent, const PrintInstance& print_instance,
+                           const SharedLoop* shared) const {
   isl_ctx* ctx = isl_ast_node_get_ctx(tree_);
-  UserData data{&print_instance};
+  UserData data{&print_instance, shared, 0};
   isl_printer* p = isl_printer_to_str(ctx);
   p = isl_printer_set_output_format(p, ISL_FORMAT_C);
   p = isl_printer_set_indent(p, indent);
   p = set_names(p);
   isl_ast_print_options* opts = isl_ast_print_options_alloc(ctx);
   opts = isl_ast_print_options_set_print_user(opts, &print_user, &data);
+  if (shared) opts = isl_ast_print_options_set_print_for(opts, &print_for, &data);
   p = isl_ast_node_print(tree_, p, opts);
   char* s = isl_printer_get_str(p);
   std::string r = s ? s : "";

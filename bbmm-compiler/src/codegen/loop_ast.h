@@ -30,6 +30,18 @@ using PrintInstance =
 constexpr int kMaxAstContextPieces = 8;
 isl::set ast_context(const isl::set& context);
 
+// A loop whose iterations the threads of a group share (a CUDA thread block running a
+// wavefront, poly/block_wavefronts.h): thread k of n runs the iterations init + k * inc,
+// init + (k + n) * inc, ... ("thread" is k, "threads" n, C expressions), and "after" (a
+// barrier) follows the loop, executed by every thread. A statement instance outside such a
+// loop runs on the thread where "single" holds, and "after" follows it too. Every thread
+// runs the loops outside the shared one, whose bounds are the same for all, so each
+// reaches every "after".
+struct SharedLoop {
+  std::string iterator;  // the loop's iterator, as LoopAst names it ("bbmm_k3")
+  std::string thread, threads, single, after;
+};
+
 // The loops executing the domain of "schedule" (S[...] -> [time...]) in the order of its
 // range, under parameter constraints "context", as isl's AST: built once, printed as C any
 // number of times (the kernel variants of one phase differ only in their statements). Loop
@@ -44,6 +56,8 @@ class LoopAst {
   LoopAst& operator=(const LoopAst&) = delete;
   // The C loops, every line indented by "indent" spaces. Deterministic.
   std::string print(int indent, const PrintInstance& print_instance) const;
+  // The same, the loop "shared" names shared by the threads of a group (null: none).
+  std::string print(int indent, const PrintInstance& print_instance, const SharedLoop* shared) const;
 
  private:
   isl_ast_node* tree_ = nullptr;

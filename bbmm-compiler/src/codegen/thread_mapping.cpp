@@ -157,7 +157,8 @@ ThreadMapping map_threads(const Scop& scop, const ScopBoxes& boxes, int phase,
   auto unused = [&](size_t i, int loop) {
     return std::find(m.loops[i].begin(), m.loops[i].end(), loop) == m.loops[i].end();
   };
-  while (m.dims < max_dims && !ph.statements.empty()) {
+  // A wavefront's region (poly/block_wavefronts.h) has no grid: one block runs it.
+  while (m.dims < max_dims && !ph.statements.empty() && ph.block_loop < 0) {
     // Drop what is mapped already.
     bool exhausted = false;
     for (size_t i = 0; i < cand.size(); ++i) {
@@ -257,7 +258,10 @@ ThreadMapping map_threads(const Scop& scop, const ScopBoxes& boxes, int phase,
     }
     parts.push_back(std::string(kAxis[d]) + ": " + join(names, "/"));
   }
-  m.note = m.dims == 0 ? "one thread runs the tile" : join(parts, ", ");
+  m.note = ph.block_loop >= 0 ? "one block runs the tile, its threads sharing " +
+                                     scop.loops[ph.block_loop].c_name + " between barriers"
+           : m.dims == 0      ? "one thread runs the tile"
+                              : join(parts, ", ");
   if (!skipped.empty()) {
     m.note += " (not mapped, a dependence joins different values: " + join(skipped, ", ") + ")";
   }

@@ -94,7 +94,8 @@ std::string usage() {
     << "             [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND]\n"
     << "             [--max-isl-operations=N] [--schedule=isl|isl+wavefront|source]\n"
        "             [--reductions=keep|reassociate] [--reduction-block=B]\n"
-    << "             [--wavefront-tiles=R,W|off] [--help] [--version]\n"
+    << "             [--wavefront-tiles=R,W|off] [--wavefront-steps=launch|block]\n"
+    << "             [--help] [--version]\n"
        "\n"
        "Reads sequential C with affine loop nests between '#pragma scop' and\n"
        "'#pragma endscop', builds their polyhedral model with isl, analyses them and\n"
@@ -155,6 +156,12 @@ std::string usage() {
     << WavefrontTiles::kMaxRows
     << ");\n"
        "                    off (default): one phase per wavefront step\n"
+       "  --wavefront-steps=S\n"
+       "                    launch (default): the host launches one kernel per step of\n"
+       "                    a wavefront (seidel-2d's h, nussinov's diagonal), its tiles\n"
+       "                    spread over the devices; block: one kernel per step of the\n"
+       "                    loops outside it runs all its steps, in one CUDA thread\n"
+       "                    block with a barrier between steps, on one device\n"
        "  --help, --version\n"
        "\n"
        "Exit status: 0 success, 1 error in the input or the options, 2 internal error.\n";
@@ -330,6 +337,14 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
           opts.wavefront_tiles.rows = static_cast<int>(r);
           opts.wavefront_tiles.steps = static_cast<int>(w);
         }
+      } else if (a.rfind("--wavefront-steps=", 0) == 0) {
+        const std::string v = a.substr(18);
+        if (v != "launch" && v != "block") {
+          err << "bbmmc: error: unknown --wavefront-steps '" << v
+              << "' (use one of: launch, block)\n";
+          return 1;
+        }
+        opts.block_wavefronts = v == "block";
       } else if (a.rfind("--cpp=", 0) == 0) {
         opts.cpp = a.substr(6);
       } else if (a == "-o") {

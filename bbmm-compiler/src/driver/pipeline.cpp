@@ -15,6 +15,7 @@
 #include "frontend/parser.h"
 #include "poly/budget.h"
 #include "poly/deps.h"
+#include "poly/block_wavefronts.h"
 #include "poly/reductions.h"
 #include "poly/reschedule.h"
 #include "poly/serial_regions.h"
@@ -132,7 +133,10 @@ std::unique_ptr<Program> analyze(std::unique_ptr<Program> prog, const PipelineOp
         report_scop_too_complex(diag, s.begin_loc, s.end_loc, s.function,
                                 "computing its dependences", prog->isl->budget());
       else {
-        if (opts.reschedule) reschedule(s, *prog->isl, diag, opts.wavefront, opts.wavefront_tiles);
+        if (opts.reschedule) {
+          reschedule(s, *prog->isl, diag, opts.wavefront, opts.wavefront_tiles);
+          if (opts.block_wavefronts) block_wavefronts(s);
+        }
         note_serial_regions(s, diag);
       }
     if (diag.has_errors()) prog->scops.clear();

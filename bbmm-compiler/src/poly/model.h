@@ -125,6 +125,10 @@ struct CopyOut {
 struct Phase {
   std::vector<int> serial_loops;  // outermost first
   int parallel_loop = -1;         // -1: no parallel loop (runs serially)
+  // A serial region (parallel_loop -1) made of a wavefront (poly/block_wavefronts.h): the
+  // parallel loop inside its outermost loop, whose iterations the threads of one CUDA block
+  // share between barriers. -1 otherwise.
+  int block_loop = -1;
   std::vector<int> statements;
   // Scalars written inside the scop, and small arrays, that this phase keeps in kernel
   // locals (indices into Scop::arrays, increasing; see poly/scalars.h): every value they

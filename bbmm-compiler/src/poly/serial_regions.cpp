@@ -29,6 +29,16 @@ void note_serial_regions(const Scop& scop, Diagnostics& diag) {
     });
     if (loops.empty()) continue;  // statements outside any loop: nothing to parallelise
     const Loop& outer = scop.loops[loops.front()];
+    if (ph.block_loop >= 0) {
+      // A wavefront run in one kernel (poly/block_wavefronts.h): serial by choice.
+      diag.note(outer.loc) << "the nest's wavefront (bbmmc's loop '" << outer.c_name
+                           << "') runs its steps inside one kernel"
+                           << (ph.serial_loops.empty() ? "" : " per step of its enclosing serial loops")
+                           << ", on one device (--wavefront-steps=block): on CUDA one thread block, "
+                              "its threads sharing loop '"
+                           << scop.loops[ph.block_loop].c_name << "', a barrier between steps";
+      continue;
+    }
     // The sum of a blocked reduction's partials (poly/reductions.h): serial by design.
     if (outer.ast && outer.ast->sums_partials) continue;
     auto b = diag.note(outer.loc);

@@ -1,0 +1,23 @@
+#include "poly/block_wavefronts.h"
+
+namespace bbmm::compiler {
+
+int block_wavefronts(Scop& scop) {
+  int rewritten = 0;
+  for (Phase& ph : scop.phases) {
+    if (ph.parallel_loop < 0 || ph.serial_loops.empty() || ph.statements.empty()) continue;
+    if (!ph.private_scalars.empty() || !ph.copy_outs.empty()) continue;
+    const Loop& h = scop.loops[ph.serial_loops.back()];
+    if (h.body.size() != 1 || !h.body[0].is_loop || h.body[0].index != ph.parallel_loop) continue;
+    bool skewed = true;
+    for (int s : ph.statements) skewed = skewed && !scop.statements[s].source_rows.empty();
+    if (!skewed) continue;
+    ph.serial_loops.pop_back();
+    ph.block_loop = ph.parallel_loop;
+    ph.parallel_loop = -1;
+    ++rewritten;
+  }
+  return rewritten;
+}
+
+}  // namespace bbmm::compiler
