@@ -27,7 +27,8 @@
 #             the default stages them), and a box-out run on 1 GPU (smaller n)
 #                                                                       ~2 min (<= 190 s)
 #   bench     gpu_bench (box copies, flow-out, box-out, acquire/release, halo hops, staged
-#             vs pinned host copies on 1, 2, 4... GPUs)                 ~40 s (<= 60 s)
+#             vs pinned host copies on 1, 2, 4... GPUs), copy_batch_api (1 MiB box
+#             batches through cudaMemcpy3DBatchAsync vs one call per box)  ~45 s (<= 70 s)
 #   tune      heat3d_cuda n=768 on 1 GPU with 5 kernel shapes (BBMM_HEAT3D_KERNEL)  ~1 min
 #   mpi       heat2d and floyd over 2 MPI ranks x 1 GPU, and over 4 where there are 4 GPUs
 #             (mpi_ranks.sh: <name>_bbmmc_cuda_mpi, the generated code unchanged, rank 0
@@ -394,6 +395,9 @@ if wants bench; then
     step bench gpu_bench 60 sh -c "'$B/gpu_bench' > '$OUT/gpu_bench.md'; rc=\$?; cat '$OUT/gpu_bench.md'; exit \$rc"
   else
     echo "(gpu_bench not staged)"
+  fi
+  if have copy_batch_api; then
+    step bench copy_batch_api 10 "$B/copy_batch_api"
   fi
 fi
 

@@ -25,11 +25,11 @@ struct Analysed {
   std::string notes;
 };
 
-Analysed analyze(const std::string& body, bool block, const std::string& params) {
+Analysed analyze(const std::string& body, WavefrontSteps mode, const std::string& params) {
   const std::string text = "void f(" + params + ") {\n#pragma scop\n" + body + "#pragma endscop\n}\n";
   Diagnostics diag;
   PipelineOptions opts;
-  opts.block_wavefronts = block;
+  opts.wavefront_steps = mode;
   Analysed a;
   a.prog = analyze_text(text, "wf.c", opts, diag);
   std::ostringstream os;
@@ -93,7 +93,7 @@ void expect_barrier_order(const Scop& s, const Phase& ph) {
 }
 
 TEST(BlockWavefronts, TimeStepsOfASweepBecomeOneRegionPerStep) {
-  Analysed a = analyze(kSeidel, true, kSeidelParams);
+  Analysed a = analyze(kSeidel, WavefrontSteps::kBlock, kSeidelParams);
   ASSERT_EQ(a.prog->scops.size(), 1u);
   const Scop& s = a.prog->scops[0];
   ASSERT_EQ(s.phases.size(), 1u);
@@ -115,7 +115,7 @@ TEST(BlockWavefronts, TimeStepsOfASweepBecomeOneRegionPerStep) {
 }
 
 TEST(BlockWavefronts, ADiagonalOutsideEveryLoopIsOneRegion) {
-  Analysed a = analyze(kIntervals, true, kIntervalsParams);
+  Analysed a = analyze(kIntervals, WavefrontSteps::kBlock, kIntervalsParams);
   const Scop& s = a.prog->scops[0];
   int blocks = 0;
   for (const Phase& ph : s.phases) {
@@ -127,9 +127,29 @@ TEST(BlockWavefronts, ADiagonalOutsideEveryLoopIsOneRegion) {
   EXPECT_EQ(blocks, 1) << a.notes;
 }
 
-TEST(BlockWavefronts, OffByDefaultAndOnlyForWavefronts) {
-  // Without the option: one phase per wavefront step, i its parallel loop.
-  Analysed a = analyze(kSeidel, false, kSeidelParams);
+int block_phases(const Analysed& a) {
+  int n = 0;
+  for (const Phase& ph : a.prog->scops[0].phases) n += ph.block_loop >= 0;
+  return n;
+}
+
+TEST(BlockWavefronts, AutoTakesFlatStepsOnly) {
+  // The default: seidel-2d's steps are one statement instance each, so they run in blocks
+  // (the same phases as kBlock); the interval DP's instances hold the loop k, so its
+  // diagonals stay launched one by one.
+  PipelineOptions defaults;
+  EXPECT_EQ(defaults.wavefront_steps, WavefrontSteps::kAuto);
+  Analysed seidel = analyze(kSeidel, WavefrontSteps::kAuto, kSeidelParams);
+  EXPECT_EQ(block_phases(seidel), 1) << seidel.notes;
+  expect_barrier_order(seidel.prog->scops[0], seidel.prog->scops[0].phases[0]);
+  Analysed intervals = analyze(kIntervals, WavefrontSteps::kAuto, kIntervalsParams);
+  EXPECT_EQ(block_phases(intervals), 0) << intervals.notes;
+  EXPECT_EQ(block_phases(analyze(kIntervals, WavefrontSteps::kBlock, kIntervalsParams)), 1);
+}
+
+TEST(BlockWavefronts, LaunchKeepsStepPhasesAndOnlyWavefrontsChange) {
+  // --wavefront-steps=launch: one phase per wavefront step, i its parallel loop.
+  Analysed a = analyze(kSeidel, WavefrontSteps::kLaunch, kSeidelParams);
   const Phase& ph = a.prog->scops[0].phases[0];
   EXPECT_EQ(ph.block_loop, -1);
   ASSERT_GE(ph.parallel_loop, 0);
@@ -139,7 +159,7 @@ TEST(BlockWavefronts, OffByDefaultAndOnlyForWavefronts) {
   Analysed b = analyze(
       "  for (int t = 0; t < steps; t++)\n    for (int i = 1; i < n - 1; i++)\n"
       "      B[i] = A[i - 1] + A[i + 1];\n",
-      true, "int steps, int n, double A[n], double B[n]");
+      WavefrontSteps::kBlock, "int steps, int n, double A[n], double B[n]");
   for (const Phase& p : b.prog->scops[0].phases) {
     EXPECT_EQ(p.block_loop, -1);
     EXPECT_GE(p.parallel_loop, 0);
@@ -153,7 +173,7 @@ TEST(BlockWavefronts, OffByDefaultAndOnlyForWavefronts) {
 TEST(BlockWavefronts, DriverChecksTheOption) {
   std::ostringstream out, err;
   EXPECT_EQ(run_bbmmc({"x.c", "--wavefront-steps=blocks"}, out, err), 1);
-  EXPECT_NE(err.str().find("unknown --wavefront-steps 'blocks' (use one of: launch, block)"),
+  EXPECT_NE(err.str().find("unknown --wavefront-steps 'blocks' (use one of: auto, launch, block)"),
             std::string::npos)
       << err.str();
 }

@@ -608,9 +608,19 @@ void check_program(const Program& prog, PartitionMode mode, const std::vector<st
 
 class BoxesOracleTest : public ::testing::TestWithParam<std::filesystem::path> {};
 
+// The wavefront steps the input asks for (--wavefront-steps=launch|block), else the default.
+PipelineOptions pipeline_options(const std::filesystem::path& input) {
+  PipelineOptions opts;
+  for (const std::string& a : testing::extra_args(testing::read_file(input))) {
+    if (a == "--wavefront-steps=launch") opts.wavefront_steps = WavefrontSteps::kLaunch;
+    if (a == "--wavefront-steps=block") opts.wavefront_steps = WavefrontSteps::kBlock;
+  }
+  return opts;
+}
+
 TEST_P(BoxesOracleTest, BoxesMatchBruteForce) {
   Diagnostics diag;
-  auto prog = analyze_file(GetParam().string(), PipelineOptions{}, diag);
+  auto prog = analyze_file(GetParam().string(), pipeline_options(GetParam()), diag);
   ASSERT_FALSE(diag.has_errors());
   ASSERT_FALSE(prog->scops.empty());
   Tally t;

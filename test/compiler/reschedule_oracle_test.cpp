@@ -140,6 +140,9 @@ std::unique_ptr<Program> analyze(const std::string& path, const std::vector<std:
   opts.reschedule = reschedule;
   opts.wavefront = wavefront;
   opts.wavefront_tiles = tiles;
+  // The rescheduling pass's own phases, one per wavefront step (poly/block_wavefronts.h
+  // turns some into regions afterwards; its own tests check that).
+  opts.wavefront_steps = WavefrontSteps::kLaunch;
   auto prog = analyze_file(path, opts, diag);
   EXPECT_FALSE(diag.has_errors()) << path;
   return prog;

@@ -94,7 +94,7 @@ std::string usage() {
     << "             [-DNAME[=VALUE]] [-IDIR] [-UNAME] [--cpp=COMMAND]\n"
     << "             [--max-isl-operations=N] [--schedule=isl|isl+wavefront|source]\n"
        "             [--reductions=keep|reassociate] [--reduction-block=B]\n"
-    << "             [--wavefront-tiles=R,W|off] [--wavefront-steps=launch|block]\n"
+    << "             [--wavefront-tiles=R,W|off] [--wavefront-steps=auto|launch|block]\n"
     << "             [--help] [--version]\n"
        "\n"
        "Reads sequential C with affine loop nests between '#pragma scop' and\n"
@@ -157,11 +157,13 @@ std::string usage() {
     << ");\n"
        "                    off (default): one phase per wavefront step\n"
        "  --wavefront-steps=S\n"
-       "                    launch (default): the host launches one kernel per step of\n"
-       "                    a wavefront (seidel-2d's h, nussinov's diagonal), its tiles\n"
+       "                    launch: the host launches one kernel per step of a\n"
+       "                    wavefront (seidel-2d's h, nussinov's diagonal), its tiles\n"
        "                    spread over the devices; block: one kernel per step of the\n"
        "                    loops outside it runs all its steps, in one CUDA thread\n"
-       "                    block with a barrier between steps, on one device\n"
+       "                    block with a barrier between steps, on one device;\n"
+       "                    auto (default): block where a step's instances hold no\n"
+       "                    loop (seidel-2d), launch elsewhere (nussinov)\n"
        "  --help, --version\n"
        "\n"
        "Exit status: 0 success, 1 error in the input or the options, 2 internal error.\n";
@@ -339,12 +341,17 @@ int run_bbmmc(const std::vector<std::string>& args, std::ostream& out, std::ostr
         }
       } else if (a.rfind("--wavefront-steps=", 0) == 0) {
         const std::string v = a.substr(18);
-        if (v != "launch" && v != "block") {
+        if (v == "auto") {
+          opts.wavefront_steps = WavefrontSteps::kAuto;
+        } else if (v == "launch") {
+          opts.wavefront_steps = WavefrontSteps::kLaunch;
+        } else if (v == "block") {
+          opts.wavefront_steps = WavefrontSteps::kBlock;
+        } else {
           err << "bbmmc: error: unknown --wavefront-steps '" << v
-              << "' (use one of: launch, block)\n";
+              << "' (use one of: auto, launch, block)\n";
           return 1;
         }
-        opts.block_wavefronts = v == "block";
       } else if (a.rfind("--cpp=", 0) == 0) {
         opts.cpp = a.substr(6);
       } else if (a == "-o") {

@@ -135,7 +135,7 @@ std::unique_ptr<Program> analyze(std::unique_ptr<Program> prog, const PipelineOp
       else {
         if (opts.reschedule) {
           reschedule(s, *prog->isl, diag, opts.wavefront, opts.wavefront_tiles);
-          if (opts.block_wavefronts) block_wavefronts(s);
+          block_wavefronts(s, opts.wavefront_steps);
         }
         note_serial_regions(s, diag);
       }

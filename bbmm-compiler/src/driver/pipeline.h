@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "frontend/diagnostics.h"
+#include "poly/block_wavefronts.h"
 #include "poly/model.h"
 #include "poly/wavefront_tiles.h"
 
@@ -28,10 +29,10 @@ struct PipelineOptions {
   // With "reschedule": how wavefronts inside time steps are tiled (poly/wavefront_tiles.h;
   // --wavefront-tiles).
   WavefrontTiles wavefront_tiles;
-  // With "reschedule": a wavefront's steps run inside one kernel per step of the loops
-  // outside it, in one thread block on CUDA (poly/block_wavefronts.h; --wavefront-steps=block);
-  // false: one phase (one kernel launch per tile) per wavefront step.
-  bool block_wavefronts = false;
+  // With "reschedule": which wavefronts run their steps inside one kernel per step of the
+  // loops outside them, in one thread block on CUDA (poly/block_wavefronts.h;
+  // --wavefront-steps); the others have one phase (one kernel launch per tile) per step.
+  WavefrontSteps wavefront_steps = WavefrontSteps::kAuto;
   // --reductions=reassociate: loops of serial regions that only a reduction keeps serial
   // are summed in blocks of this many iterations (poly/reductions.h); 0 keeps their order.
   int reduction_block = 0;

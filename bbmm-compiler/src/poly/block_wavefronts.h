@@ -18,16 +18,24 @@
 //
 // Legal for any serial loop whose body is one parallel loop; applied only to skewed
 // statements (Statement::source_rows), where a step is short and the steps many.
+//
+// Which wavefronts (--wavefront-steps): kBlock every one; kAuto (the default) those whose
+// steps are flat, the parallel loop's body made of statements only (seidel-2d: on one H200
+// at LARGE 6.1 s against 28.8 s launched step by step), not those whose instances hold a
+// loop (nussinov's k: a step's work fills the GPU, and one thread block runs it 3.4x
+// slower than the launches, 4.7 s against 1.4 s; docs/performance.md); kLaunch none.
 
 #include "poly/model.h"
 
 namespace bbmm::compiler {
 
+enum class WavefrontSteps { kLaunch, kAuto, kBlock };
+
 // Rewrites every phase of "scop" whose last serial loop h is the wavefront of skewed
 // statements and has the phase's parallel loop as its whole body, and which keeps no
-// scalar private: the phase loses h from its serial loops, its parallel loop becomes its
-// block_loop (parallel_loop -1). Returns how many phases it rewrote. Needs the phases
-// (compute_dependences); run after the rescheduling pass.
-int block_wavefronts(Scop& scop);
+// scalar private, as far as "mode" selects it (above): the phase loses h from its serial
+// loops, its parallel loop becomes its block_loop (parallel_loop -1). Returns how many
+// phases it rewrote. Needs the phases (compute_dependences); run after the rescheduling pass.
+int block_wavefronts(Scop& scop, WavefrontSteps mode = WavefrontSteps::kBlock);
 
 }  // namespace bbmm::compiler

@@ -34,9 +34,10 @@ void note_serial_regions(const Scop& scop, Diagnostics& diag) {
       diag.note(outer.loc) << "the nest's wavefront (bbmmc's loop '" << outer.c_name
                            << "') runs its steps inside one kernel"
                            << (ph.serial_loops.empty() ? "" : " per step of its enclosing serial loops")
-                           << ", on one device (--wavefront-steps=block): on CUDA one thread block, "
-                              "its threads sharing loop '"
-                           << scop.loops[ph.block_loop].c_name << "', a barrier between steps";
+                           << ", on one device: on CUDA one thread block, its threads sharing loop '"
+                           << scop.loops[ph.block_loop].c_name
+                           << "', a barrier between steps (--wavefront-steps=launch launches "
+                              "each step, its tiles spread over the devices)";
       continue;
     }
     // The sum of a blocked reduction's partials (poly/reductions.h): serial by design.

@@ -1,7 +1,8 @@
-/* Boxes: Seidel-2d (PolyBench): in place, every loop serial in source order; each time step
-   t is swept by the wavefront 2i + j (isl's scheduler over i and j, t kept outermost), rows
-   i split inside it: a tile of rows [lo, hi) writes one element per row, on a line of slope
-   -2, declared as the hull of its rows, and reads the rows around it. */
+/* Boxes: Seidel-2d (PolyBench) by default: in place, every loop serial in source order;
+   each time step t is swept by the wavefront 2i + j (isl's scheduler over i and j, t kept
+   outermost), whose flat steps run inside one kernel per t (--wavefront-steps=auto): one
+   tile per time step, the whole interior written, the whole array read.
+   seidel_2d_launch.c: each wavefront step launched, rows split inside it. */
 void kernel_seidel_2d(int tsteps, int n, double A[n][n]) {
   int t, i, j;
 #pragma scop

@@ -494,6 +494,6 @@ void seidel(int steps, int n, double A[n][n]) {
   }
 }
 --- stderr ---
-wavefront_block.c:6:3: note: the nest's wavefront (bbmmc's loop 'bbmm_it1') runs its steps inside one kernel per step of its enclosing serial loops, on one device (--wavefront-steps=block): on CUDA one thread block, its threads sharing loop 'i', a barrier between steps
+wavefront_block.c:6:3: note: the nest's wavefront (bbmmc's loop 'bbmm_it1') runs its steps inside one kernel per step of its enclosing serial loops, on one device: on CUDA one thread block, its threads sharing loop 'i', a barrier between steps (--wavefront-steps=launch launches each step, its tiles spread over the devices)
   for (int t = 0; t < steps; t++)
   ^
