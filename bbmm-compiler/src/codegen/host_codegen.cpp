@@ -337,6 +337,33 @@ class ScopGenerator {
     return isl::manage(x);
   }
 
+  // The union over all tiles and all serial iterations of "box" of phase "p": the box of
+  // one tile spanning the whole split range "range" (lo_p, hi_p its bounds at each serial
+  // iteration) holds every tile's, since a tile's box is the hull of its instances'
+  // accesses; then the serial iterators projected out. Over the scop parameters only.
+  isl::set over_all_tiles(const TileBox& box, int p, const isl::set& range, const std::string& lo_p,
+                          const std::string& hi_p) const {
+    isl_pw_aff* mn = isl_set_dim_min(range.copy(), 0);
+    isl_pw_aff* mx = isl_set_dim_max(range.copy(), 0);
+    mx = isl_pw_aff_add_constant_val(mx, isl_val_one(isl_pw_aff_get_ctx(mx)));
+    auto param = [&](const std::string& name, isl_pw_aff* like) {
+      isl_set* dom = isl_set_universe(isl_pw_aff_get_domain_space(like));
+      return isl_pw_aff_param_on_domain_id(dom, isl_id_alloc(isl_pw_aff_get_ctx(like), name.c_str(), nullptr));
+    };
+    isl_set* bounds = isl_set_intersect(isl_pw_aff_eq_set(param(lo_p, mn), mn),
+                                        isl_pw_aff_eq_set(param(hi_p, mx), mx));
+    isl_set* x = isl_set_intersect_params(box.set.copy(), bounds);
+    for (const std::string& name : {lo_p, hi_p}) {
+      const int pos = isl_set_find_dim_by_name(x, isl_dim_param, name.c_str());
+      if (pos >= 0) x = isl_set_project_out(x, isl_dim_param, pos, 1);
+    }
+    for (int l : s_.phases[p].serial_loops) {
+      const int pos = isl_set_find_dim_by_name(x, isl_dim_param, s_.loops[l].c_name.c_str());
+      if (pos >= 0) x = isl_set_project_out(x, isl_dim_param, pos, 1);
+    }
+    return isl::manage(x);
+  }
+
   // Whether "box" of phase "p" changes with the phase's serial iterators: for some serial
   // iteration where it is nonempty, it is smaller than its union "all" over all iterations
   // (floyd's row k, lu's pivot row).
@@ -544,32 +571,52 @@ class ScopGenerator {
       const isl::set range = split_range(s_, part, 0);
       if (range.is_null()) continue;
       const std::string lo_p = part.dims[0].lo_param, hi_p = part.dims[0].hi_param;
+      // With BBMM_SPLIT=step, a range that moves with the serial iterators is split anew
+      // at every iteration: a device's tiles are not one block, and it reserves nothing.
+      std::string glo, ghi;
+      const bool range_moves = whole_range(part, 0, glo, ghi);
       // Per array: the union over phases and required boxes, serial iterators projected.
-      std::map<int, isl::set> hull;
+      std::map<int, isl::set> hull, whole;  // whole: over all tiles (every device's)
       std::set<int> moving;  // arrays whose boxes change with the serial iterators
+      std::set<int> flows;   // arrays some tile of the partition flows out
       for (int p : part.phases) {
         for (const ArrayBoxes& ab : b_.phases[p].arrays) {
           if (s_.arrays[ab.array].is_scalar || home[ab.array] != part.id) continue;
+          if (!ab.flow_out.empty() || !ab.flow_out_rows.empty()) flows.insert(ab.array);
           for (const TileBox& box : ab.required) {
             isl::set v = over_serial_iterations(box, p);
             if (moves(box, v)) moving.insert(ab.array);
             auto it = hull.find(ab.array);
             if (it == hull.end()) hull.emplace(ab.array, v);
             else it->second = it->second.unite(v);
+            isl::set w = over_all_tiles(box, p, range, lo_p, hi_p);
+            auto jt = whole.find(ab.array);
+            if (jt == whole.end()) whole.emplace(ab.array, w);
+            else jt->second = jt->second.unite(w);
           }
         }
       }
       // Only arrays whose boxes over all phases and iterations form one convex set (a row
       // band with its halo): for rows in one phase and columns in another (mvt's A, adi's
       // arrays) the hull would be most of the array on every device.
-      // Nor arrays whose boxes move with the serial iterators (floyd's row k, lu's pivot
-      // row): their hull over all iterations is more than any iteration needs, and a
-      // flow-out reaches every device holding an instance of the box.
+      // Nor arrays whose boxes move with the serial iterators and that a tile flows out
+      // (floyd's row k, lu's pivot row): their hull over all iterations is more than any
+      // iteration needs, and a flow-out reaches every device holding an instance of the
+      // box. Moving boxes that nothing flows out (each tile's readers copy what they need
+      // when they acquire) keep their hint: without it each iteration's boxes are new
+      // instances, freed at the next phase boundary (BBMM_READ_TRANSIENT) and read in
+      // again whole from the devices that wrote them (nussinov at MEDIUM on 2 devices:
+      // 40x its table between the devices); with it a device keeps what it read, and only
+      // what another device wrote since is copied again. Where the split range itself
+      // moves with the serial iterators (nussinov's diagonals, [0, n - d)), a device's
+      // tiles are a different block at every iteration: the hint is then the hull of
+      // every tile's boxes, the same on every device.
       for (auto it = hull.begin(); it != hull.end();) {
-        if (moving.count(it->first)) {
+        if (moving.count(it->first) && flows.count(it->first)) {
           it = hull.erase(it);
           continue;
         }
+        if (moving.count(it->first) && range_moves) it->second = whole.at(it->first);
         isl::set u = it->second.coalesce();
         if (convex_for_devices(u, range, lo_p, hi_p)) {
           it->second = u;
@@ -586,13 +633,9 @@ class ScopGenerator {
                              "[" + join(names, ", ") + "] -> { : " + lo_p + " < " + hi_p + " }");
       std::string from, to;
       range_text(range, from, to);
-      // With BBMM_SPLIT=step, a range that moves with the serial iterators is split anew
-      // at every iteration: a device's tiles are not one block, and it reserves nothing.
-      std::string glo, ghi;
-      const bool moves = whole_range(part, 0, glo, ghi);
       os << "    /* Allocation hints of partition " << part.id
          << ": each device's hull of the boxes its tiles require, over all iterations. */\n";
-      os << "    if (bbmm_gen_reserve_enabled()" << (moves ? " && !bbmm_gen_split_step" : "")
+      os << "    if (bbmm_gen_reserve_enabled()" << (range_moves ? " && !bbmm_gen_split_step" : "")
          << ") {\n";
       os << "      const int64_t bbmm_from = " << from << ", bbmm_to = " << to << ";\n";
       os << "      for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {\n";

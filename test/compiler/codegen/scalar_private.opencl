@@ -877,6 +877,27 @@ void kernel(int n, int m, double alpha, double C[n][m], double A[n][n], double B
     }
     /* Partition 0 splits its range at equal shares of the work. */
     bbmm_gen_weights_init(&bbmm_ctx.w0, 0, m, 1, 0, bbmm_s0_part0_work, &bbmm_ctx);
+    /* Allocation hints of partition 0: each device's hull of the boxes its tiles require, over all iterations. */
+    if (bbmm_gen_reserve_enabled()) {
+      const int64_t bbmm_from = 0, bbmm_to = m;
+      for (int bbmm_d = 0; bbmm_from < bbmm_to && bbmm_d < bbmm_ctx.devices; ++bbmm_d) {
+        int64_t bbmm_lo, bbmm_hi;
+        bbmm_gen_split(&bbmm_ctx.w0, bbmm_from, bbmm_to, bbmm_ctx.devices, bbmm_ctx.devices, bbmm_d, &bbmm_lo, &bbmm_hi);
+        if (bbmm_lo >= bbmm_hi) continue;
+        const int bbmm_h0_ok = n >= 1 && m >= 1 && m >= bbmm_lo + 1 && bbmm_hi >= 1;
+        const int64_t bbmm_h0_lo[2] = {0, bbmm_lo <= -1 && bbmm_hi >= 1 ? 0 : bbmm_lo};
+        const int64_t bbmm_h0_hi[2] = {n, m >= bbmm_lo + 1 && bbmm_hi >= m + 1 ? m : bbmm_hi};
+        const int bbmm_h1_ok = n >= 2 && m >= 1 && m >= bbmm_lo + 1 && bbmm_hi >= 1;
+        const int64_t bbmm_h1_lo[2] = {1, 0};
+        const int64_t bbmm_h1_hi[2] = {n, n - 1};
+        uint64_t bbmm_bytes = 0;
+        if (bbmm_h0_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h0_lo, bbmm_h0_hi);
+        if (bbmm_h1_ok) bbmm_gen_box_bytes(&bbmm_bytes, sizeof(double), 2, bbmm_h1_lo, bbmm_h1_hi);
+        if (bbmm_bytes > bbmm_device_memory(bbmm_ctx.rt, bbmm_d) / 2) continue;
+        if (bbmm_h0_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.B, 2, bbmm_h0_lo, bbmm_h0_hi);
+        if (bbmm_h1_ok) bbmm_gen_reserve(bbmm_ctx.rt, bbmm_d, bbmm_ctx.A, 2, bbmm_h1_lo, bbmm_h1_hi);
+      }
+    }
     {
       if (m >= 1)
         for (int64_t bbmm_c1 = 0; bbmm_c1 < n; bbmm_c1 += 1)
