@@ -576,7 +576,7 @@ class ScopGenerator {
       std::string glo, ghi;
       const bool range_moves = whole_range(part, 0, glo, ghi);
       // Per array: the union over phases and required boxes, serial iterators projected.
-      std::map<int, isl::set> hull, whole;  // whole: over all tiles (every device's)
+      std::map<int, isl::set> hull;
       std::set<int> moving;  // arrays whose boxes change with the serial iterators
       std::set<int> flows;   // arrays some tile of the partition flows out
       for (int p : part.phases) {
@@ -589,10 +589,22 @@ class ScopGenerator {
             auto it = hull.find(ab.array);
             if (it == hull.end()) hull.emplace(ab.array, v);
             else it->second = it->second.unite(v);
-            isl::set w = over_all_tiles(box, p, range, lo_p, hi_p);
-            auto jt = whole.find(ab.array);
-            if (jt == whole.end()) whole.emplace(ab.array, w);
-            else jt->second = jt->second.unite(w);
+          }
+        }
+      }
+      // The hull of every tile's boxes, where the range moves and an array's boxes do too
+      // and nothing flows them out (below).
+      std::map<int, isl::set> whole;
+      if (range_moves) {
+        for (int p : part.phases) {
+          for (const ArrayBoxes& ab : b_.phases[p].arrays) {
+            if (!hull.count(ab.array) || !moving.count(ab.array) || flows.count(ab.array)) continue;
+            for (const TileBox& box : ab.required) {
+              isl::set w = over_all_tiles(box, p, range, lo_p, hi_p);
+              auto it = whole.find(ab.array);
+              if (it == whole.end()) whole.emplace(ab.array, w);
+              else it->second = it->second.unite(w);
+            }
           }
         }
       }
