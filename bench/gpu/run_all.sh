@@ -28,7 +28,8 @@
 #                                                                       ~2 min (<= 190 s)
 #   bench     gpu_bench (box copies, flow-out, box-out, acquire/release, halo hops, staged
 #             vs pinned host copies on 1, 2, 4... GPUs), copy_batch_api (1 MiB box
-#             batches through cudaMemcpy3DBatchAsync vs one call per box)  ~45 s (<= 70 s)
+#             batches through cudaMemcpy3DBatchAsync vs one call per box), pinned_alloc
+#             (cudaHostAlloc one after another, from threads, as one)   ~50 s (<= 75 s)
 #   tune      heat3d_cuda n=768 on 1 GPU with 5 kernel shapes (BBMM_HEAT3D_KERNEL)  ~1 min
 #   mpi       heat2d and floyd over 2 MPI ranks x 1 GPU, and over 4 where there are 4 GPUs
 #             (mpi_ranks.sh: <name>_bbmmc_cuda_mpi, the generated code unchanged, rank 0
@@ -398,6 +399,9 @@ if wants bench; then
   fi
   if have copy_batch_api; then
     step bench copy_batch_api 10 "$B/copy_batch_api"
+  fi
+  if have pinned_alloc; then
+    step bench pinned_alloc 5 "$B/pinned_alloc"
   fi
 fi
 

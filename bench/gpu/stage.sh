@@ -34,7 +34,7 @@ targets=(cuda_backend_test jacobi2d_cuda heat3d_cuda ceilings gpu_bench)
 # (The target list is captured first: `ninja ... | grep -q` under pipefail
 # fails at random when grep closes the pipe early.)
 all_targets=$(ninja -C "$build" -t targets all 2>/dev/null)
-for t in cuda_conformance_test cuda_fuzz_test copy_batch_api handwritten_kernels handwritten_kernels_nofma stencil_variants baseline_stencils heat2d_bbmmc_cuda_mpi floyd_bbmmc_cuda_mpi heat2d heat2d_mpi jacobi1d jacobi1d_mpi; do
+for t in cuda_conformance_test cuda_fuzz_test copy_batch_api pinned_alloc handwritten_kernels handwritten_kernels_nofma stencil_variants baseline_stencils heat2d_bbmmc_cuda_mpi floyd_bbmmc_cuda_mpi heat2d heat2d_mpi jacobi1d jacobi1d_mpi; do
   if grep -q "^$t:" <<<"$all_targets"; then targets+=("$t"); fi
 done
 # The bbmmc samples built for CUDA (samples/CMakeLists.txt).
