@@ -146,6 +146,7 @@ struct Tally {
   int64_t touched = 0;     // elements touched, summed over the triples
   int64_t flow = 0;        // oracle flow-out elements, summed
   int64_t flow_boxes = 0;  // elements in the flow-out boxes (union per check), summed
+  int64_t flow_extra = 0;  // elements in the flow-out boxes outside the flow-out, summed
   int64_t flow_tiles = 0;  // triples with a nonempty flow-out
   int64_t private_flows = 0;  // reads of private scalars checked
 };
@@ -542,6 +543,7 @@ class BoxesOracle {
       EXPECT_EQ(isl_elements(ab.flow_out_set, v), F) << arr << ": bbmmc's exact flow-out set";
       t.flow += static_cast<int64_t>(F.size());
       t.flow_boxes += static_cast<int64_t>(fbox.size());
+      for (const Elem& e : fbox) t.flow_extra += F.count(e) ? 0 : 1;
       if (!F.empty()) ++t.flow_tiles;
     }
     for (auto* m : {&reads, &writes})
@@ -628,8 +630,10 @@ TEST_P(BoxesOracleTest, BoxesMatchBruteForce) {
   check_program(*prog, partition_mode(GetParam()), {{6}, {3, 7}}, GetParam().filename().string(), t);
   EXPECT_GT(t.tiles, 0);
   EXPECT_GT(t.touched, 0);
-  // These inputs have no strided flow-out: their flow-out boxes are exact, element for element.
-  EXPECT_EQ(t.flow_boxes, t.flow) << "flow-out boxes wider than the flow-out";
+  // These inputs have no strided flow-out: their flow-out boxes hold nothing outside the
+  // flow-out (and, above, all of it but thin rows declared as their hulls, whose readers copy
+  // them at acquire: the interval program of codegen/moving_reserve.c flows out nothing).
+  EXPECT_EQ(t.flow_extra, 0) << "flow-out boxes wider than the flow-out";
   std::cout << GetParam().filename().string() << ": " << t.tiles << " tiles, " << t.checks
             << " array checks, " << t.touched << " elements touched, flow-out in " << t.flow_tiles
             << " checks: " << t.flow << " elements needed, boxes " << t.flow_boxes << "\n";
