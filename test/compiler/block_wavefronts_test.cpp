@@ -167,7 +167,7 @@ TEST(BlockWavefronts, LaunchKeepsStepPhasesAndOnlyWavefrontsChange) {
   EXPECT_EQ(b.notes.find("inside one kernel"), std::string::npos) << b.notes;
   // The pass itself leaves the phases of an unskewed scop alone.
   Scop copy = b.prog->scops[0];
-  EXPECT_EQ(block_wavefronts(copy), 0);
+  EXPECT_EQ(block_wavefronts(copy, WavefrontSteps::kBlock), 0);
 }
 
 TEST(BlockWavefronts, DriverChecksTheOption) {

@@ -326,15 +326,20 @@ class ScopGenerator {
     return false;
   }
 
+  // "x" with the iterators of phase "p"'s serial loops projected out (its parameters).
+  isl_set* without_serial_iterators(isl_set* x, int p) const {
+    for (int l : s_.phases[p].serial_loops) x = project_out_param(x, s_.loops[l].c_name);
+    return x;
+  }
+  static isl_set* project_out_param(isl_set* x, const std::string& name) {
+    const int pos = isl_set_find_dim_by_name(x, isl_dim_param, name.c_str());
+    return pos >= 0 ? isl_set_project_out(x, isl_dim_param, pos, 1) : x;
+  }
+
   // "box" of phase "p" over all iterations of the phase's serial loops (their iterators
   // projected out).
   isl::set over_serial_iterations(const TileBox& box, int p) const {
-    isl_set* x = box.set.copy();
-    for (int l : s_.phases[p].serial_loops) {
-      const int pos = isl_set_find_dim_by_name(x, isl_dim_param, s_.loops[l].c_name.c_str());
-      if (pos >= 0) x = isl_set_project_out(x, isl_dim_param, pos, 1);
-    }
-    return isl::manage(x);
+    return isl::manage(without_serial_iterators(box.set.copy(), p));
   }
 
   // The union over all tiles and all serial iterations of "box" of phase "p": the box of
@@ -353,15 +358,8 @@ class ScopGenerator {
     isl_set* bounds = isl_set_intersect(isl_pw_aff_eq_set(param(lo_p, mn), mn),
                                         isl_pw_aff_eq_set(param(hi_p, mx), mx));
     isl_set* x = isl_set_intersect_params(box.set.copy(), bounds);
-    for (const std::string& name : {lo_p, hi_p}) {
-      const int pos = isl_set_find_dim_by_name(x, isl_dim_param, name.c_str());
-      if (pos >= 0) x = isl_set_project_out(x, isl_dim_param, pos, 1);
-    }
-    for (int l : s_.phases[p].serial_loops) {
-      const int pos = isl_set_find_dim_by_name(x, isl_dim_param, s_.loops[l].c_name.c_str());
-      if (pos >= 0) x = isl_set_project_out(x, isl_dim_param, pos, 1);
-    }
-    return isl::manage(x);
+    x = project_out_param(project_out_param(x, lo_p), hi_p);
+    return isl::manage(without_serial_iterators(x, p));
   }
 
   // Whether "box" of phase "p" changes with the phase's serial iterators: for some serial

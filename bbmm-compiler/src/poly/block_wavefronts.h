@@ -36,6 +36,6 @@ enum class WavefrontSteps { kLaunch, kAuto, kBlock };
 // scalar private, as far as "mode" selects it (above): the phase loses h from its serial
 // loops, its parallel loop becomes its block_loop (parallel_loop -1). Returns how many
 // phases it rewrote. Needs the phases (compute_dependences); run after the rescheduling pass.
-int block_wavefronts(Scop& scop, WavefrontSteps mode = WavefrontSteps::kBlock);
+int block_wavefronts(Scop& scop, WavefrontSteps mode);
 
 }  // namespace bbmm::compiler
