@@ -8,6 +8,8 @@
 #             random traces (4,000) with the other copy paths (engine only, one copy
 #             stream, peer copy kernel, copies pulled by the destination GPU), 500 with the
 #             host copies staged (the suites pin by default), conformance pulled and staged,
+#             ranks in one process whose transports read GPU memory as a CUDA-aware MPI
+#             does (cuda_rank_sends_test, cuda_global_tiles_fuzz_test, also staged),
 #             and the small sample runs of the test suite (reserve and box-out)
 #                                  ~5.5 min on 2 H200s (s22run2: 328 s; <= 405 s)
 #   samples   every staged bbmmc sample <name>_bbmmc_cuda at a medium size (table below),
@@ -35,7 +37,7 @@
 #             (mpi_ranks.sh: <name>_bbmmc_cuda_mpi, the generated code unchanged, rank 0
 #             verifies) against 1 process on those GPUs (BBMM_SAMPLE_WARMUP=1); weak
 #             scaling over 1-4 ranks on the host's CPUs (weak_scaling.sh, host backend);
-#             needs 2 GPUs and mpirun (not in all)                   ~1.5 min (<= 150 s)
+#             needs mpirun (not in all); on one GPU the 2 ranks share it   ~1.5 min (<= 150 s)
 #   trace     jacobi2d_cuda n=16386, 5 steps, 2 GPUs with BBMM_TRACE, plotted by
 #             plot_trace.py (whole run and a window around one kernel)     ~15 s (<= 32 s)
 #   all       tests samples sanitize perf bench trace                  ~12 min (<= 1150 s)
@@ -226,6 +228,17 @@ if wants tests; then
   have cuda_conformance_test &&
     step tests cuda_conformance_all_peer_pull 5 env BBMM_CUDA_PEER_PUSH=0 \
       "$B/cuda_conformance_test"
+  # Ranks in one process on loopback transports that read GPU memory as a CUDA-aware
+  # MPI does (cudaMemcpyDefault): a box sent from the GPU after its kernel, and random
+  # tile programs over 2-3 ranks of 1-2 logical devices vs the sequential program, then
+  # with every box staged through the host copies (an MPI that is not CUDA-aware).
+  have cuda_rank_sends_test && step tests cuda_rank_sends 5 "$B/cuda_rank_sends_test"
+  if have cuda_global_tiles_fuzz_test; then
+    step tests cuda_global_tiles_fuzz 60 env BBMM_GLOBAL_FUZZ_TRACES=150 \
+      "$B/cuda_global_tiles_fuzz_test"
+    step tests cuda_global_tiles_fuzz_staged 30 env BBMM_GLOBAL_FUZZ_TRACES=60 \
+      BBMM_RANK_SENDS=staged "$B/cuda_global_tiles_fuzz_test"
+  fi
   # The suites register their arrays pinned unless told otherwise: staged here (the
   # random traces staged above). A staged backend allocates its staging buffers when it
   # starts (128 MiB per GPU), which makes each random trace slower: 500 traces; and each
@@ -406,7 +419,8 @@ if wants bench; then
 fi
 
 if wants mpi; then
-  if (( ngpu >= 2 )) && command -v mpirun >/dev/null && have heat2d_bbmmc_cuda_mpi; then
+  # One GPU: the ranks share it (mpi_ranks.sh), which runs the path between ranks.
+  if (( ngpu >= 1 )) && command -v mpirun >/dev/null && have heat2d_bbmmc_cuda_mpi; then
     step mpi mpi_ranks 60 env BBMM_SAMPLE_WARMUP=1 MPI_RANKS_NP=2 bash "$G/mpi_ranks.sh" "$G"
     if (( ngpu >= 4 )); then
       step mpi mpi_ranks_4 60 env BBMM_SAMPLE_WARMUP=1 MPI_RANKS_NP=4 bash "$G/mpi_ranks.sh" "$G"
@@ -415,7 +429,7 @@ if wants mpi; then
       step mpi mpi_weak_cpu 40 env BBMM_DEVICES=1 bash "$G/weak_scaling.sh" "$G/bin" 4
     fi
   else
-    echo "(mpi: needs 2 GPUs, mpirun and the staged <name>_bbmmc_cuda_mpi)"
+    echo "(mpi: needs a GPU, mpirun and the staged <name>_bbmmc_cuda_mpi)"
   fi
 fi
 

@@ -59,9 +59,17 @@ if(BBMM_HAVE_CUDA)
   # A tile's boxes of one array take one instance on CUDA (placement rule).
   bbmm_add_test(cuda_placement_fake_test LABELS cuda_fake
     SOURCES cuda_placement_fake_test.cpp LIBS bbmm_runtime_cuda_fake)
-  # Sends between ranks from CUDA memory (as with a CUDA-aware MPI) and staged.
+  # Sends between ranks from CUDA memory (as with a CUDA-aware MPI) and staged; and
+  # global_tiles_fuzz_test's random programs over loopback ranks of CUDA devices whose
+  # transports read device memory (cuda_ranks_setup.cpp), and with every box staged
+  # (BBMM_RANK_SENDS=staged). The GPU builds of both are below.
   bbmm_add_test(cuda_rank_sends_fake_test LABELS cuda_fake
-    SOURCES cuda_rank_sends_fake_test.cpp LIBS bbmm_runtime_cuda_fake)
+    SOURCES cuda_rank_sends_test.cpp LIBS bbmm_runtime_cuda_fake)
+  bbmm_add_test(cuda_global_tiles_fuzz_fake_test LABELS cuda_fake
+    SOURCES global_tiles_fuzz_test.cpp cuda_ranks_setup.cpp LIBS bbmm_runtime_cuda_fake)
+  add_test(NAME cuda_global_tiles_fuzz_fake_test.staged COMMAND cuda_global_tiles_fuzz_fake_test)
+  set_tests_properties(cuda_global_tiles_fuzz_fake_test.staged PROPERTIES LABELS cuda_fake
+    TIMEOUT 600 ENVIRONMENT "BBMM_RANK_SENDS=staged;BBMM_GLOBAL_FUZZ_TRACES=60")
   # The conformance suite on the CUDA backend over the fake, likewise.
   bbmm_add_test(cuda_conformance_fake_test LABELS cuda_fake
     SOURCES cuda_conformance_test.cpp runtime_conformance_suite.cpp LIBS bbmm_runtime_cuda_fake)
@@ -81,6 +89,11 @@ if(BBMM_HAVE_CUDA)
     LIBS bbmm_runtime_internal CUDA::cudart_static)
   bbmm_add_test(cuda_fuzz_test LABELS gpu
     SOURCES runtime_fuzz_test.cpp cuda_fuzz_setup.cpp
+    LIBS bbmm_runtime_internal CUDA::cudart_static)
+  bbmm_add_test(cuda_rank_sends_test LABELS gpu
+    SOURCES cuda_rank_sends_test.cpp LIBS bbmm_runtime_internal CUDA::cudart_static)
+  bbmm_add_test(cuda_global_tiles_fuzz_test LABELS gpu
+    SOURCES global_tiles_fuzz_test.cpp cuda_ranks_setup.cpp
     LIBS bbmm_runtime_internal CUDA::cudart_static)
   # The hand-written CUDA samples on all visible GPUs, small sizes: with every GPU's
   # hull reserved (exit 3 if an instance grew anyway) and with a capacity that forces

@@ -10,10 +10,13 @@
 
 #include <cstdlib>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "bbmm/runtime.h"
+#include "core/loopback_transport.h"
 #include "cuda/cuda_backend.h"
 #include "runtime_test_util.h"
 
@@ -71,6 +74,32 @@ inline void cuda_host_access(const bbmm_launch_info& info, const std::vector<Pie
   }
   // The host buffers must outlive the copies.
   EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+}
+
+// A loopback transport's copy (make_loopback_transports) that reads CUDA device
+// memory as a CUDA-aware MPI does: cudaMemcpyDefault (unified addressing) on a
+// stream of its own, non-blocking so that it waits for no other stream (the
+// transport has waited for the send's events: what this checks), then
+// synchronised. The stream lives as long as the returned function's copies.
+inline LoopbackCopy cuda_loopback_copy() {
+  struct Stream {
+    std::mutex mu;
+    cudaStream_t stream = nullptr;
+    ~Stream() {
+      if (stream != nullptr) {
+        EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+      }
+    }
+  };
+  auto s = std::make_shared<Stream>();
+  return [s](void* dst, const void* src, size_t bytes) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (s->stream == nullptr) {
+      ASSERT_EQ(cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, 0), cudaSuccess);
+    }
+    EXPECT_EQ(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s->stream), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(s->stream), cudaSuccess);
+  };
 }
 
 inline BackendFactory cuda_factory(std::string name, bool copy_kernel) {

@@ -1,15 +1,22 @@
 // Random tile programs run with global tiles (runtime_ranks.cpp) over 2 and 3
-// loopback ranks of 1-2 host devices each, against the same program executed
+// loopback ranks of 1-2 devices each, against the same program executed
 // sequentially on dense arrays: each tile reads random boxes of two arrays and
 // writes a random box with values computed from what it read, on a random
 // device of any rank; at the end rank 0's arrays must equal the sequential
 // ones exactly. Seeds: BBMM_GLOBAL_FUZZ_TRACES (default 150), printed on failure.
+// Host devices here; compiled with cuda_ranks_setup.cpp, the ranks' devices are
+// CUDA devices and the transports read their memory as a CUDA-aware MPI does
+// (cuda_global_tiles_fuzz_test on GPUs, cuda_global_tiles_fuzz_fake_test over
+// the fake CUDA runtime).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bbmm/bbmm.h"
@@ -104,29 +111,35 @@ struct Args {
   Pieces views[2];  // A, B (what the tile required)
 };
 
-double* at(const Pieces& ps, int64_t i, int64_t j) {
-  const bbmm_view v{ps.rank, ps.n, sizeof(double), ps.p};
+double* at(const testing::PieceCopy& view, int64_t i, int64_t j) {
   const int64_t idx[2] = {i, j};
-  return static_cast<double*>(bbmm_view_at(&v, idx));
+  return static_cast<double*>(view.at(idx));
 }
 
-void kernel(const bbmm_launch_info*, void* p) {
+void kernel(const bbmm_launch_info* info, void* p) {
   const Args& a = *static_cast<const Args*>(p);
   const TileSpec& t = a.t;
-  double sum = 0;
-  for (int r = 0; r < t.nreads; ++r) {
-    const Box2& x = t.reads[r];
-    for (int64_t i = x.lo[0]; i < x.hi[0]; ++i) {
-      for (int64_t j = x.lo[1]; j < x.hi[1]; ++j) sum += *at(a.views[x.array], i, j);
-    }
+  std::vector<testing::PieceCopy> views;
+  for (const Pieces& ps : a.views) {
+    const bbmm_view v{ps.rank, ps.n, sizeof(double), ps.p};
+    views.emplace_back(v);
   }
-  const Box2& w = t.write;
-  for (int64_t i = w.lo[0]; i < w.hi[0]; ++i) {
-    for (int64_t j = w.lo[1]; j < w.hi[1]; ++j) {
-      double* v = at(a.views[w.array], i, j);
-      *v = written(t, sum, *v, i, j);
+  testing::run_host_kernel(*info, views, [&t](const std::vector<testing::PieceCopy>& host) {
+    double sum = 0;
+    for (int r = 0; r < t.nreads; ++r) {
+      const Box2& x = t.reads[r];
+      for (int64_t i = x.lo[0]; i < x.hi[0]; ++i) {
+        for (int64_t j = x.lo[1]; j < x.hi[1]; ++j) sum += *at(host[x.array], i, j);
+      }
     }
-  }
+    const Box2& w = t.write;
+    for (int64_t i = w.lo[0]; i < w.hi[0]; ++i) {
+      for (int64_t j = w.lo[1]; j < w.hi[1]; ++j) {
+        double* v = at(host[w.array], i, j);
+        *v = written(t, sum, *v, i, j);
+      }
+    }
+  });
 }
 
 // One rank's run of the program; returns false (with gtest failures) on error.
@@ -173,8 +186,12 @@ void run_rank(bbmm_runtime* rt, const std::vector<TileSpec>& tiles, std::vector<
 }
 
 TEST(GlobalTilesFuzz, RankZeroMatchesTheSequentialProgram) {
+  if (!testing::ranks_backend().skip.empty()) GTEST_SKIP() << testing::ranks_backend().skip;
   const char* env = std::getenv("BBMM_GLOBAL_FUZZ_TRACES");
   const int traces = env && *env ? std::atoi(env) : 150;
+  // Bytes the ranks sent straight from device memory (Transport::sends_from_device_memory),
+  // and in all: with a transport that reads the devices' memory, some must have.
+  std::atomic<uint64_t> from_devices{0}, sent{0};
   for (int k = 0; k < traces; ++k) {
     const uint64_t seed = 20261126 + static_cast<uint64_t>(k);
     std::mt19937_64 g(seed ^ 0x9e3779b97f4a7c15ULL);
@@ -189,10 +206,27 @@ TEST(GlobalTilesFuzz, RankZeroMatchesTheSequentialProgram) {
     run_sequential(tiles, &want_a, &want_b);
     // Tight: room for the largest tile (3 boxes of A, 1,536 bytes each) and little more.
     testing::on_ranks(testing::same(ranks, per_rank, tight ? 6144 : 0), /*global_tiles=*/true,
-                      false, [&](bbmm_runtime* rt, int r) { run_rank(rt, tiles, &a[r], &b[r], seed); });
+                      false, [&](bbmm_runtime* rt, int r) {
+                        run_rank(rt, tiles, &a[r], &b[r], seed);
+                        bbmm_stats st{};
+                        ASSERT_EQ(bbmm_stats_get(rt, -1, &st), BBMM_OK);
+                        from_devices += st.bytes_sent_from_devices;
+                        sent += st.bytes_sent_ranks;
+                      });
     ASSERT_EQ(a[0], want_a) << "seed " << seed << " (" << ranks << " ranks x " << per_rank
                             << " devices" << (tight ? ", box-out" : "") << ")";
     ASSERT_EQ(b[0], want_b) << "seed " << seed;
+  }
+  std::printf("%d traces: %llu bytes sent between ranks, %llu of them from device memory\n",
+              traces, static_cast<unsigned long long>(sent.load()),
+              static_cast<unsigned long long>(from_devices.load()));
+  EXPECT_GT(sent.load(), 0u);
+  const char* sends = std::getenv("BBMM_RANK_SENDS");
+  const bool staged = sends != nullptr && std::string(sends) == "staged";
+  if (staged || !testing::ranks_backend().transports_read_devices()) {
+    EXPECT_EQ(from_devices.load(), 0u) << "every box staged through the host copy";
+  } else {
+    EXPECT_GT(from_devices.load(), 0u) << "no box sent from the device holding it";
   }
 }
 

@@ -1,11 +1,13 @@
 // Tests of runs over several ranks on one machine: one thread per rank, each
-// with its own host-backend runtime given its loopback transport
-// (core/loopback_transport.h). Used by transport_loopback_test and
-// global_tiles_fuzz_test.
+// with its own runtime (the host backend unless ranks_backend() says otherwise)
+// given its loopback transport (core/loopback_transport.h). Used by
+// transport_loopback_test, global_tiles_fuzz_test (also on CUDA:
+// cuda_ranks_setup.cpp) and cuda_rank_sends_test.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -17,8 +19,46 @@
 #include "api/c_api_internal.h"
 #include "bbmm/bbmm.h"
 #include "core/loopback_transport.h"
+#include "runtime_test_util.h"
 
 namespace bbmm::testing {
+
+// What the ranks of on_ranks run on: by default host-backend runtimes whose
+// transports send from host-backend devices. A GPU test binary sets the CUDA
+// backend, the device memory its transports read (kCuda: as a CUDA-aware MPI)
+// with a maker of the copy that reads it (one per run of on_ranks, which owns
+// it), and how a host kernel reaches a tile's pieces
+// (BackendFactory::host_access); `skip` (non-empty) skips the tests that use it.
+struct RanksBackend {
+  bbmm_backend_kind backend = BBMM_BACKEND_HOST;
+  std::vector<BackendKind> device_memory = {BackendKind::kHost};
+  std::function<LoopbackCopy()> make_copy;
+  std::function<void(const bbmm_launch_info&, const std::vector<PieceCopy>&, const HostKernel&)>
+      host_access;
+  std::string skip;
+
+  // Whether the transports read the memory of the ranks' devices.
+  bool transports_read_devices() const {
+    const BackendKind kind =
+        backend == BBMM_BACKEND_CUDA ? BackendKind::kCuda : BackendKind::kHost;
+    return std::find(device_memory.begin(), device_memory.end(), kind) != device_memory.end();
+  }
+};
+inline RanksBackend& ranks_backend() {
+  static RanksBackend b;
+  return b;
+}
+
+// Runs `body` on the views of a tile's kernel with host pointers: directly on
+// the host backend, through ranks_backend().host_access on the others.
+inline void run_host_kernel(const bbmm_launch_info& info, const std::vector<PieceCopy>& views,
+                            const HostKernel& body) {
+  if (ranks_backend().host_access) {
+    ranks_backend().host_access(info, views, body);
+  } else {
+    body(views);
+  }
+}
 
 // One rank's runtime: host devices, each holding `memory` bytes (0: no limit).
 struct RankSetup {
@@ -70,13 +110,16 @@ inline void expect_received_box(const std::vector<double>& host, int64_t rows, i
   }
 }
 
-// A host-backend runtime as `setup` says; null (with a failure) when it cannot be made.
-inline bbmm_runtime* host_runtime(const RankSetup& setup) {
+// A runtime as `setup` says (ranks_backend()'s backend; on CUDA,
+// every device of the rank a logical device of the first GPU); null (with a
+// failure) when it cannot be made.
+inline bbmm_runtime* rank_runtime(const RankSetup& setup) {
   bbmm_options o;
   EXPECT_EQ(bbmm_options_init(&o), BBMM_OK);
-  o.backend = BBMM_BACKEND_HOST;
+  o.backend = ranks_backend().backend;
   o.devices = setup.devices;
   o.device_memory = setup.memory;
+  if (o.backend == BBMM_BACKEND_CUDA) o.cuda_devices_per_gpu = setup.devices;
   bbmm_runtime* rt = nullptr;
   EXPECT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
   return rt;
@@ -88,11 +131,14 @@ inline bbmm_runtime* host_runtime(const RankSetup& setup) {
 inline void on_ranks(const std::vector<RankSetup>& setups, bool global_tiles, bool gather_all,
               const std::function<void(bbmm_runtime*, int)>& body) {
   const int ranks = static_cast<int>(setups.size());
-  std::vector<std::unique_ptr<Transport>> transports = make_loopback_transports(ranks);
+  std::vector<std::unique_ptr<Transport>> transports =
+      make_loopback_transports(ranks, ranks_backend().device_memory,
+                               ranks_backend().make_copy ? ranks_backend().make_copy()
+                                                         : LoopbackCopy{});
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
-      bbmm_runtime* rt = host_runtime(setups[r]);
+      bbmm_runtime* rt = rank_runtime(setups[r]);
       if (rt == nullptr) return;
       absl::Status s =
           detail::core_of(rt)->set_transport(std::move(transports[r]), global_tiles, gather_all);

@@ -57,7 +57,7 @@ TEST(LoopbackTransport, NoRanksNoTransports) { EXPECT_TRUE(make_loopback_transpo
 namespace bbmm {
 namespace {
 
-using testing::host_runtime;
+using testing::rank_runtime;
 using testing::on_ranks;
 using testing::RankSetup;
 using testing::same;
@@ -250,7 +250,7 @@ TEST(RankExchange, FlowOutForOtherRanksGoesToTheHostAtOnce) {
     ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK);
   });
   // One runtime, no ranks: nothing reads the box elsewhere yet, so it stays on the device.
-  bbmm_runtime* rt = host_runtime({2, 0});
+  bbmm_runtime* rt = rank_runtime({2, 0});
   ASSERT_NE(rt, nullptr);
   std::vector<double> a(16, 1.0);
   bbmm_array* A = register_a(rt, a);
@@ -381,7 +381,7 @@ TEST(RankExchange, BoxesSentFromPaddedDeviceRows) {
 
 TEST(RankExchange, AnUnknownRankSendsModeIsRefused) {
   testing::ScopedEnv env("BBMM_RANK_SENDS", "bogus");
-  bbmm_runtime* rt = host_runtime({1, 0});
+  bbmm_runtime* rt = rank_runtime({1, 0});
   ASSERT_NE(rt, nullptr);
   const absl::Status s =
       detail::core_of(rt)->set_transport(std::move(make_loopback_transports(1)[0]), true);
@@ -391,7 +391,7 @@ TEST(RankExchange, AnUnknownRankSendsModeIsRefused) {
 }
 
 TEST(RankExchange, WithoutATransportTheCallsSaySo) {
-  bbmm_runtime* rt = host_runtime({1, 0});
+  bbmm_runtime* rt = rank_runtime({1, 0});
   ASSERT_NE(rt, nullptr);
   EXPECT_EQ(bbmm_rank(rt), 0);
   EXPECT_EQ(bbmm_rank_count(rt), 1);

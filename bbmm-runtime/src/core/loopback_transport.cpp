@@ -29,8 +29,10 @@ size_t offset_of(const HostArrayRef& a, const int64_t* index) {
   return off * a.elem_size;
 }
 
-// Copies box `from` of `src` into box `to` of `dst` (same extents), row by row.
-void copy_box(const HostArrayRef& src, const Box& from, const HostArrayRef& dst, const Box& to) {
+// Copies box `from` of `src` into box `to` of `dst` (same extents), row by row
+// with `copy` (memcpy when empty).
+void copy_box(const HostArrayRef& src, const Box& from, const HostArrayRef& dst, const Box& to,
+              const LoopbackCopy& copy) {
   const int rank = from.rank();
   const size_t row = static_cast<size_t>(from.extent(rank - 1)) * src.elem_size;
   int64_t rel[Box::kMaxRank] = {};  // position in the box, outer dimensions
@@ -40,8 +42,13 @@ void copy_box(const HostArrayRef& src, const Box& from, const HostArrayRef& dst,
       si[d] = from.lo(d) + rel[d];
       di[d] = to.lo(d) + rel[d];
     }
-    std::memcpy(static_cast<char*>(dst.base) + offset_of(dst, di),
-                static_cast<const char*>(src.base) + offset_of(src, si), row);
+    char* to_row = static_cast<char*>(dst.base) + offset_of(dst, di);
+    const char* from_row = static_cast<const char*>(src.base) + offset_of(src, si);
+    if (copy) {
+      copy(to_row, from_row, row);
+    } else {
+      std::memcpy(to_row, from_row, row);
+    }
     int d = rank - 2;
     for (; d >= 0; --d) {
       if (++rel[d] < from.extent(d)) break;
@@ -53,7 +60,7 @@ void copy_box(const HostArrayRef& src, const Box& from, const HostArrayRef& dst,
 
 class Hub {
  public:
-  explicit Hub(int ranks) : ranks_(ranks), values_(ranks) {}
+  Hub(int ranks, LoopbackCopy copy) : ranks_(ranks), copy_(std::move(copy)), values_(ranks) {}
 
   // Posts a send (`send`) or a receive of rank `from` to rank `to`: delivered
   // with the earliest unmatched opposite operation, else queued for one.
@@ -88,7 +95,7 @@ class Hub {
  private:
   // Completes send `s` (from rank `from`) and receive `r` with the copy, or
   // both with the mismatch.
-  static void deliver(const Posted& s, const Posted& r, int from, int tag) {
+  void deliver(const Posted& s, const Posted& r, int from, int tag) const {
     bool same = s.array.elem_size == r.array.elem_size && s.box.rank() == r.box.rank();
     for (int d = 0; same && d < s.box.rank(); ++d) same = s.box.extent(d) == r.box.extent(d);
     if (!same) {
@@ -102,12 +109,13 @@ class Hub {
       r.event->complete(err());
       return;
     }
-    copy_box(s.array, s.box, r.array, r.box);
+    copy_box(s.array, s.box, r.array, r.box, copy_);
     s.event->complete(s.failed_after);
     r.event->complete(r.failed_after);
   }
 
   const int ranks_;
+  const LoopbackCopy copy_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::tuple<int, int, int>, std::deque<Posted>> sends_, recvs_;  // (from, to, tag)
@@ -211,10 +219,10 @@ class LoopbackTransport final : public Transport {
 }  // namespace
 
 std::vector<std::unique_ptr<Transport>> make_loopback_transports(
-    int ranks, std::vector<BackendKind> device_memory) {
+    int ranks, std::vector<BackendKind> device_memory, LoopbackCopy copy) {
   std::vector<std::unique_ptr<Transport>> out;
   if (ranks < 1) return out;
-  auto hub = std::make_shared<Hub>(ranks);
+  auto hub = std::make_shared<Hub>(ranks, std::move(copy));
   for (int r = 0; r < ranks; ++r) {
     out.push_back(std::make_unique<LoopbackTransport>(hub, r, ranks, device_memory));
   }

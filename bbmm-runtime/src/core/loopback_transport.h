@@ -8,6 +8,8 @@
 // from a thread of its own, which waits for each one's `after` events.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -15,12 +17,20 @@
 
 namespace bbmm {
 
+// Copies `bytes` from `src` to `dst`, either of which may be device memory of a
+// backend the transports send from (a row of a box; called on a transport's
+// thread, after the send's `after` events).
+using LoopbackCopy = std::function<void(void* dst, const void* src, size_t bytes)>;
+
 // `ranks` >= 1 transports of one group; transport k has rank k. They send
 // from the device memory of the backends in `device_memory`
 // (Transport::sends_from_device_memory): the host backend's by default, whose
-// devices are host memory; tests over the fake CUDA runtime, whose device
-// memory is host memory too, add kCuda to exercise what a CUDA-aware MPI does.
+// devices are host memory. Tests of what a CUDA-aware MPI does add kCuda and
+// give `copy` a CUDA copy that reads device memory (cudaMemcpyDefault, as such
+// an MPI reads it); an empty `copy` is memcpy (host memory, or the fake CUDA
+// runtime's device memory, which is host memory too).
 std::vector<std::unique_ptr<Transport>> make_loopback_transports(
-    int ranks, std::vector<BackendKind> device_memory = {BackendKind::kHost});
+    int ranks, std::vector<BackendKind> device_memory = {BackendKind::kHost},
+    LoopbackCopy copy = {});
 
 }  // namespace bbmm
