@@ -118,12 +118,15 @@ typedef struct bbmm_options {
   int cuda_staging_threads;   /* CUDA: host threads that copy staged host bytes, 1..64 (0:
                                  the default, 16 for one GPU and 32 for more, at most half
                                  the host's hardware threads) */
+  int merge_copies;           /* boxes of one copy batch that continue one another in both
+                                 places (the row blocks of consecutive tiles, say) copied as
+                                 one rectangle (default 1): fewer, larger copies */
 } bbmm_options;
 
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,
  * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,
  * BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL, BBMM_CUDA_PEER_COPY_KERNEL,
- * BBMM_CUDA_PEER_PUSH, BBMM_CUDA_HOST_COPIES (auto, pinned or staged), BBMM_CUDA_COPY_STREAMS, BBMM_CUDA_STAGING_THREADS and BBMM_WRITE_BACK (auto,
+ * BBMM_CUDA_PEER_PUSH, BBMM_CUDA_HOST_COPIES (auto, pinned or staged), BBMM_CUDA_COPY_STREAMS, BBMM_CUDA_STAGING_THREADS, BBMM_MERGE_COPIES and BBMM_WRITE_BACK (auto,
  * eager or lazy) from the environment. Fails on a
  * malformed variable (the message names it). */
 bbmm_status bbmm_options_init(bbmm_options* opts);
@@ -299,7 +302,8 @@ bbmm_status bbmm_phase_boundary(bbmm_runtime* rt);
 /* Counters of one device (device == -1: all devices together).
  * manager_seconds: time the calling threads spent inside acquire, launch,
  * flow_out, release and reserve for this device. copies: backend copy calls
- * (a batch of boxes counts once); boxes_copied: boxes moved. The host_pin
+ * (a batch of boxes counts once); boxes_copied: rectangles moved (boxes of a batch
+ * that continue one another count once, merge_copies). The host_pin
  * fields belong to the runtime, not to a device: they appear in the total
  * only (time and bytes of pinning registered host arrays, at registration). */
 typedef struct bbmm_stats {

@@ -48,12 +48,14 @@ struct RuntimeOptions {
   int cuda_staging_threads = 0;
   // When results go back to the host copy (bbmm_write_back in bbmm.h).
   bbmm_write_back write_back = BBMM_WRITE_BACK_LAZY;
+  // Boxes of one copy batch that continue one another merged into one copy.
+  bool merge_copies = true;
 
   // Defaults overridden by BBMM_BACKEND, BBMM_DEVICES, BBMM_DEVICE_MEMORY,
   // BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,
   // BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL, BBMM_CUDA_PEER_COPY_KERNEL,
   // BBMM_CUDA_PEER_PUSH, BBMM_CUDA_HOST_COPIES (auto, pinned, staged),
-  // BBMM_CUDA_COPY_STREAMS and
+  // BBMM_CUDA_COPY_STREAMS, BBMM_MERGE_COPIES and
   // BBMM_WRITE_BACK (auto, eager, lazy). Fails
   // naming a malformed variable.
   static absl::StatusOr<RuntimeOptions> from_env();

@@ -22,6 +22,10 @@ bbmm_add_test(directory_test LABELS runtime
 bbmm_add_test(call_profile_test LABELS runtime
   SOURCES call_profile_test.cpp
   LIBS bbmm_runtime_internal)
+# copy_merge_test: merged copy batches against the batch run as given (random grids).
+bbmm_add_test(copy_merge_test LABELS runtime
+  SOURCES copy_merge_test.cpp
+  LIBS bbmm_runtime_internal)
 # hazards_test: per-box hazards (with the in-flight lists merged) against a plain list.
 bbmm_add_test(hazards_test LABELS runtime
   SOURCES hazards_test.cpp

@@ -164,6 +164,7 @@ void to_c_options(const bbmm::RuntimeOptions& o, bbmm_options* opts) {
   opts->cuda_host_copies = o.cuda_host_copies;
   opts->cuda_copy_streams = o.cuda_copy_streams;
   opts->cuda_staging_threads = o.cuda_staging_threads;
+  opts->merge_copies = o.merge_copies ? 1 : 0;
 }
 
 bbmm_status to_c(const absl::Status& s) {
@@ -319,6 +320,7 @@ bbmm_status to_runtime_options(const bbmm_options* opts, bbmm::RuntimeOptions* o
   // 0 (a zeroed struct): the default.
   if (opts->cuda_copy_streams > 0) o.cuda_copy_streams = opts->cuda_copy_streams;
   o.cuda_staging_threads = opts->cuda_staging_threads;
+  o.merge_copies = opts->merge_copies != 0;
   return BBMM_OK;
 }
 

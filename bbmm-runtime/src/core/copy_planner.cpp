@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "core/copy_merge.h"
 
 namespace bbmm::detail {
 namespace {
@@ -112,6 +113,8 @@ absl::Status CopyPlanner::issue_group(int src_device, int dst_device) {
     p.src.hazards().before(p.box, /*write=*/false, waits_);
     p.dst.hazards().before(p.box, /*write=*/true, waits_);
   }
+  // Boxes that continue one another on both sides: one copy (copy_merge.h).
+  if (merge_) merge_adjacent_copies(&ops_);
   // The trace names the array and box of every copy (the first of a batch).
   std::optional<Tracer::Label> label;
   if (tracer_ != nullptr) {

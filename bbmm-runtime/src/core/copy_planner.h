@@ -39,6 +39,9 @@ class CopyPlanner {
  public:
   // Issues through `backend`; labels trace slices when `tracer` is not null.
   CopyPlanner(Backend& backend, Tracer* tracer) : backend_(backend), tracer_(tracer) {}
+  // Whether the rectangles of a batch that continue one another are merged
+  // into one copy (copy_merge.h; RuntimeOptions::merge_copies, default on).
+  void set_merge(bool merge) { merge_ = merge; }
 
   // Adds the copy of `box` (array coordinates, inside both places) from `src`
   // to `dst`. Errors: those of flush() when the copy depends on a pending one.
@@ -59,6 +62,7 @@ class CopyPlanner {
 
   Backend& backend_;
   Tracer* tracer_;
+  bool merge_ = true;
   std::vector<Pending> pending_;
   std::vector<char> issued_;     // per pending copy, during flush()
   std::vector<CopyOp> ops_;      // scratch

@@ -34,6 +34,7 @@ RuntimeCore::RuntimeCore(std::unique_ptr<Backend> backend, const RuntimeOptions&
       tiles_(this, options.check ? kCheckQuarantine : kQuarantine) {
   if (tracer_ != nullptr) backend_->set_tracer(tracer_.get());
   planner_ = std::make_unique<CopyPlanner>(*backend_, tracer_.get());
+  planner_->set_merge(options.merge_copies);
   coherency_ = std::make_unique<Coherency>(*backend_, *planner_, stats_);
   manager_ = std::make_unique<InstanceManager>(*backend_, *planner_, *coherency_, *policy_,
                                                tracer_.get(), stats_, capacity);
