@@ -177,23 +177,25 @@ TEST(CopyMerge, GridsMergeAndDifferentMemoryDoesNot) {
 // consecutive rows on both sides become one 2-D copy.
 TEST(CopyMerge, PlanesMergeDeeper) {
   std::vector<char> s(1 << 16), d(1 << 16);
-  // Rows of 32 out of 64, 4 of the plane's 8 rows: planes 512 bytes apart on the host.
-  std::vector<CopyOp> ops;
-  for (size_t z = 0; z < 6; z += 2) {
-    ops.push_back(CopyOp{Endpoint{0, d.data(), z * 128, 32, 128},
-                         Endpoint{kHost, s.data(), z * 512, 64, 512}, CopyShape{32, 4, 2}});
-  }
-  merge_adjacent_copies(&ops);
+  // Six planes of 4 rows of 32 bytes, dense on the device, rows 64 bytes apart on the host
+  // and planes `src_slice` apart there, as copies of `depth` planes each, merged.
+  auto stacked = [&](size_t src_slice, size_t depth) {
+    std::vector<CopyOp> ops;
+    for (size_t z = 0; z < 6; z += depth) {
+      ops.push_back(CopyOp{Endpoint{0, d.data(), z * 128, 32, 128},
+                           Endpoint{kHost, s.data(), z * src_slice, 64, src_slice},
+                           CopyShape{32, 4, depth}});
+    }
+    merge_adjacent_copies(&ops);
+    return ops;
+  };
+  // 4 of a host plane's 8 rows: one 3-D copy of 6 planes.
+  const std::vector<CopyOp> ops = stacked(512, 2);
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].shape.depth, 6u);
   EXPECT_EQ(ops[0].shape.height, 4u);
   // Whole planes of dense rows on both sides: one 2-D copy of 24 rows.
-  std::vector<CopyOp> dense;
-  for (size_t z = 0; z < 6; z += 3) {
-    dense.push_back(CopyOp{Endpoint{0, d.data(), z * 128, 32, 128},
-                           Endpoint{kHost, s.data(), z * 256, 64, 256}, CopyShape{32, 4, 3}});
-  }
-  merge_adjacent_copies(&dense);
+  const std::vector<CopyOp> dense = stacked(256, 3);
   ASSERT_EQ(dense.size(), 1u);
   EXPECT_EQ(dense[0].shape.depth, 1u);
   EXPECT_EQ(dense[0].shape.height, 24u);
