@@ -14,6 +14,8 @@
 #include <random>
 #include <vector>
 
+#include "bbmm/bbmm.h"
+#include "bbmm/view.h"
 #include "core/backend.h"
 #include "core/copy_merge.h"
 
@@ -207,6 +209,72 @@ TEST(CopyMerge, PlanesMergeDeeper) {
              CopyShape{32, 4, 2}}};
   merge_adjacent_copies(&uneven);
   EXPECT_EQ(uneven.size(), 2u);
+}
+
+// Through the runtime: a tile on device 0 writes all of an 8 x 8 array, a tile on device 1
+// reads its lower half; at unregister the array goes back to the host from device 0 as two
+// boxes (the directory keeps the halves apart: one is also on device 1), one below the
+// other on both sides (the instance's rows and the host's): one copy with merge_copies (the
+// default), two without; the host gets the kernel's values either way.
+void write_kernel(const bbmm_launch_info*, void* p) {
+  const bbmm_piece& piece = **static_cast<bbmm_piece**>(p);
+  for (int64_t i = 0; i < 8; ++i) {
+    for (int64_t j = 0; j < 8; ++j) {
+      const int64_t idx[2] = {i, j};
+      *static_cast<double*>(bbmm_piece_at(&piece, sizeof(double), 2, idx)) =
+          static_cast<double>(100 * i + j);
+    }
+  }
+}
+
+void no_kernel(const bbmm_launch_info*, void*) {}
+
+TEST(CopyMerge, TheRuntimeCopiesBoxesThatContinueOneAnotherOnce) {
+  for (int merge : {1, 0}) {
+    bbmm_options o;
+    ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+    o.backend = BBMM_BACKEND_HOST;
+    o.devices = 2;
+    o.merge_copies = merge;
+    bbmm_runtime* rt = nullptr;
+    ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
+    std::vector<double> a(64, -1.0);
+    const int64_t ext[2] = {8, 8};
+    bbmm_array* A = nullptr;
+    ASSERT_EQ(bbmm_array_register(rt, "A", a.data(), sizeof(double), 2, ext, nullptr, 0, &A),
+              BBMM_OK);
+    const int64_t all_lo[2] = {0, 0}, half_lo[2] = {4, 0}, hi[2] = {8, 8};
+    bbmm_tile* t = nullptr;
+    ASSERT_EQ(bbmm_tile_begin(rt, 0, &t), BBMM_OK);
+    ASSERT_EQ(bbmm_tile_require(t, A, all_lo, hi, BBMM_WRITE), BBMM_OK);
+    ASSERT_EQ(bbmm_tile_acquire(t), BBMM_OK) << bbmm_last_error_message();
+    bbmm_view v;
+    ASSERT_EQ(bbmm_tile_view(t, A, &v), BBMM_OK);
+    ASSERT_EQ(v.npieces, 1);
+    bbmm_piece piece = v.pieces[0];
+    bbmm_piece* pp = &piece;
+    ASSERT_EQ(bbmm_tile_launch(t, write_kernel, &pp, sizeof pp), BBMM_OK);
+    ASSERT_EQ(bbmm_tile_release(t), BBMM_OK);
+    ASSERT_EQ(bbmm_tile_begin(rt, 1, &t), BBMM_OK);
+    ASSERT_EQ(bbmm_tile_require(t, A, half_lo, hi, BBMM_READ), BBMM_OK);
+    ASSERT_EQ(bbmm_tile_acquire(t), BBMM_OK) << bbmm_last_error_message();
+    ASSERT_EQ(bbmm_tile_launch(t, no_kernel, nullptr, 0), BBMM_OK);
+    ASSERT_EQ(bbmm_tile_release(t), BBMM_OK);
+    bbmm_stats before{};
+    ASSERT_EQ(bbmm_stats_get(rt, -1, &before), BBMM_OK);
+    ASSERT_EQ(bbmm_array_unregister(rt, A), BBMM_OK) << bbmm_last_error_message();
+    for (int64_t i = 0; i < 8; ++i) {
+      for (int64_t j = 0; j < 8; ++j) {
+        EXPECT_EQ(a[i * 8 + j], static_cast<double>(100 * i + j))
+            << "[" << i << "][" << j << "] merge " << merge;
+      }
+    }
+    bbmm_stats st{};
+    ASSERT_EQ(bbmm_stats_get(rt, -1, &st), BBMM_OK);
+    EXPECT_EQ(st.bytes_d2h - before.bytes_d2h, 64 * sizeof(double)) << "merge " << merge;
+    EXPECT_EQ(st.boxes_copied - before.boxes_copied, merge ? 1u : 2u) << "merge " << merge;
+    ASSERT_EQ(bbmm_runtime_destroy(rt), BBMM_OK);
+  }
 }
 
 }  // namespace
