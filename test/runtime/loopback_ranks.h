@@ -60,7 +60,7 @@ inline void run_host_kernel(const bbmm_launch_info& info, const std::vector<Piec
   }
 }
 
-// One rank's runtime: host devices, each holding `memory` bytes (0: no limit).
+// One rank's runtime: `devices` devices, each holding `memory` bytes (0: no limit).
 struct RankSetup {
   int devices;
   uint64_t memory;
