@@ -143,5 +143,32 @@ TEST(Hazards, PruneAsksAFewEventsPerQueueNotEveryEntry) {
   for (const Event& w : waits) EXPECT_EQ(w.state()->sequence(), 16u);
 }
 
+// A list that stays short (a stencil's kernels re-reading the same halo: each
+// read stands for the one before) never reaches the size that prunes it; an
+// operation long complete (the instance's first read-in) must still leave it,
+// or every later write of its box waits for it again. Pruned every
+// Hazards::kPruneEvery operations, at a handful of queries each.
+TEST(Hazards, CompletedEntriesLeaveAShortListToo) {
+  int completed[2] = {0, 0};
+  int queries = 0;
+  Hazards h;
+  Event first(std::make_shared<FakeEvent>(&completed[0], &completed[0], 1, &queries));
+  h.after(*Box::create({0, 0}, {8, 8}), /*write=*/true, first);
+  completed[0] = 1;  // the read-in is complete
+  const int kOps = 3 * Hazards::kPruneEvery;
+  for (int k = 0; k < kOps; ++k) {
+    Event e(std::make_shared<FakeEvent>(&completed[1], &completed[1], k + 1, &queries));
+    h.after(*Box::create({0, 0}, {8, 8}), /*write=*/false, e);
+    ASSERT_LE(h.size(), 2u) << "after operation " << k;
+  }
+  std::vector<Event> waits;
+  h.before(*Box::create({2, 2}, {4, 4}), /*write=*/true, waits);
+  ASSERT_EQ(waits.size(), 1u) << "a write waits for the completed read-in again";
+  EXPECT_EQ(waits[0].state()->queue(), &completed[1]);
+  EXPECT_EQ(waits[0].state()->sequence(), static_cast<uint64_t>(kOps));
+  // At most a few queries per prune (the latest entry of each queue, a bisection).
+  EXPECT_LE(queries, 3 * 2 * 2);
+}
+
 }  // namespace
 }  // namespace bbmm::detail

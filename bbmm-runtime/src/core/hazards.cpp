@@ -51,7 +51,7 @@ void Hazards::after(const Box& box, bool write, const Event& done) {
                    entries_.end());
   }
   entries_.emplace_back(box, done, write, q, seq);
-  if (entries_.size() >= prune_at_) prune();
+  if (entries_.size() >= prune_at_ || ++since_prune_ >= kPruneEvery) prune();
 }
 
 bool Hazards::writes_in_flight(const Box& box) const {
@@ -119,6 +119,7 @@ void Hazards::prune() {
   // Entries still in flight stay; look again only once as many more came, so
   // that a long-lived object does not query its events on every operation.
   prune_at_ = std::max<size_t>(32, 2 * entries_.size());
+  since_prune_ = 0;
 }
 
 void Hazards::merge() {

@@ -37,6 +37,11 @@ class Hazards {
   // Past this many entries in flight (at a prune), they are merged: one per
   // in-order queue and mode, the hull of their boxes, the latest event.
   static constexpr size_t kMaxInFlight = 48;
+  // Pruned at least every this many operations recorded, so that completed
+  // entries leave a list that stays short too (a stencil's recurring tiles:
+  // their reads stand for one another, and without this the instance's first
+  // read-in stayed, waited for by every write of its box).
+  static constexpr uint32_t kPruneEvery = 64;
 
  private:
   struct Entry {
@@ -56,6 +61,7 @@ class Hazards {
 
   std::vector<Entry> entries_;
   size_t prune_at_ = 32;  // prune when this many entries are kept
+  uint32_t since_prune_ = 0;  // operations recorded since the last prune
   // prune()'s scratch: the entries of known queues in (queue, sequence) order,
   // and for each queue with a completed entry the highest sequence known complete.
   std::vector<const Entry*> scratch_;
