@@ -348,6 +348,10 @@ absl::Status BoxSet::add(const Box& b) {
     return absl::OkStatus();
   }
   rank_ = b.rank();
+  if (coords_.empty()) {  // the first box (a tile's requirement, mostly): nothing to cut
+    append_unchecked(b);
+    return absl::OkStatus();
+  }
   int64_t packed[2 * Box::kMaxRank];
   std::copy_n(b.lo_data(), rank_, packed);
   std::copy_n(b.hi_data(), rank_, packed + rank_);
@@ -371,7 +375,7 @@ absl::Status BoxSet::remove(const Box& b) {
 }
 
 void BoxSet::coalesce() {
-  if (rank_ == 0) return;
+  if (rank_ == 0 || coords_.size() <= 2 * static_cast<size_t>(rank_)) return;  // 0 or 1 box
   dispatch_rank(rank_, [&]<int R>() { coalesce_boxes<R>(coords_, rank_); });
 }
 
