@@ -16,4 +16,10 @@ void report_slow_call(const char* what, double seconds) {
   std::fprintf(stderr, "bbmm: slow call: %s took %.0f us\n", what, seconds * 1e6);
 }
 
+void SlowScope::finish() const {
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  if (slow_call(s)) report_slow_call(what_, s);
+  if (call_profile_on()) call_profile_add(what_, s);
+}
+
 }  // namespace bbmm::detail
