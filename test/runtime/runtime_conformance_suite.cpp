@@ -538,6 +538,43 @@ TEST_P(RuntimeConformance, FlowOutGoesToTheHostOnlyForDevicesWithoutPeerAccess) 
   for (int i = 0; i < 32; ++i) EXPECT_EQ((*seen)[i], 7.0 * i) << i;
 }
 
+// A flow-out goes only where the other device's tiles read and write
+// (Instance::used), not into the rest of an instance that covers the box: here
+// the headroom of an instance grown twice on device 0, which reaches into what
+// device 1 writes. Nothing is pushed there; a device-0 tile that later asks
+// for those elements finds them in its instance (a hit) and
+// reads them in from device 1 at acquire, with device 1's values.
+TEST_P(RuntimeConformance, FlowOutSkipsWhatNoTileOfTheOtherDeviceUses) {
+  std::vector<double> x = iota_doubles(64);
+  auto rt = make_runtime(2, 0);
+  Array* a = reg(*rt, "x", x.data(), 8, {64});
+  // [0,8), grown to [0,9) exactly, then to [0,10) with headroom: [0,15).
+  for (int64_t hi : {8, 9, 10}) ASSERT_TRUE(touch(*rt, 0, a, B({0}, {hi})).ok()) << hi;
+  ASSERT_EQ(rt->stats(0).hits_grown, 2u);
+  auto into0 = [&] { return rt->stats(0).bytes_peer + rt->stats(0).bytes_h2d; };
+  const uint64_t before = into0();
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({12}, {16}), Access::kWrite}},
+                       write_1d(B({12}, {16}), [](int64_t i) { return -value(i); }),
+                       {{a, B({12}, {16})}})
+                  .ok());
+  ASSERT_TRUE(rt->synchronize().ok());
+  EXPECT_EQ(into0(), before) << "no flow-out into device 0's headroom";
+  // Device 0 now asks for [0,15): its instance (with the headroom made above).
+  auto seen = std::make_shared<std::vector<double>>(15);
+  auto hits = [&] { return rt->stats(0).hits_exact + rt->stats(0).hits_contained; };
+  const uint64_t hits_before = hits();
+  ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {15}), Access::kRead}},
+                       [seen](const std::vector<PieceCopy>& v) {
+                         for (int64_t i = 0; i < 15; ++i) (*seen)[i] = *static_cast<double*>(v[0].at(&i));
+                       })
+                  .ok());
+  ASSERT_TRUE(rt->synchronize().ok());
+  EXPECT_EQ(hits(), hits_before + 1) << "the headroom covers [10,15)";
+  EXPECT_EQ(rt->stats(0).hits_grown, 2u);
+  EXPECT_EQ(into0() - before, 5u * 8) << "[10,12) from the host, [12,15) from device 1";
+  for (int i = 0; i < 15; ++i) EXPECT_EQ((*seen)[i], i >= 12 ? -value(i) : value(i)) << i;
+}
+
 TEST_P(RuntimeConformance, ReadAfterWriteOnAnotherDeviceSeesTheNewData) {
   std::vector<double> x = iota_doubles(48);
   auto rt = make_runtime(3, 0);

@@ -139,7 +139,9 @@ absl::Status Coherency::flow_out(Array& a, int device, const Box& box, bool to_h
     if (!backend_.can_access_peer(e, d)) unreachable = true;
     const HolderMask theirs = device_bit(e);
     a.for_each_overlapping(e, box, [&](Instance* dst) {
-      const Box part = *intersection(box, dst->box);
+      // Only where that device's tiles read and write (Instance::used).
+      if (!overlaps(box, dst->used)) return;
+      const Box part = *intersection(box, dst->used);
       a.directory.for_each(part, [&](const Directory::Region& g) {
         if (!s.ok() || !(g.valid & mine) || (g.valid & theirs)) return;
         a.for_each_overlapping(d, g.box, [&](Instance* src) {
@@ -167,7 +169,9 @@ absl::Status Coherency::flow_out(Array& a, int device, const Box& box, bool to_h
     to_host.append_unchecked(box);
     for (int e = 0; e < device_count(); ++e) {
       if (e == d) continue;
-      a.for_each_overlapping(e, box, [&](Instance* dst) { (void)to_host.remove(dst->box); });
+      a.for_each_overlapping(e, box, [&](Instance* dst) {
+        if (!dst->used.empty()) (void)to_host.remove(dst->used);
+      });
     }
     for (size_t i = 0; i < to_host.size() && s.ok(); ++i) {
       a.directory.for_each(to_host[i], [&](const Directory::Region& g) {

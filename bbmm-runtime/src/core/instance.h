@@ -3,6 +3,7 @@
 // Thread-safety: none; owned and mutated by the runtime core under its lock.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <list>
 
@@ -35,6 +36,25 @@ struct Instance {
   // (Placement::place), so that a box growing with a serial loop is copied
   // O(log) times, not once per iteration.
   int growths = 0;
+  // The hull of the boxes tiles were given from this instance, and of a
+  // reservation's box: where this device's tiles read and write. Flow-outs
+  // push only there; the rest (a grown instance's headroom, a hull's parts no
+  // tile asked for) is read in when a tile first asks for it, not kept
+  // current by copies nobody reads. Rank 0 (empty) until the first use.
+  Box used;
+  void note_used(const Box& b) {
+    if (b.empty() || is_subset(b, used)) return;
+    if (used.empty()) {
+      used = b;
+      return;
+    }
+    int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
+    for (int d = 0; d < b.rank(); ++d) {
+      lo[d] = std::min(used.lo(d), b.lo(d));
+      hi[d] = std::max(used.hi(d), b.hi(d));
+    }
+    used = Box::make_unchecked(b.rank(), lo, hi);
+  }
   // Operations in flight on its boxes (copies in and out, kernels); the
   // allocation's ready event counts as a write of the whole box.
   Hazards hazards;

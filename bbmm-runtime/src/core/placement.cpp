@@ -49,6 +49,8 @@ absl::StatusOr<Instance*> Placement::merge_into_hull(int device, Array& a, const
   for (Instance* c : cands) manager_.unpin(c);
   if (!s.ok()) return s;
   for (Instance* c : cands) {
+    // What the tiles used of the instances it replaces, they use of it.
+    (*merged)->note_used(c->used);
     // The data moved within the device: its validity bits stay.
     s = manager_.free(c);
     if (!s.ok()) return s;
@@ -84,7 +86,7 @@ absl::Status Placement::allocate_fresh(TileState& tile, TileState::ArrayPart& pa
       stats_[d].misses++;
       if (part.only_transient((*inst)->box)) manager_.mark_transient(*inst);
       hold(tile, *inst);
-      for (size_t i = 0; i < fresh.size(); ++i) part.pieces.push_back({*inst, fresh[i]});
+      for (size_t i = 0; i < fresh.size(); ++i) add_piece(part, *inst, fresh[i]);
       return absl::OkStatus();
     }
     // Fix (fuzz): the hull's waste may be exactly what does not fit; the
@@ -97,7 +99,7 @@ absl::Status Placement::allocate_fresh(TileState& tile, TileState::ArrayPart& pa
     stats_[d].misses++;
     if (part.only_transient((*inst)->box)) manager_.mark_transient(*inst);
     hold(tile, *inst);
-    part.pieces.push_back({*inst, fresh[i]});
+    add_piece(part, *inst, fresh[i]);
   }
   return absl::OkStatus();
 }
@@ -131,7 +133,7 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
     (home->box == r ? st.hits_exact : st.hits_contained)++;
     if (!only_transient_[i]) manager_.unmark_transient(home);
     hold(tile, home);
-    part.pieces.push_back({home, r});
+    add_piece(part, home, r);
   }
   if (rest.empty()) return absl::OkStatus();
 
@@ -154,7 +156,7 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
         }
         if (!part.only_transient(*intersection(boxes[i], c->box))) manager_.unmark_transient(c);
         hold(tile, c);
-        part.pieces.push_back({c, *intersection(boxes[i], c->box)});
+        add_piece(part, c, *intersection(boxes[i], c->box));
         st.pieces++;
         (void)remainder.remove(c->box);
       }
@@ -236,7 +238,7 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
     (*grown)->growths = growths + 1;
     hold(tile, *grown);
     st.hits_grown++;
-    for (size_t i = 0; i < boxes.size(); ++i) part.pieces.push_back({*grown, boxes[i]});
+    for (size_t i = 0; i < boxes.size(); ++i) add_piece(part, *grown, boxes[i]);
     return *grown;
   };
   // The whole rest; else, when transient boxes are what makes the hull too
@@ -315,6 +317,7 @@ absl::Status Placement::reserve(int device, Array& a, const Box& box) {
                         absl::StrCat("reserve array '", a.name, "' box ", box.to_string(),
                                      " on device ", device, ": ", inst.status().message()));
   }
+  (*inst)->note_used(box);  // the tiles that asked for it will use it
   stats_[device].reservations++;
   stats_[device].bytes_reserved += (*inst)->bytes;
   return absl::OkStatus();

@@ -64,6 +64,12 @@ class Placement {
   void hold(TileState& tile, Instance* inst);
   // Drops the tile's hold on held[first..].
   void unhold_since(TileState& tile, size_t first);
+  // Gives `tile` box `box` of `inst` as a piece of `part` (noting it as used:
+  // Instance::used).
+  static void add_piece(TileState::ArrayPart& part, Instance* inst, const Box& box) {
+    inst->note_used(box);
+    part.pieces.push_back({inst, box});
+  }
 
  private:
   // Allocates the boxes of `fresh` (disjoint from every instance), as one
