@@ -43,7 +43,12 @@ struct Instance {
   // current by copies nobody reads. Rank 0 (empty) until the first use.
   Box used;
   void note_used(const Box& b) {
-    if (b.empty() || is_subset(b, used)) return;
+    // The hit path: inside already (one comparison per dimension).
+    bool inside = used.rank() == b.rank();
+    for (int d = 0; inside && d < b.rank(); ++d) {
+      inside = b.lo(d) >= used.lo(d) && b.hi(d) <= used.hi(d);
+    }
+    if (inside || b.empty()) return;
     if (used.empty()) {
       used = b;
       return;
