@@ -42,8 +42,9 @@ struct Instance {
   // tile asked for) is read in when a tile first asks for it, not kept
   // current by copies nobody reads. Rank 0 (empty) until the first use.
   Box used;
+  bool all_used = false;  // used == box (the hit path then checks nothing)
   void note_used(const Box& b) {
-    // The hit path: inside already (one comparison per dimension).
+    if (all_used) return;
     bool inside = used.rank() == b.rank();
     for (int d = 0; inside && d < b.rank(); ++d) {
       inside = b.lo(d) >= used.lo(d) && b.hi(d) <= used.hi(d);
@@ -51,6 +52,7 @@ struct Instance {
     if (inside || b.empty()) return;
     if (used.empty()) {
       used = b;
+      all_used = is_subset(box, used);
       return;
     }
     int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
@@ -59,6 +61,7 @@ struct Instance {
       hi[d] = std::max(used.hi(d), b.hi(d));
     }
     used = Box::make_unchecked(b.rank(), lo, hi);
+    all_used = is_subset(box, used);
   }
   // Operations in flight on its boxes (copies in and out, kernels); the
   // allocation's ready event counts as a write of the whole box.
