@@ -3,12 +3,12 @@
 // Thread-safety: none; owned and mutated by the runtime core under its lock.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <list>
 
 #include "bbmm/box.h"
 #include "core/backend.h"
+#include "core/box_hull.h"
 #include "core/hazards.h"
 
 namespace bbmm {
@@ -44,23 +44,8 @@ struct Instance {
   Box used;
   bool all_used = false;  // used == box (the hit path then checks nothing)
   void note_used(const Box& b) {
-    if (all_used) return;
-    bool inside = used.rank() == b.rank();
-    for (int d = 0; inside && d < b.rank(); ++d) {
-      inside = b.lo(d) >= used.lo(d) && b.hi(d) <= used.hi(d);
-    }
-    if (inside || b.empty()) return;
-    if (used.empty()) {
-      used = b;
-      all_used = is_subset(box, used);
-      return;
-    }
-    int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
-    for (int d = 0; d < b.rank(); ++d) {
-      lo[d] = std::min(used.lo(d), b.lo(d));
-      hi[d] = std::max(used.hi(d), b.hi(d));
-    }
-    used = Box::make_unchecked(b.rank(), lo, hi);
+    if (all_used || is_subset(b, used)) return;
+    widen_hull(used, b);
     all_used = is_subset(box, used);
   }
   // Operations in flight on its boxes (copies in and out, kernels); the

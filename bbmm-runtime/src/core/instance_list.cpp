@@ -2,27 +2,15 @@
 
 #include <algorithm>
 
-namespace bbmm::detail {
+#include "core/box_hull.h"
 
-void InstanceList::widen(Box& h, const Box& box) {
-  if (box.empty()) return;
-  if (h.rank() == 0) {
-    h = box;
-    return;
-  }
-  int64_t lo[Box::kMaxRank], hi[Box::kMaxRank];
-  for (int d = 0; d < box.rank(); ++d) {
-    lo[d] = std::min(h.lo(d), box.lo(d));
-    hi[d] = std::max(h.hi(d), box.hi(d));
-  }
-  h = Box::make_unchecked(box.rank(), lo, hi);
-}
+namespace bbmm::detail {
 
 void InstanceList::push_back(Instance* inst) {
   if (items_.size() % kBlock == 0) hulls_.emplace_back();
   items_.push_back(inst);
   spans_.push_back(span_of(inst->box));
-  widen(hulls_.back(), inst->box);
+  widen_hull(hulls_.back(), inst->box);
 }
 
 void InstanceList::erase(Instance* inst) {
@@ -37,7 +25,7 @@ void InstanceList::rebuild_hulls(size_t first_block) {
   for (size_t b = first_block; b < hulls_.size(); ++b) {
     Box h;
     const size_t end = std::min(items_.size(), (b + 1) * kBlock);
-    for (size_t i = b * kBlock; i < end; ++i) widen(h, items_[i]->box);
+    for (size_t i = b * kBlock; i < end; ++i) widen_hull(h, items_[i]->box);
     hulls_[b] = h;
   }
 }

@@ -72,8 +72,6 @@ class InstanceList {
   }
   // Recomputes the hulls of blocks first_block.. (after items moved).
   void rebuild_hulls(size_t first_block);
-  // Widens hull `h` to hold `box` (ignoring empty boxes).
-  static void widen(Box& h, const Box& box);
 
   std::vector<Instance*> items_;
   std::vector<Span> spans_;  // parallel to items_
