@@ -28,8 +28,11 @@ std::unique_ptr<Runtime> make_runtime(int devices, size_t capacity) {
   absl::StatusOr<std::unique_ptr<Backend>> b =
       make_host_backend({.devices = devices, .capacity_bytes = capacity});
   if (!b.ok()) std::abort();
+  // The options from the environment (BBMM_TILE_PLANS=0 compares the hit paths without plans).
+  absl::StatusOr<RuntimeOptions> options = RuntimeOptions::from_env();
+  if (!options.ok()) std::abort();
   absl::StatusOr<std::unique_ptr<Runtime>> rt =
-      Runtime::create_with_backend(*std::move(b), RuntimeOptions{});
+      Runtime::create_with_backend(*std::move(b), *options);
   if (!rt.ok()) std::abort();
   return *std::move(rt);
 }

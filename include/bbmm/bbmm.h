@@ -121,12 +121,15 @@ typedef struct bbmm_options {
   int merge_copies;           /* boxes of one copy batch that continue one another in both
                                  places (the row blocks of consecutive tiles, say) copied as
                                  one rectangle (default 1): fewer, larger copies */
+  int tile_plans;             /* a tile with the requirements of an earlier tile of its device,
+                                 whose every box was a hit in instances still there, reuses
+                                 that tile's placement (default 1; planned_tiles counts them) */
 } bbmm_options;
 
 /* Fills `opts` with defaults, then applies BBMM_BACKEND, BBMM_DEVICES,
  * BBMM_DEVICE_MEMORY (e.g. "64MiB"), BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,
  * BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL, BBMM_CUDA_PEER_COPY_KERNEL,
- * BBMM_CUDA_PEER_PUSH, BBMM_CUDA_HOST_COPIES (auto, pinned or staged), BBMM_CUDA_COPY_STREAMS, BBMM_CUDA_STAGING_THREADS, BBMM_MERGE_COPIES and BBMM_WRITE_BACK (auto,
+ * BBMM_CUDA_PEER_PUSH, BBMM_CUDA_HOST_COPIES (auto, pinned or staged), BBMM_CUDA_COPY_STREAMS, BBMM_CUDA_STAGING_THREADS, BBMM_MERGE_COPIES, BBMM_TILE_PLANS and BBMM_WRITE_BACK (auto,
  * eager or lazy) from the environment. Fails on a
  * malformed variable (the message names it). */
 bbmm_status bbmm_options_init(bbmm_options* opts);
@@ -338,6 +341,11 @@ typedef struct bbmm_stats {
    * streams and workers; code that creates the runtime inside its timed region (bbmmc's
    * generated code does, at its first scop) pays it there. */
   double create_seconds;
+  /* Tiles acquired from the plan of an earlier tile of the device with the same
+   * requirements, while the instances of its arrays there stayed the same (a
+   * recurring stencil tile whose every box was a hit: its pieces, views and read-in
+   * boxes reused rather than searched again; its reads are still made valid). */
+  uint64_t planned_tiles;
 } bbmm_stats;
 bbmm_status bbmm_stats_get(const bbmm_runtime* rt, int device, bbmm_stats* out);
 /* Writes the statistics as a table, or as JSON. */

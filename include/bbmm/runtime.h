@@ -50,12 +50,15 @@ struct RuntimeOptions {
   bbmm_write_back write_back = BBMM_WRITE_BACK_LAZY;
   // Boxes of one copy batch that continue one another merged into one copy.
   bool merge_copies = true;
+  // A recurring tile (an earlier tile's requirements on the same device, every box a
+  // hit in instances still there) reuses that tile's placement (core/tile_plans.h).
+  bool tile_plans = true;
 
   // Defaults overridden by BBMM_BACKEND, BBMM_DEVICES, BBMM_DEVICE_MEMORY,
   // BBMM_TRACE, BBMM_CHECK, BBMM_HOST_POISON, BBMM_PEER_ACCESS,
   // BBMM_CUDA_DEVICES_PER_GPU, BBMM_CUDA_COPY_KERNEL, BBMM_CUDA_PEER_COPY_KERNEL,
   // BBMM_CUDA_PEER_PUSH, BBMM_CUDA_HOST_COPIES (auto, pinned, staged),
-  // BBMM_CUDA_COPY_STREAMS, BBMM_MERGE_COPIES and
+  // BBMM_CUDA_COPY_STREAMS, BBMM_MERGE_COPIES, BBMM_TILE_PLANS and
   // BBMM_WRITE_BACK (auto, eager, lazy). Fails
   // naming a malformed variable.
   static absl::StatusOr<RuntimeOptions> from_env();

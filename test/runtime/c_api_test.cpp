@@ -28,7 +28,7 @@ const char* const kEnv[] = {"BBMM_BACKEND", "BBMM_DEVICES", "BBMM_DEVICE_MEMORY"
                             "BBMM_CHECK", "BBMM_HOST_POISON", "BBMM_PEER_ACCESS",
                             "BBMM_CUDA_COPY_KERNEL", "BBMM_CUDA_COPY_STREAMS",
                             "BBMM_CUDA_PEER_COPY_KERNEL", "BBMM_CUDA_PEER_PUSH",
-                            "BBMM_CUDA_HOST_COPIES", "BBMM_MERGE_COPIES"};
+                            "BBMM_CUDA_HOST_COPIES", "BBMM_MERGE_COPIES", "BBMM_TILE_PLANS"};
 
 std::string last() { return bbmm_last_error_message(); }
 bool mentions(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
@@ -207,6 +207,8 @@ TEST_F(CApi, OptionsFromEnvironment) {
   check_flag("BBMM_CUDA_PEER_PUSH", &bbmm_options::cuda_peer_push, 1, "0", 0, "source");
   // Boxes of a batch that continue one another are merged into one copy by default.
   check_flag("BBMM_MERGE_COPIES", &bbmm_options::merge_copies, 1, "off", 0, "sometimes");
+  // Recurring tiles reuse their plan by default.
+  check_flag("BBMM_TILE_PLANS", &bbmm_options::tile_plans, 1, "0", 0, "maybe");
   // Host copies: auto by default; each name; a bad one named.
   ASSERT_EQ(bbmm_options_init(&o), BBMM_OK) << last();
   EXPECT_EQ(o.cuda_host_copies, BBMM_HOST_COPIES_AUTO);

@@ -575,6 +575,67 @@ TEST_P(RuntimeConformance, FlowOutSkipsWhatNoTileOfTheOtherDeviceUses) {
   for (int i = 0; i < 15; ++i) EXPECT_EQ((*seen)[i], i >= 12 ? -value(i) : value(i)) << i;
 }
 
+// A recurring tile (same device, same requirements) is acquired from its plan
+// once its instances are known (core/tile_plans.h), and still reads in what
+// another device wrote meanwhile; when its array's instances on the device change
+// (growth frees the plan's instance), it is placed afresh, into the new instance,
+// and planned again from there.
+TEST_P(RuntimeConformance, RecurringTilesFollowTheirPlanUntilTheirInstancesChange) {
+  std::vector<double> x = iota_doubles(64);
+  std::vector<double> shadow = x;
+  auto rt = make_runtime(2, 0);
+  Array* a = reg(*rt, "x", x.data(), 8, {64});
+  const Box mine = B({0}, {16});
+  auto step = [&](double delta) {
+    for (int64_t i = 0; i < 16; ++i) shadow[i] += delta;
+    return run_tile(*rt, 0, {{a, mine, Access::kReadWrite}},
+                    [delta](const std::vector<PieceCopy>& v) {
+                      for (int64_t i = 0; i < 16; ++i) *static_cast<double*>(v[0].at(&i)) += delta;
+                    });
+  };
+  auto planned = [&] { return rt->stats(0).planned_tiles; };
+  // 1: a miss; 2: a hit (seen once); 3: a hit (remembered); 4, 5: planned.
+  for (int k = 1; k <= 5; ++k) ASSERT_TRUE(step(k).ok()) << k;
+  EXPECT_EQ(planned(), 2u);
+  EXPECT_EQ(rt->stats(0).hits_exact, 4u) << "a planned tile's hits are counted too";
+  // Device 1 writes elements the planned tile reads: it reads them in.
+  ASSERT_TRUE(run_tile(*rt, 1, {{a, B({8}, {12}), Access::kWrite}},
+                       write_1d(B({8}, {12}), [](int64_t i) { return -value(i); }))
+                  .ok());
+  for (int64_t i = 8; i < 12; ++i) shadow[i] = -value(i);
+  ASSERT_TRUE(step(10).ok());
+  EXPECT_EQ(planned(), 3u);
+  // Device 0 grows its instance to [0,32): the plan's instance is gone.
+  ASSERT_TRUE(touch(*rt, 0, a, B({0}, {32})).ok());
+  ASSERT_EQ(rt->stats(0).hits_grown, 1u);
+  ASSERT_TRUE(step(100).ok());
+  EXPECT_EQ(planned(), 3u) << "new instances: placed afresh";
+  ASSERT_TRUE(step(1000).ok());
+  EXPECT_EQ(planned(), 4u) << "planned again, in the grown instance";
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(x[i], shadow[i]) << i;
+}
+
+// With tile_plans off every tile is placed afresh: the same hits, no plan.
+TEST_P(RuntimeConformance, WithoutTilePlansRecurringTilesArePlacedAfresh) {
+  std::vector<double> x = iota_doubles(16);
+  RuntimeOptions options;
+  options.tile_plans = false;
+  auto rt = make_runtime(1, 0, options);
+  Array* a = reg(*rt, "x", x.data(), 8, {16});
+  for (int k = 1; k <= 5; ++k) {
+    ASSERT_TRUE(run_tile(*rt, 0, {{a, B({0}, {16}), Access::kReadWrite}},
+                         [](const std::vector<PieceCopy>& v) {
+                           for (int64_t i = 0; i < 16; ++i) *static_cast<double*>(v[0].at(&i)) += 1;
+                         })
+                    .ok());
+  }
+  EXPECT_EQ(rt->stats(0).planned_tiles, 0u);
+  EXPECT_EQ(rt->stats(0).hits_exact, 4u);
+  ASSERT_TRUE(rt->sync_to_host(a).ok());
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(x[i], value(i) + 5) << i;
+}
+
 TEST_P(RuntimeConformance, ReadAfterWriteOnAnotherDeviceSeesTheNewData) {
   std::vector<double> x = iota_doubles(48);
   auto rt = make_runtime(3, 0);

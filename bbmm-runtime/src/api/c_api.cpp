@@ -165,6 +165,7 @@ void to_c_options(const bbmm::RuntimeOptions& o, bbmm_options* opts) {
   opts->cuda_copy_streams = o.cuda_copy_streams;
   opts->cuda_staging_threads = o.cuda_staging_threads;
   opts->merge_copies = o.merge_copies ? 1 : 0;
+  opts->tile_plans = o.tile_plans ? 1 : 0;
 }
 
 bbmm_status to_c(const absl::Status& s) {
@@ -321,6 +322,7 @@ bbmm_status to_runtime_options(const bbmm_options* opts, bbmm::RuntimeOptions* o
   if (opts->cuda_copy_streams > 0) o.cuda_copy_streams = opts->cuda_copy_streams;
   o.cuda_staging_threads = opts->cuda_staging_threads;
   o.merge_copies = opts->merge_copies != 0;
+  o.tile_plans = opts->tile_plans != 0;
   return BBMM_OK;
 }
 

@@ -126,6 +126,7 @@ absl::StatusOr<RuntimeOptions> RuntimeOptions::from_env() {
   if (absl::Status s = env_flag("BBMM_HOST_POISON", &o.host_poison); !s.ok()) return s;
   if (absl::Status s = env_flag("BBMM_PEER_ACCESS", &o.peer_access); !s.ok()) return s;
   if (absl::Status s = env_flag("BBMM_MERGE_COPIES", &o.merge_copies); !s.ok()) return s;
+  if (absl::Status s = env_flag("BBMM_TILE_PLANS", &o.tile_plans); !s.ok()) return s;
   if (absl::Status s = env_int("BBMM_CUDA_DEVICES_PER_GPU", 1, 16, "", &o.cuda_devices_per_gpu);
       !s.ok()) {
     return s;

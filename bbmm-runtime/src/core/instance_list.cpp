@@ -1,16 +1,26 @@
 #include "core/instance_list.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/box_hull.h"
 
 namespace bbmm::detail {
+
+namespace {
+// A fresh generation for some list of the process.
+uint64_t next_generation() {
+  static std::atomic<uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+}  // namespace
 
 void InstanceList::push_back(Instance* inst) {
   if (items_.size() % kBlock == 0) hulls_.emplace_back();
   items_.push_back(inst);
   spans_.push_back(span_of(inst->box));
   widen_hull(hulls_.back(), inst->box);
+  generation_ = next_generation();
 }
 
 void InstanceList::erase(Instance* inst) {
@@ -19,6 +29,7 @@ void InstanceList::erase(Instance* inst) {
   spans_.erase(spans_.begin() + static_cast<std::ptrdiff_t>(i));
   hulls_.resize((items_.size() + kBlock - 1) / kBlock);
   rebuild_hulls(i / kBlock);
+  generation_ = next_generation();
 }
 
 void InstanceList::rebuild_hulls(size_t first_block) {

@@ -39,6 +39,11 @@ class InstanceList {
   size_t size() const { return items_.size(); }
   bool empty() const { return items_.empty(); }
   Instance* back() const { return items_.back(); }
+  // Changes whenever an instance joins or leaves the list, to a value no list
+  // of the process had before (so that a list made later at the same address
+  // never repeats one): while it stays the same, the list holds the same
+  // instances, with the same boxes and buffers (TilePlans relies on it).
+  uint64_t generation() const { return generation_; }
 
   // Appends `inst` (its box must not change while it is in the list).
   void push_back(Instance* inst);
@@ -78,6 +83,7 @@ class InstanceList {
   // Per block of kBlock items: the hull of their nonempty boxes (rank 0, which
   // meets nothing, when they are all empty).
   std::vector<Box> hulls_;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace bbmm::detail

@@ -135,7 +135,10 @@ absl::Status Placement::place(TileState& tile, TileState::ArrayPart& part, bool 
     hold(tile, home);
     add_piece(part, home, r);
   }
-  if (rest.empty()) return absl::OkStatus();
+  if (rest.empty()) {
+    part.hits_only = true;
+    return absl::OkStatus();
+  }
 
   // 4 (below). Pieces: serve what the overlapped instances hold of `boxes`
   // from them and allocate the remainder. Under memory pressure (`replace`),

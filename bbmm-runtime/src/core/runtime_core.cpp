@@ -31,7 +31,8 @@ RuntimeCore::RuntimeCore(std::unique_ptr<Backend> backend, const RuntimeOptions&
       tracer_(std::move(tracer)),
       policy_(make_eviction_policy(options.eviction_policy)),
       stats_(capacity.size()),
-      tiles_(this, options.check ? kCheckQuarantine : kQuarantine) {
+      tiles_(this, options.check ? kCheckQuarantine : kQuarantine),
+      plans_(static_cast<int>(capacity.size())) {
   if (tracer_ != nullptr) backend_->set_tracer(tracer_.get());
   planner_ = std::make_unique<CopyPlanner>(*backend_, tracer_.get());
   planner_->set_merge(options.merge_copies);
@@ -257,6 +258,7 @@ absl::Status RuntimeCore::unregister_array(Array* array) {
                          [array](const auto& p) { return p.get() == array; });
   if (it == arrays_.end()) return absl::InvalidArgumentError("unregister: unknown array");
   if (absl::Status held = check_not_held(*array, "unregister"); !held.ok()) return held;
+  plans_.forget(array);
   for (auto& insts : array->instances) {
     while (!insts.empty()) {
       absl::Status fs = manager_->free(insts.back());
@@ -347,7 +349,10 @@ absl::Status RuntimeCore::require(TileState& tile, Array* array, const Box& box,
                                                    ": unknown access mode ",
                                                    static_cast<int>(access)));
   }
-  if (!box.empty()) tile.requirements.push_back({array, box, access});
+  if (!box.empty()) {
+    tile.requirements.push_back({array, box, access});
+    tile.requirements_hash = TilePlans::mix(tile.requirements_hash, tile.requirements.back());
+  }
   return absl::OkStatus();
 }
 
@@ -392,7 +397,10 @@ void RuntimeCore::drop_open_writes(const TileState& tile) {
 }
 
 void RuntimeCore::clear_pieces(TileState& tile) {
-  for (TileState::ArrayPart& p : tile.live_parts()) p.pieces.clear();
+  for (TileState::ArrayPart& p : tile.live_parts()) {
+    p.pieces.clear();
+    p.hits_only = false;
+  }
 }
 
 absl::Status RuntimeCore::acquire_parts(TileState& tile, bool pressure) {
@@ -461,6 +469,19 @@ absl::Status RuntimeCore::acquire(TileState& tile) {
       return absl::OkStatus();
     }
   }
+  // A recurring tile whose instances are still there: as planned.
+  if (options_.tile_plans && !global_tiles()) {
+    if (const TilePlans::Plan* plan = plans_.find(tile); plan != nullptr) {
+      if (options_.check) {
+        // Its parts first, for the check.
+        if (tile.parts.size() < plan->nparts) tile.parts.resize(plan->nparts);
+        for (size_t k = 0; k < plan->nparts; ++k) tile.parts[k] = plan->parts[k];
+        tile.nparts = plan->nparts;
+        if (absl::Status s = check_conflicts(tile); !s.ok()) return s;
+      }
+      if (acquire_planned(tile, *plan)) return absl::OkStatus();
+    }
+  }
   group_requirements(tile);
   if (options_.check) {
     absl::Status s = check_conflicts(tile);
@@ -491,6 +512,8 @@ absl::Status RuntimeCore::acquire(TileState& tile) {
     return s;
   }
   build_views(tile);
+  find_uses(tile);
+  if (options_.tile_plans && !global_tiles()) plans_.remember(tile, targets_);
   tile.phase = TileState::Phase::kAcquired;
   if (options_.check) {
     for (const TileState::ArrayPart& part : tile.live_parts()) {
@@ -500,6 +523,62 @@ absl::Status RuntimeCore::acquire(TileState& tile) {
     }
   }
   return absl::OkStatus();
+}
+
+bool RuntimeCore::acquire_planned(TileState& tile, const TilePlans::Plan& plan) {
+  if (tile.parts.size() < plan.nparts) tile.parts.resize(plan.nparts);
+  for (size_t k = 0; k < plan.nparts; ++k) tile.parts[k] = plan.parts[k];
+  tile.nparts = plan.nparts;
+  // What placement does for a hit, box by box (Placement::place).
+  uint64_t exact = 0, contained = 0;
+  size_t j = 0;
+  for (const TileState::ArrayPart& part : tile.live_parts()) {
+    for (const auto& [inst, box] : part.pieces) {
+      (inst->box == box ? exact : contained)++;
+      if (!plan.only_transient[j++]) manager_->unmark_transient(inst);
+      placement_->hold(tile, inst);
+      inst->note_used(box);
+    }
+  }
+  if (!coherency_->read_in(plan.targets).ok()) {
+    // The full path reports it (or recovers, under memory pressure).
+    unhold_all(tile);
+    tile.nparts = 0;
+    return false;
+  }
+  bbmm_stats& st = stats_[tile.device];
+  st.hits_exact += exact;
+  st.hits_contained += contained;
+  st.planned_tiles++;
+  for (const TileState::ArrayPart& part : tile.live_parts()) {
+    if (part.view.size() > 1) st.multi_piece_views++;
+  }
+  tile.uses.assign(plan.uses.begin(), plan.uses.end());
+  tile.phase = TileState::Phase::kAcquired;
+  if (options_.check) {
+    for (const TileState::ArrayPart& part : tile.live_parts()) {
+      for (size_t i = 0; i < part.write.size(); ++i) {
+        part.array->open_writes.push_back({tile.device, part.write[i], &tile});
+      }
+    }
+  }
+  return true;
+}
+
+void RuntimeCore::find_uses(TileState& tile) {
+  // What the kernel reads, then what it writes, of each instance it uses: found
+  // once (a sweep per box set), used before and after the launch.
+  tile.uses.clear();
+  for (const TileState::ArrayPart& part : tile.live_parts()) {
+    piece_boxes(part);
+    for (const bool write : {false, true}) {
+      boxes_of(write ? part.write : part.read, set_boxes_);
+      for_each_overlapping_pair(piece_boxes_, set_boxes_, pair_scratch_, [&](size_t k, size_t i) {
+        tile.uses.push_back(
+            {part.pieces[k].first, *intersection(piece_boxes_[k], set_boxes_[i]), write});
+      });
+    }
+  }
 }
 
 void RuntimeCore::build_views(TileState& tile) {
@@ -581,22 +660,11 @@ absl::Status RuntimeCore::launch(TileState& tile,
   }
   if (tile.shadow_rank >= 0) return absl::OkStatus();  // another rank runs it
   // The kernel waits for what is in flight on the boxes it reads (writes) and
-  // writes (reads and writes) of the instances it uses, no more.
-  // What the kernel reads, then what it writes, of each instance it uses:
-  // found once (a sweep per box set), used before and after the launch.
+  // writes (reads and writes) of the instances it uses (tile.uses, found at
+  // acquire), no more.
   std::optional<SlowScope> slow(std::in_place, "launch: finding what the kernel waits for");
-  uses_.clear();
-  for (const TileState::ArrayPart& part : tile.live_parts()) {
-    piece_boxes(part);
-    for (const bool write : {false, true}) {
-      boxes_of(write ? part.write : part.read, set_boxes_);
-      for_each_overlapping_pair(piece_boxes_, set_boxes_, pair_scratch_, [&](size_t k, size_t i) {
-        uses_.push_back({part.pieces[k].first, *intersection(piece_boxes_[k], set_boxes_[i]), write});
-      });
-    }
-  }
   waits_.clear();
-  for (const Use& u : uses_) u.inst->hazards.before(u.box, u.write, waits_);
+  for (const TileState::Use& u : tile.uses) u.inst->hazards.before(u.box, u.write, waits_);
   std::optional<Tracer::Label> label;
   if (tracer_ != nullptr) {
     std::string args = "\"tile\":\"";
@@ -614,7 +682,7 @@ absl::Status RuntimeCore::launch(TileState& tile,
   }
   tile.launch_failed = false;  // a later launch that succeeds commits as usual
   slow.emplace("launch: recording the kernel's hazards and writes");
-  for (const Use& u : uses_) u.inst->hazards.after(u.box, u.write, *ev);
+  for (const TileState::Use& u : tile.uses) u.inst->hazards.after(u.box, u.write, *ev);
   tile.kernel_done = *ev;
   commit_writes(tile);
   return absl::OkStatus();

@@ -40,6 +40,7 @@
 #include "core/instrumented_backend.h"
 #include "core/placement.h"
 #include "core/slow_calls.h"
+#include "core/tile_plans.h"
 #include "core/tile_state.h"
 #include "core/trace.h"
 #include "core/transport.h"
@@ -163,6 +164,11 @@ class RuntimeCore {
   absl::Status acquire_host(TileState& tile);
   absl::Status launch_host(TileState& tile, std::function<void(const bbmm_launch_info&)> fn);
   absl::Status acquire_parts(TileState& tile, bool pressure);
+  // Acquires `tile` as `plan` says (TilePlans); false when it could not (the
+  // tile is left as before, for the full path).
+  bool acquire_planned(TileState& tile, const TilePlans::Plan& plan);
+  // tile.uses from its pieces and box sets.
+  void find_uses(TileState& tile);
   // Whether `device`'s results go back to the host when their tile is
   // released (RuntimeOptions::write_back).
   bool writes_back_eagerly(int device) const;
@@ -223,19 +229,13 @@ class RuntimeCore {
   std::unique_ptr<Placement> placement_;
   std::vector<std::unique_ptr<Array>> arrays_;
   TilePool tiles_;
+  TilePlans plans_;  // of recurring tiles (tile_plans.h)
   std::vector<Coherency::Target> targets_;  // scratch
   std::vector<Event> waits_;                // scratch
   // Scratch: a part's pieces (or, for a host tile, its boxes), one of its box
   // sets, and which of a host tile's boxes it writes.
   std::vector<Box> piece_boxes_, set_boxes_;
   std::vector<char> written_;
-  // Scratch of launch: a box of an instance the kernel reads or writes.
-  struct Use {
-    Instance* inst;
-    Box box;
-    bool write;
-  };
-  std::vector<Use> uses_;
   BoxPairScratch pair_scratch_;             // scratch
   std::vector<std::pair<Box, int>> rank_moves_;  // scratch: regions and their sending rank
   int next_array_id_ = 0;

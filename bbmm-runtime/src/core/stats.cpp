@@ -37,6 +37,7 @@ constexpr Field kFields[] = {
     {"boxes_copied", &bbmm_stats::boxes_copied},
     {"kernels", &bbmm_stats::kernels},
     {"tiles", &bbmm_stats::tiles},
+    {"planned_tiles", &bbmm_stats::planned_tiles},
     {"bytes_host_pinned", &bbmm_stats::bytes_host_pinned},
     {"bytes_sent_ranks", &bbmm_stats::bytes_sent_ranks},
     {"bytes_received_ranks", &bbmm_stats::bytes_received_ranks},

@@ -61,6 +61,9 @@ class alignas(64) TileState {
     }
     std::vector<std::pair<Instance*, Box>> pieces;  // instance, box served by it
     std::vector<bbmm_piece> view;
+    // Placement served every box of `all` from an instance that held it (a hit):
+    // pieces[i] serves the i-th box of `all`.
+    bool hits_only = false;
 
     // Empties the part for `array` of rank `rank`, keeping capacity.
     void reset(Array* a, int rank) {
@@ -72,7 +75,14 @@ class alignas(64) TileState {
       transient_boxes.reset(rank);
       pieces.clear();
       view.clear();
+      hits_only = false;
     }
+  };
+  // What the kernel reads (write = false) or writes of one instance it uses.
+  struct Use {
+    Instance* inst;
+    Box box;
+    bool write;
   };
   enum class Phase { kFree, kOpen, kAcquired };
 
@@ -85,7 +95,9 @@ class alignas(64) TileState {
     shadow_rank = shadow;
     phase = Phase::kOpen;
     requirements.clear();
+    requirements_hash = 0;
     nparts = 0;
+    uses.clear();
     held.clear();
     writes_committed = false;
     launch_failed = false;
@@ -113,9 +125,14 @@ class alignas(64) TileState {
   std::atomic<uint32_t> generation{0};
   Phase phase = Phase::kFree;
   std::vector<Requirement> requirements;
+  // A hash of `requirements` (TilePlans's key), updated as they come.
+  uint64_t requirements_hash = 0;
   std::vector<ArrayPart> parts;  // parts[0, nparts) are live; the rest keep capacity
   size_t nparts = 0;
   std::vector<Instance*> held;  // instances whose usage this tile raised
+  // Found at acquire: what the kernel reads, then writes, of each instance of
+  // its pieces (the launch waits for what is in flight there, and records itself).
+  std::vector<Use> uses;
   bool writes_committed = false;
   bool launch_failed = false;  // the last launch failed: its writes never happened
   Event kernel_done;
