@@ -1,5 +1,7 @@
 #include "core/tile_plans.h"
 
+#include <algorithm>
+
 namespace bbmm::detail {
 
 namespace {
@@ -30,35 +32,57 @@ uint64_t TilePlans::mix(uint64_t hash, const TileState::Requirement& r) {
   return hash;
 }
 
-const TilePlans::Plan* TilePlans::find(const TileState& tile) const {
+const TilePlans::Plan* TilePlans::find(const TileState& tile) {
   if (tile.device < 0 || static_cast<size_t>(tile.device) >= slots_.size()) return nullptr;
-  const Plan& p = slots_[static_cast<size_t>(tile.device)][slot_of(tile.requirements_hash)];
-  if (p.device != tile.device || p.hash != tile.requirements_hash ||
-      !same_requirements(p.requirements, tile.requirements)) {
-    return nullptr;
+  Plan* found = nullptr;
+  for (Plan& p : slots_[static_cast<size_t>(tile.device)]) {
+    if (p.device == tile.device && p.hash == tile.requirements_hash) {
+      found = &p;
+      break;
+    }
   }
+  if (found == nullptr) return nullptr;
+  Plan& p = *found;
+  if (!same_requirements(p.requirements, tile.requirements)) return nullptr;
   for (size_t k = 0; k < p.nparts; ++k) {
     if (p.parts[k].array->instances[static_cast<size_t>(tile.device)].generation() !=
         p.generations[k]) {
       return nullptr;
     }
   }
+  p.last_use = ++clock_;
   return &p;
 }
 
 void TilePlans::remember(const TileState& tile, std::span<const Coherency::Target> targets) {
   if (tile.device < 0 || static_cast<size_t>(tile.device) >= slots_.size()) return;
   const size_t dev = static_cast<size_t>(tile.device);
+  if (tile.nparts == 0) return;
   for (const TileState::ArrayPart& part : tile.live_parts()) {
     if (!part.hits_only) return;
   }
   // From the second occurrence only.
-  uint64_t& seen = seen_[dev][static_cast<size_t>(tile.requirements_hash % kSeen)];
-  if (seen != tile.requirements_hash) {
-    seen = tile.requirements_hash;
+  Seen& seen = seen_[dev];
+  if (std::find(seen.hashes.begin(), seen.hashes.end(), tile.requirements_hash) ==
+      seen.hashes.end()) {
+    seen.hashes[seen.next] = tile.requirements_hash;
+    seen.next = (seen.next + 1) % kSeen;
     return;
   }
-  Plan& p = slots_[dev][slot_of(tile.requirements_hash)];
+  // The slot of a plan with the same hash (gone stale), else an empty one, else the
+  // least recently used.
+  Plan* slot = nullptr;
+  for (Plan& p : slots_[dev]) {
+    if (p.device >= 0 && p.hash == tile.requirements_hash) {
+      slot = &p;
+      break;
+    }
+    if (slot == nullptr || (slot->device >= 0 && (p.device < 0 || p.last_use < slot->last_use))) {
+      slot = &p;
+    }
+  }
+  Plan& p = *slot;
+  p.last_use = ++clock_;
   p.device = tile.device;
   p.hash = tile.requirements_hash;
   p.requirements.assign(tile.requirements.begin(), tile.requirements.end());

@@ -11,7 +11,10 @@
 // on the instance lists alone: growing and pieces also depend on which
 // instances other tiles hold), and only from their second occurrence, so that
 // programs whose tiles never recur (LU's shrinking boxes) pay a hash lookup,
-// not a copy. Direct-mapped by the requirements' hash, kSlots plans per device.
+// not a copy. kSlots plans per device, looked up by the requirements' hash (all
+// of them: a direct-mapped table keyed by a hash of array addresses made two
+// recurring tiles of one run evict each other's plan in some runs and not in
+// others), the least recently used replaced.
 //
 // Thread-safety: none; the runtime core serialises access.
 #pragma once
@@ -31,8 +34,8 @@ namespace bbmm::detail {
 class TilePlans {
  public:
   static constexpr size_t kSlots = 16;
-  // Hashes of tiles seen once, per device (direct-mapped).
-  static constexpr size_t kSeen = 64;
+  // Hashes of the last tiles seen, per device.
+  static constexpr size_t kSeen = 32;
 
   struct Plan {
     int device = -1;  // -1: the slot is empty
@@ -46,6 +49,7 @@ class TilePlans {
     std::vector<char> only_transient;
     std::vector<Coherency::Target> targets;  // what acquire makes valid
     std::vector<TileState::Use> uses;
+    uint64_t last_use = 0;  // the lookup that last found it (LRU)
   };
 
   explicit TilePlans(int devices) : slots_(static_cast<size_t>(devices)), seen_(slots_.size()) {}
@@ -55,7 +59,7 @@ class TilePlans {
 
   // The plan of a tile with `tile`'s device and requirements whose instance
   // lists are unchanged, or null.
-  const Plan* find(const TileState& tile) const;
+  const Plan* find(const TileState& tile);
   // Remembers `tile`'s placement (acquired, every part hits_only) with its
   // read-in `targets`, if its requirements were seen before.
   void remember(const TileState& tile, std::span<const Coherency::Target> targets);
@@ -63,10 +67,14 @@ class TilePlans {
   void forget(const Array* array);
 
  private:
-  static size_t slot_of(uint64_t hash) { return static_cast<size_t>(hash % kSlots); }
+  struct Seen {
+    std::array<uint64_t, kSeen> hashes{};
+    size_t next = 0;  // the entry replaced next (a ring)
+  };
 
-  std::vector<std::array<Plan, kSlots>> slots_;     // per device
-  std::vector<std::array<uint64_t, kSeen>> seen_;  // per device
+  std::vector<std::array<Plan, kSlots>> slots_;  // per device
+  std::vector<Seen> seen_;                       // per device
+  uint64_t clock_ = 0;                           // lookups so far
 };
 
 }  // namespace bbmm::detail
