@@ -10,7 +10,9 @@
 // writes), sync_to_host, synchronize and discard (the host copy, once the
 // write-backs in flight have landed, becomes the shadow: later read-ins must
 // come from it, not from a device's dropped instance). One tile in ten is a host tile
-// (BBMM_DEVICE_HOST: run on the calling thread over the host arrays).
+// (BBMM_DEVICE_HOST: run on the calling thread over the host arrays). Half the traces end
+// with one of their tiles again, several times (recurring tiles reuse their placement:
+// core/tile_plans.h).
 //
 // Kernels work through the views: they check every element the tile reads
 // against the shadow (so stale read-ins are caught at once), update a random
@@ -377,6 +379,32 @@ Trace generate(uint64_t seed) {
     }
     t.ops.push_back(op);
   }
+  // Recurring tiles: half the traces end with one of their device tiles 3-6 times more, a
+  // random tile after some of them, so that its plan (core/tile_plans.h) is made, used, and
+  // dropped when its instances change (growth, eviction, discard). Drawn from a generator of
+  // their own: the rest of the trace is what the seed gave before them.
+  Rng again(seed ^ 0x7e57a9a1);
+  if (again.chance(50)) {
+    std::vector<size_t> singles;
+    for (size_t i = 0; i < t.ops.size(); ++i) {
+      if (t.ops[i].kind == OpKind::kTile && t.ops[i].a.device != kHostDevice) singles.push_back(i);
+    }
+    if (!singles.empty()) {
+      const Op base = t.ops[singles[again.range(0, static_cast<int64_t>(singles.size()) - 1)]];
+      const int64_t n = again.range(3, 6);
+      for (int64_t k = 0; k < n; ++k) {
+        Op op = base;
+        op.a.seed = again.next();
+        t.ops.push_back(op);
+        if (again.chance(30)) {
+          Op other;
+          other.kind = OpKind::kTile;
+          other.a = random_tile(again, t);
+          t.ops.push_back(other);
+        }
+      }
+    }
+  }
   // Capacity: from exactly the largest tile to unlimited.
   size_t biggest = 1;
   for (const Op& op : t.ops) {
@@ -403,7 +431,7 @@ Trace generate(uint64_t seed) {
 // interesting paths ran).
 struct Coverage {
   uint64_t tiles = 0, hits = 0, grown = 0, misses = 0, pieces = 0, evictions = 0,
-           writebacks = 0, peer_bytes = 0, conflicts = 0, ooms = 0, host_tiles = 0;
+           writebacks = 0, peer_bytes = 0, conflicts = 0, ooms = 0, host_tiles = 0, planned = 0;
 };
 thread_local Coverage g_coverage;
 
@@ -526,6 +554,7 @@ class Runner {
     g_coverage.evictions += all.evictions;
     g_coverage.writebacks += all.writebacks;
     g_coverage.peer_bytes += all.bytes_peer;
+    g_coverage.planned += all.planned_tiles;
     (void)rt_->shutdown();  // arrays still registered on purpose (see ~Runner)
     rt_.reset();
     if (auto f = kernel_error()) return f;
@@ -977,13 +1006,13 @@ TEST_P(RuntimeFuzz, HostArraysMatchShadow) {
   const Coverage& c = g_coverage;
   std::printf("  exercised: %llu tiles, %llu hits, %llu grown, %llu misses, %llu pieces, "
               "%llu evictions, %llu write-backs, %llu peer bytes, %llu conflicts detected, "
-              "%llu legitimate out-of-memory, %llu host tiles\n",
+              "%llu legitimate out-of-memory, %llu host tiles, %llu planned tiles\n",
               (unsigned long long)c.tiles, (unsigned long long)c.hits,
               (unsigned long long)c.grown, (unsigned long long)c.misses,
               (unsigned long long)c.pieces, (unsigned long long)c.evictions,
               (unsigned long long)c.writebacks, (unsigned long long)c.peer_bytes,
               (unsigned long long)c.conflicts, (unsigned long long)c.ooms,
-              (unsigned long long)c.host_tiles);
+              (unsigned long long)c.host_tiles, (unsigned long long)c.planned);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, RuntimeFuzz, ::testing::Range(0, kShards));
