@@ -58,16 +58,16 @@ void TilePlans::remember(const TileState& tile, std::span<const Coherency::Targe
   if (tile.device < 0 || static_cast<size_t>(tile.device) >= slots_.size()) return;
   const size_t dev = static_cast<size_t>(tile.device);
   if (tile.nparts == 0) return;
-  for (const TileState::ArrayPart& part : tile.live_parts()) {
-    if (!part.hits_only) return;
-  }
-  // From the second occurrence only.
+  // From the second occurrence only (the first, a miss as a rule, counts too).
   Seen& seen = seen_[dev];
   if (std::find(seen.hashes.begin(), seen.hashes.end(), tile.requirements_hash) ==
       seen.hashes.end()) {
     seen.hashes[seen.next] = tile.requirements_hash;
     seen.next = (seen.next + 1) % kSeen;
     return;
+  }
+  for (const TileState::ArrayPart& part : tile.live_parts()) {
+    if (!part.hits_only) return;
   }
   // The slot of a plan with the same hash (gone stale), else an empty one, else the
   // least recently used.

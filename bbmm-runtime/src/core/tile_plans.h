@@ -9,9 +9,9 @@
 //
 // Only tiles whose every box was a hit are remembered (their placement depends
 // on the instance lists alone: growing and pieces also depend on which
-// instances other tiles hold), and only from their second occurrence, so that
-// programs whose tiles never recur (LU's shrinking boxes) pay a hash lookup,
-// not a copy. kSlots plans per device, looked up by the requirements' hash (all
+// instances other tiles hold), and only from their second occurrence (the
+// first, usually a miss, is noted), so that programs whose tiles never recur
+// (LU's shrinking boxes) pay a hash lookup, not a copy. kSlots plans per device, looked up by the requirements' hash (all
 // of them: a direct-mapped table keyed by a hash of array addresses made two
 // recurring tiles of one run evict each other's plan in some runs and not in
 // others), the least recently used replaced.
