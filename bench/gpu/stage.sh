@@ -14,7 +14,7 @@
 # issue_report.py, host_calls.py, host_share.sh, call_profile.sh,
 # staging_threads.sh, kernel_speed.sh, march_tune.sh, variants.sh, out_of_core.sh, mpi_ranks.sh (with
 # heat2d_bbmmc_cuda_mpi and floyd_bbmmc_cuda_mpi, linked to the machine's libmpi.so.40),
-# tile_plans_ab.sh (libbbmm per tile with and without tile plans), weak_scaling.sh (bench/mpi: with the host builds heat2d[_mpi] and jacobi1d[_mpi], MPI ranks
+# weak_scaling.sh (bench/mpi: with the host builds heat2d[_mpi] and jacobi1d[_mpi], MPI ranks
 # on the GPU machine's CPUs)
 # with kernel_time.py (bash .gpu/kernel_speed.sh .gpu) and pipe_usage.sh (ncu counters).
 # Fails if .gpu/ ends up over 54 MiB (the device tool carries 64 MiB with the working
@@ -69,7 +69,7 @@ for t in "${targets[@]}"; do
     xargs -r -I{} cp -L {} "$stage/lib/"
 done
 cp "$root/bench/mpi/weak_scaling.sh" "$stage/"
-for s in run_all.sh summarize.py plot_trace.py study.sh study_report.py issue_report.py host_calls.py host_share.sh call_profile.sh first_starts.py start_order.sh host_cost.sh staging_threads.sh kernels/kernel_speed.sh kernels/kernel_time.py kernels/march_tune.sh kernels/variants.sh kernels/pipe_usage.sh out_of_core.sh mpi_ranks.sh tile_plans_ab.sh; do
+for s in run_all.sh summarize.py plot_trace.py study.sh study_report.py issue_report.py host_calls.py host_share.sh call_profile.sh first_starts.py start_order.sh host_cost.sh staging_threads.sh kernels/kernel_speed.sh kernels/kernel_time.py kernels/march_tune.sh kernels/variants.sh kernels/pipe_usage.sh out_of_core.sh mpi_ranks.sh; do
   if [[ -f "$root/bench/gpu/$s" ]]; then cp "$root/bench/gpu/$s" "$stage/"; fi
 done
 # A diagnostic only (host_cost.sh's jemalloc setting), staged when this machine has it:

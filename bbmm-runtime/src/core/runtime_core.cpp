@@ -351,7 +351,9 @@ absl::Status RuntimeCore::require(TileState& tile, Array* array, const Box& box,
   }
   if (!box.empty()) {
     tile.requirements.push_back({array, box, access});
-    tile.requirements_hash = TilePlans::mix(tile.requirements_hash, tile.requirements.back());
+    if (options_.tile_plans) {
+      tile.requirements_hash = TilePlans::mix(tile.requirements_hash, tile.requirements.back());
+    }
   }
   return absl::OkStatus();
 }
@@ -386,6 +388,14 @@ absl::Status RuntimeCore::check_conflicts(const TileState& tile) const {
     }
   }
   return absl::OkStatus();
+}
+
+void RuntimeCore::note_open_writes(TileState& tile) {
+  for (const TileState::ArrayPart& part : tile.live_parts()) {
+    for (size_t i = 0; i < part.write.size(); ++i) {
+      part.array->open_writes.push_back({tile.device, part.write[i], &tile});
+    }
+  }
 }
 
 void RuntimeCore::drop_open_writes(const TileState& tile) {
@@ -472,11 +482,10 @@ absl::Status RuntimeCore::acquire(TileState& tile) {
   // A recurring tile whose instances are still there: as planned.
   if (options_.tile_plans && !global_tiles()) {
     if (const TilePlans::Plan* plan = plans_.find(tile); plan != nullptr) {
+      if (tile.parts.size() < plan->nparts) tile.parts.resize(plan->nparts);
+      for (size_t k = 0; k < plan->nparts; ++k) tile.parts[k] = plan->parts[k];
+      tile.nparts = plan->nparts;
       if (options_.check) {
-        // Its parts first, for the check.
-        if (tile.parts.size() < plan->nparts) tile.parts.resize(plan->nparts);
-        for (size_t k = 0; k < plan->nparts; ++k) tile.parts[k] = plan->parts[k];
-        tile.nparts = plan->nparts;
         if (absl::Status s = check_conflicts(tile); !s.ok()) return s;
       }
       if (acquire_planned(tile, *plan)) return absl::OkStatus();
@@ -515,20 +524,11 @@ absl::Status RuntimeCore::acquire(TileState& tile) {
   find_uses(tile);
   if (options_.tile_plans && !global_tiles()) plans_.remember(tile, targets_);
   tile.phase = TileState::Phase::kAcquired;
-  if (options_.check) {
-    for (const TileState::ArrayPart& part : tile.live_parts()) {
-      for (size_t i = 0; i < part.write.size(); ++i) {
-        part.array->open_writes.push_back({tile.device, part.write[i], &tile});
-      }
-    }
-  }
+  if (options_.check) note_open_writes(tile);
   return absl::OkStatus();
 }
 
 bool RuntimeCore::acquire_planned(TileState& tile, const TilePlans::Plan& plan) {
-  if (tile.parts.size() < plan.nparts) tile.parts.resize(plan.nparts);
-  for (size_t k = 0; k < plan.nparts; ++k) tile.parts[k] = plan.parts[k];
-  tile.nparts = plan.nparts;
   // What placement does for a hit, box by box (Placement::place).
   uint64_t exact = 0, contained = 0;
   size_t j = 0;
@@ -555,13 +555,7 @@ bool RuntimeCore::acquire_planned(TileState& tile, const TilePlans::Plan& plan) 
   }
   tile.uses.assign(plan.uses.begin(), plan.uses.end());
   tile.phase = TileState::Phase::kAcquired;
-  if (options_.check) {
-    for (const TileState::ArrayPart& part : tile.live_parts()) {
-      for (size_t i = 0; i < part.write.size(); ++i) {
-        part.array->open_writes.push_back({tile.device, part.write[i], &tile});
-      }
-    }
-  }
+  if (options_.check) note_open_writes(tile);
   return true;
 }
 

@@ -164,8 +164,8 @@ class RuntimeCore {
   absl::Status acquire_host(TileState& tile);
   absl::Status launch_host(TileState& tile, std::function<void(const bbmm_launch_info&)> fn);
   absl::Status acquire_parts(TileState& tile, bool pressure);
-  // Acquires `tile` as `plan` says (TilePlans); false when it could not (the
-  // tile is left as before, for the full path).
+  // Acquires `tile`, whose parts are `plan`'s, as `plan` says (TilePlans); false
+  // when it could not (no instance held, no part: the full path takes over).
   bool acquire_planned(TileState& tile, const TilePlans::Plan& plan);
   // tile.uses from its pieces and box sets.
   void find_uses(TileState& tile);
@@ -182,6 +182,8 @@ class RuntimeCore {
   void commit_writes(TileState& tile);
   void build_views(TileState& tile);
   absl::Status check_conflicts(const TileState& tile) const;
+  // Checking mode: the tile's writes as open (checked against other open tiles), and no more.
+  void note_open_writes(TileState& tile);
   void drop_open_writes(const TileState& tile);
   void unhold_all(TileState& tile) { placement_->unhold_since(tile, 0); }
   void clear_pieces(TileState& tile);

@@ -36,7 +36,7 @@ const TilePlans::Plan* TilePlans::find(const TileState& tile) {
   if (tile.device < 0 || static_cast<size_t>(tile.device) >= slots_.size()) return nullptr;
   Plan* found = nullptr;
   for (Plan& p : slots_[static_cast<size_t>(tile.device)]) {
-    if (p.device == tile.device && p.hash == tile.requirements_hash) {
+    if (p.valid && p.hash == tile.requirements_hash) {
       found = &p;
       break;
     }
@@ -73,17 +73,17 @@ void TilePlans::remember(const TileState& tile, std::span<const Coherency::Targe
   // least recently used.
   Plan* slot = nullptr;
   for (Plan& p : slots_[dev]) {
-    if (p.device >= 0 && p.hash == tile.requirements_hash) {
+    if (p.valid && p.hash == tile.requirements_hash) {
       slot = &p;
       break;
     }
-    if (slot == nullptr || (slot->device >= 0 && (p.device < 0 || p.last_use < slot->last_use))) {
+    if (slot == nullptr || (slot->valid && (!p.valid || p.last_use < slot->last_use))) {
       slot = &p;
     }
   }
   Plan& p = *slot;
   p.last_use = ++clock_;
-  p.device = tile.device;
+  p.valid = true;
   p.hash = tile.requirements_hash;
   p.requirements.assign(tile.requirements.begin(), tile.requirements.end());
   if (p.parts.size() < tile.nparts) p.parts.resize(tile.nparts);
@@ -103,8 +103,8 @@ void TilePlans::remember(const TileState& tile, std::span<const Coherency::Targe
 void TilePlans::forget(const Array* array) {
   for (auto& device : slots_) {
     for (Plan& p : device) {
-      for (size_t k = 0; k < p.nparts && p.device >= 0; ++k) {
-        if (p.parts[k].array == array) p.device = -1;
+      for (size_t k = 0; k < p.nparts && p.valid; ++k) {
+        if (p.parts[k].array == array) p.valid = false;
       }
     }
   }

@@ -11,10 +11,11 @@
 // on the instance lists alone: growing and pieces also depend on which
 // instances other tiles hold), and only from their second occurrence (the
 // first, usually a miss, is noted), so that programs whose tiles never recur
-// (LU's shrinking boxes) pay a hash lookup, not a copy. kSlots plans per device, looked up by the requirements' hash (all
-// of them: a direct-mapped table keyed by a hash of array addresses made two
-// recurring tiles of one run evict each other's plan in some runs and not in
-// others), the least recently used replaced.
+// (LU's shrinking boxes) pay a hash lookup, not a copy. kSlots plans per
+// device, looked up by the requirements' hash among all of them (a
+// direct-mapped table keyed by a hash of array addresses made two recurring
+// tiles of one run evict each other's plan in some runs and not in others),
+// the least recently used replaced.
 //
 // Thread-safety: none; the runtime core serialises access.
 #pragma once
@@ -38,7 +39,7 @@ class TilePlans {
   static constexpr size_t kSeen = 32;
 
   struct Plan {
-    int device = -1;  // -1: the slot is empty
+    bool valid = false;  // false: the slot is empty
     uint64_t hash = 0;
     std::vector<TileState::Requirement> requirements;
     std::vector<TileState::ArrayPart> parts;  // parts[0, nparts)

@@ -61,8 +61,7 @@ class alignas(64) TileState {
     }
     std::vector<std::pair<Instance*, Box>> pieces;  // instance, box served by it
     std::vector<bbmm_piece> view;
-    // Placement served every box of `all` from an instance that held it (a hit):
-    // pieces[i] serves the i-th box of `all`.
+    // Placement served every box of `all` from an instance that held it (a hit).
     bool hits_only = false;
 
     // Empties the part for `array` of rank `rank`, keeping capacity.
