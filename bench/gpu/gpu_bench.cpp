@@ -754,33 +754,43 @@ void bench_staging_host(int visible, std::vector<char>& host) {
 
 // 1 GiB of pageable host memory (touched) moved to G GPUs and back in 64 MiB
 // boxes, every GPU at once: staged through the backend's pinned buffers
-// (BBMM_HOST_COPIES_STAGED, 8, 16 and 32 copier threads), against registering the
-// array, copying pinned and unregistering. Copies: best of 2 passes; pin and unpin once.
+// (BBMM_HOST_COPIES_STAGED, 8, 16 and 32 copier threads; with the default threads,
+// staging buffers of 4, 8, 16 and 32 MiB), against registering the array, copying
+// pinned and unregistering. Copies: best of 2 passes; pin and unpin once. "create s"
+// is the backend's creation (the staging buffers are pinned there).
 void bench_staged(int visible) {
   const size_t total = size_t{1} << 30, box = size_t{64} << 20, boxes = total / box;
   std::vector<char> host(total, 1);
   bench_staging_host(visible, host);
   std::printf("\n### Pageable 1 GiB to G GPUs and back, 64 MiB boxes, all GPUs at once: staged "
               "vs pinned (register_host)\n\n");
-  std::printf("| GPUs | path | pin s | H2D s | D2H s | unpin s | total s | H2D GB/s | D2H GB/s |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| GPUs | path | create s | pin s | H2D s | D2H s | unpin s | total s | H2D GB/s | "
+              "D2H GB/s |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (int g = 1; g <= visible; g *= 2) {
     // Staged with 8, 16 and 32 copier threads (streaming stores; memcpy with
     // 8 and 32), then pinned (threads 0).
+    // threads -1: pinned; 0: the default count. buffer: MiB per staging buffer.
     struct Config {
       int threads;
       bool streaming;
+      size_t buffer_mib;
     };
-    for (const Config& config : {Config{8, true}, Config{8, false}, Config{16, true},
-                                 Config{32, true}, Config{32, false}, Config{0, false}}) {
+    for (const Config& config :
+         {Config{8, true, 16}, Config{8, false, 16}, Config{16, true, 16}, Config{32, true, 16},
+          Config{32, false, 16}, Config{0, true, 4}, Config{0, true, 8}, Config{0, true, 16},
+          Config{0, true, 32}, Config{-1, false, 16}}) {
       const int threads = config.threads;
-      const bool pinned = threads == 0;
+      const bool pinned = threads < 0;
       CudaBackendOptions o;
       o.devices = g;
       o.host_copies = pinned ? BBMM_HOST_COPIES_PINNED : BBMM_HOST_COPIES_STAGED;
       if (!pinned) o.staging_threads = threads;
       o.staging_streaming_stores = config.streaming;
+      o.staging_buffer_bytes = config.buffer_mib << 20;
+      const auto c0 = Clock::now();
       auto b = make_cuda_backend(o);
+      const double create = seconds_since(c0);
       if (!b.ok()) {
         std::printf("staged: %s\n", std::string(b.status().message()).c_str());
         return;
@@ -814,11 +824,13 @@ void bench_staged(int visible) {
       t0 = Clock::now();
       if (pinned) be.unregister_host(host.data()).IgnoreError();
       const double unpin = seconds_since(t0);
-      const std::string path = pinned ? "pinned"
-                                      : "staged, " + std::to_string(threads) + " threads" +
-                                            (config.streaming ? ", streaming" : ", memcpy");
-      std::printf("| %d | %s | %.3f | %.4f | %.4f | %.3f | %.3f | %.1f | %.1f |\n", g,
-                  path.c_str(), pin, h2d, d2h, unpin, pin + h2d + d2h + unpin,
+      const std::string path =
+          pinned ? "pinned"
+                 : "staged, " + (threads == 0 ? std::string("default") : std::to_string(threads)) +
+                       " threads" + (config.streaming ? ", streaming" : ", memcpy") + ", " +
+                       std::to_string(config.buffer_mib) + " MiB buffers";
+      std::printf("| %d | %s | %.3f | %.3f | %.4f | %.4f | %.3f | %.3f | %.1f | %.1f |\n", g,
+                  path.c_str(), create, pin, h2d, d2h, unpin, pin + h2d + d2h + unpin,
                   total / h2d / 1e9, total / d2h / 1e9);
       for (int d = 0; d < g; ++d) be.free(d, bufs[d], {}).IgnoreError();
       for (int d = 0; d < g; ++d) be.synchronize(d).IgnoreError();

@@ -69,7 +69,7 @@ for t in "${targets[@]}"; do
     xargs -r -I{} cp -L {} "$stage/lib/"
 done
 cp "$root/bench/mpi/weak_scaling.sh" "$stage/"
-for s in run_all.sh summarize.py plot_trace.py study.sh study_report.py issue_report.py host_calls.py host_share.sh call_profile.sh first_starts.py start_order.sh host_cost.sh staging_threads.sh kernels/kernel_speed.sh kernels/kernel_time.py kernels/march_tune.sh kernels/variants.sh kernels/pipe_usage.sh out_of_core.sh mpi_ranks.sh; do
+for s in run_all.sh summarize.py plot_trace.py study.sh study_report.py issue_report.py host_calls.py host_share.sh call_profile.sh first_starts.py start_order.sh host_cost.sh staging_threads.sh staging_buffers.sh kernels/kernel_speed.sh kernels/kernel_time.py kernels/march_tune.sh kernels/variants.sh kernels/pipe_usage.sh out_of_core.sh mpi_ranks.sh; do
   if [[ -f "$root/bench/gpu/$s" ]]; then cp "$root/bench/gpu/$s" "$stage/"; fi
 done
 # A diagnostic only (host_cost.sh's jemalloc setting), staged when this machine has it:

@@ -197,6 +197,50 @@ TEST(CudaCreation, WarmUpThenCreate) {
   ASSERT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
 }
 
+// BBMM_CUDA_STAGING_BUFFER sizes the staging buffers (a tuning knob read where the
+// backend is made); a size out of bounds is an error naming the variable.
+TEST(CudaCreation, StagingBufferSizeFromTheEnvironment) {
+  bbmm_options o;
+  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
+  o.backend = BBMM_BACKEND_CUDA;
+  o.devices = kDevices;
+  bbmm_runtime* rt = nullptr;
+  setenv("BBMM_CUDA_STAGING_BUFFER", "4MiB", 1);
+  ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
+  // A staged read-in of 6 MiB (two rounds of the 4 MiB buffers) and its write-back.
+  std::vector<double> a(size_t{6} << 17, 2.5);
+  const int64_t ext[1] = {static_cast<int64_t>(a.size())};
+  bbmm_array* arr = nullptr;
+  ASSERT_EQ(bbmm_array_register(rt, "A", a.data(), 8, 1, ext, nullptr, 0, &arr), BBMM_OK);
+  bbmm_tile* tile = nullptr;
+  const int64_t lo[1] = {0};
+  ASSERT_EQ(bbmm_tile_begin(rt, 0, &tile), BBMM_OK);
+  ASSERT_EQ(bbmm_tile_require(tile, arr, lo, ext, BBMM_READ_WRITE), BBMM_OK);
+  ASSERT_EQ(bbmm_tile_acquire(tile), BBMM_OK) << bbmm_last_error_message();
+  KernelArgs args{};
+  ASSERT_EQ(bbmm_tile_launch(tile, kernel, &args, sizeof args), BBMM_OK);
+  ASSERT_EQ(bbmm_tile_release(tile), BBMM_OK);
+  // The device holds the only valid copy once the read-in is done: the host's is
+  // overwritten by the write-back.
+  ASSERT_EQ(bbmm_synchronize(rt), BBMM_OK) << bbmm_last_error_message();
+  std::fill(a.begin(), a.end(), 0.0);
+  ASSERT_EQ(bbmm_sync_to_host(rt, arr), BBMM_OK) << bbmm_last_error_message();
+  EXPECT_EQ(std::count(a.begin(), a.end(), 2.5), static_cast<long>(a.size()));
+  ASSERT_EQ(bbmm_array_unregister(rt, arr), BBMM_OK);
+  ASSERT_EQ(bbmm_runtime_destroy(rt), BBMM_OK) << bbmm_last_error_message();
+  for (const char* bad : {"1KiB", "2GiB", "1000000", "lots"}) {
+    setenv("BBMM_CUDA_STAGING_BUFFER", bad, 1);
+    rt = nullptr;
+    EXPECT_EQ(bbmm_runtime_create(&o, &rt), BBMM_ERROR_INVALID_ARGUMENT) << bad;
+    EXPECT_EQ(rt, nullptr);
+    EXPECT_NE(std::string(bbmm_last_error_message())
+                  .find(std::string("BBMM_CUDA_STAGING_BUFFER='") + bad + "'"),
+              std::string::npos)
+        << bbmm_last_error_message();
+  }
+  unsetenv("BBMM_CUDA_STAGING_BUFFER");
+}
+
 INSTANTIATE_TEST_SUITE_P(PeerCopy, TilePathAllocations, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& p) {
                            return p.param ? "kernel" : "engine";

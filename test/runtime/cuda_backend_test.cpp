@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -161,16 +162,31 @@ TEST_F(CudaBackendTest, RectCopiesHostDeviceRoundTripMatchReference) {
 }
 
 // Pageable host memory is staged through the pinned buffers of a copy
-// stream (cuda_staging.h), here in four rounds per copy (boxes over 3.5 of
-// the 16 MiB buffers: pipelined, each buffer used twice), and in stream
-// order both ways: the second upload reads host bytes the download before it
-// wrote, through the staging buffers. On the fake, twice: with a slow copy
-// engine (a pack that did not wait for the copy of its buffer's previous
-// round would overwrite it in time), then with slow host functions (a copy
-// that did not wait for the unpacking of its buffer's previous round would
-// overwrite it in time).
-class StagedRoundTrip : public CudaBackendTest, public ::testing::WithParamInterface<bool> {};
-INSTANTIATE_TEST_SUITE_P(SlowCopiesOrSlowHostFunctions, StagedRoundTrip, ::testing::Bool());
+// stream (cuda_staging.h), here in four rounds per copy with the default
+// buffers (boxes over 3.5 of the 16 MiB buffers: pipelined, each buffer used
+// twice) and in fifteen with 4 MiB buffers (each used seven or eight times),
+// and in stream order both ways: the second upload reads host bytes the
+// download before it wrote, through the staging buffers. On the fake, with a
+// slow copy engine (a pack that did not wait for the copy of its buffer's
+// previous round would overwrite it in time), then with slow host functions
+// (a copy that did not wait for the unpacking of its buffer's previous round
+// would overwrite it in time).
+class StagedRoundTrip : public CudaBackendTest,
+                        public ::testing::WithParamInterface<std::tuple<bool, size_t>> {
+ protected:
+  void SetUp() override {
+    CudaBackendTest::SetUp();
+    if (IsSkipped()) return;
+    CudaBackendOptions o;
+    o.staging_buffer_bytes = std::get<1>(GetParam());
+    absl::StatusOr<std::unique_ptr<Backend>> b = make_cuda_backend(o);
+    ASSERT_TRUE(b.ok()) << b.status();
+    backend_ = *std::move(b);
+  }
+};
+INSTANTIATE_TEST_SUITE_P(SlowCopiesOrSlowHostFunctions, StagedRoundTrip,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(size_t{16} << 20, size_t{4} << 20)));
 
 TEST_P(StagedRoundTrip, PageableCopiesOverTheStagingBuffersKeepStreamOrder) {
   struct Slow {
@@ -182,7 +198,7 @@ TEST_P(StagedRoundTrip, PageableCopiesOverTheStagingBuffersKeepStreamOrder) {
       if (fake_cuda_set_copy_delay_us) fake_cuda_set_copy_delay_us(0);
       if (fake_cuda_set_host_fn_delay_us) fake_cuda_set_host_fn_delay_us(0);
     }
-  } slow(GetParam());
+  } slow(std::get<0>(GetParam()));
   const Rect r{5000, 12000, 1};  // 60 MB, rows 5,000 of 6,000 bytes
   const size_t row = 6000, bytes = row * r.height + 64;
   std::vector<unsigned char> a(bytes), b(bytes, 0), c(bytes, 0);
@@ -1667,6 +1683,15 @@ TEST_F(CudaBackendTest, BadArgumentsAreErrorsNotCrashes) {
   EXPECT_FALSE(backend_->record(-1).ok());
   EXPECT_FALSE(backend_->synchronize(backend_->device_count()).ok());
   EXPECT_TRUE(absl::IsInvalidArgument(make_cuda_backend({.copy_streams = 0}).status()));
+  for (size_t bytes : {size_t{0}, size_t{4096}, (size_t{1} << 20) + 8, (size_t{2} << 30)}) {
+    CudaBackendOptions o;
+    o.staging_buffer_bytes = bytes;
+    const absl::Status s = make_cuda_backend(o).status();
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << bytes << ": " << s;
+    EXPECT_NE(s.message().find("staging_buffer_bytes is " + std::to_string(bytes)),
+              std::string::npos)
+        << s;
+  }
 }
 
 }  // namespace

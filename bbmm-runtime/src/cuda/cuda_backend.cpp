@@ -170,7 +170,8 @@ class CudaBackend final : public Backend {
       dev->gpu = topology_.gpu_of[d];
       dev->shared = gpus_[dev->gpu];
       BBMM_CUDA(cudaSetDevice(dev->gpu));
-      s = dev->streams.create(id_, d, dev->gpu, options_.copy_streams);
+      s = dev->streams.create(id_, d, dev->gpu, options_.copy_streams,
+                              options_.staging_buffer_bytes);
       if (!s.ok()) return s;
       size_t free_bytes = 0, total_bytes = 0;
       BBMM_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -809,6 +810,13 @@ absl::StatusOr<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOpti
     return absl::InvalidArgumentError(absl::StrCat("cuda backend: staging_threads is ",
                                                    options.staging_threads,
                                                    "; use 1..64, or 0 for the default"));
+  }
+  if (options.staging_buffer_bytes < kMinStagingBufferBytes ||
+      options.staging_buffer_bytes > kMaxStagingBufferBytes ||
+      options.staging_buffer_bytes % kStagingAlign != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cuda backend: staging_buffer_bytes is ", options.staging_buffer_bytes,
+        "; use 64 KiB .. 1 GiB, a multiple of ", kStagingAlign, " bytes"));
   }
   if (options.pin_chunk_bytes < (size_t{1} << 20)) {
     return absl::InvalidArgumentError(absl::StrCat("cuda backend: pin_chunk_bytes is ",

@@ -207,6 +207,12 @@ struct CudaBackendOptions {
   // The copier's stores: streaming (copy_streaming: no read of the
   // destination into the cache) or plain memcpy.
   bool staging_streaming_stores = true;
+  // Bytes of each of the two pinned buffers of a host<->device copy stream's
+  // staging lane (cuda_staging.h: kStagingBufferBytes, 16 MiB, by default):
+  // a staged copy moves in rounds of at most this, and every device pins
+  // 2 x copy_streams x 2 such buffers at creation when arrays may be staged.
+  // 64 KiB .. 1 GiB, a multiple of 256 bytes.
+  size_t staging_buffer_bytes = size_t{16} << 20;
 };
 
 // Number of CUDA devices visible (0 when there is no driver or no GPU), with a

@@ -59,7 +59,10 @@ namespace bbmm {
 // Bytes of one staging buffer, and buffers per host<->device copy stream
 // (allocated with the backend, or at its first staged copy when the arrays
 // are pinned).
-inline constexpr size_t kStagingBufferBytes = size_t{16} << 20;
+inline constexpr size_t kStagingBufferBytes = size_t{16} << 20;  // the default
+// Bounds of CudaBackendOptions::staging_buffer_bytes (a multiple of kStagingAlign).
+inline constexpr size_t kMinStagingBufferBytes = size_t{64} << 10;
+inline constexpr size_t kMaxStagingBufferBytes = size_t{1} << 30;
 inline constexpr int kStagingSlots = 2;
 // Offsets of pieces in a staging buffer are multiples of this.
 inline constexpr size_t kStagingAlign = 256;

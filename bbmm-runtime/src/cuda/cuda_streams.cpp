@@ -31,9 +31,9 @@ void free_lane(StagingLane& lane) {
 }
 
 // The staging lane of copy stream `name`: one pinned allocation cut into the
-// buffers, the lane's stream and its events.
-absl::Status make_lane(StagingLane& lane, absl::string_view name) {
-  const size_t bytes = kStagingSlots * kStagingBufferBytes;
+// buffers of `buffer_bytes` each, the lane's stream and its events.
+absl::Status make_lane(StagingLane& lane, absl::string_view name, size_t buffer_bytes) {
+  const size_t bytes = kStagingSlots * buffer_bytes;
   void* p = nullptr;
   // Mapped, as registered arrays are: small boxes of a batch may be moved
   // by the copy kernel through the host pointer.
@@ -47,8 +47,9 @@ absl::Status make_lane(StagingLane& lane, absl::string_view name) {
                                                 fs.message()));
   }
   for (int b = 0; b < kStagingSlots; ++b) {
-    lane.buffer[b] = static_cast<char*>(p) + b * kStagingBufferBytes;
+    lane.buffer[b] = static_cast<char*>(p) + b * buffer_bytes;
   }
+  lane.bytes = buffer_bytes;
   int least = 0, greatest = 0;
   BBMM_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   BBMM_CUDA(cudaStreamCreateWithPriority(&lane.stream, cudaStreamNonBlocking, greatest));
@@ -62,9 +63,11 @@ absl::Status make_lane(StagingLane& lane, absl::string_view name) {
 
 }  // namespace
 
-absl::Status DeviceStreams::create(uint32_t backend_id, int device, int gpu, int copies) {
+absl::Status DeviceStreams::create(uint32_t backend_id, int device, int gpu, int copies,
+                                   size_t staging_buffer_bytes) {
   (void)gpu;  // the current device; streams are created on it
   created_ = true;
+  staging_buffer_bytes_ = staging_buffer_bytes;
   int least = 0, greatest = 0;
   BBMM_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   // Keys: backend id, logical device, slot index; unique among backends
@@ -116,7 +119,7 @@ absl::Status DeviceStreams::allocate_staging() {
   for (auto* group : {&h2d, &d2h}) {
     for (StreamSlot& slot : *group) {
       if (slot.lane.ready()) continue;
-      absl::Status s = make_lane(slot.lane, slot.name);
+      absl::Status s = make_lane(slot.lane, slot.name, staging_buffer_bytes_);
       if (!s.ok()) {
         free_lane(slot.lane);
         return s;

@@ -35,12 +35,13 @@
 namespace bbmm {
 
 // The staging pipeline of a host<->device copy stream (cuda_staging.h):
-// kStagingSlots pinned buffers of kStagingBufferBytes, a stream of its own
+// kStagingSlots pinned buffers of `bytes` each, a stream of its own
 // for the host functions that pack or unpack them, and the events that order
 // a buffer's reuse between the two streams.
 struct StagingLane {
   cudaStream_t stream = nullptr;
   char* buffer[kStagingSlots] = {};
+  size_t bytes = 0;  // of each buffer
   // Recorded on the copy stream where a multi-round staged copy starts (the
   // lane's first host function waits for it: for what the copy waits for,
   // and for the buffers' previous uses).
@@ -89,8 +90,10 @@ class DeviceStreams {
 
   // Creates the streams of logical device `device` on GPU `gpu`, `copies`
   // per copy direction; their keys are unique to backend `backend_id`. The
-  // calling thread's current device must be `gpu`.
-  absl::Status create(uint32_t backend_id, int device, int gpu, int copies);
+  // calling thread's current device must be `gpu`. Staging lanes, when made,
+  // get buffers of `staging_buffer_bytes` each.
+  absl::Status create(uint32_t backend_id, int device, int gpu, int copies,
+                      size_t staging_buffer_bytes = kStagingBufferBytes);
   // Waits for and destroys every stream and frees the staging buffers
   // (errors are ignored: used on teardown). Idempotent.
   void destroy();
@@ -115,6 +118,7 @@ class DeviceStreams {
  private:
   std::vector<StreamSlot*> work_;
   bool created_ = false;
+  size_t staging_buffer_bytes_ = kStagingBufferBytes;
 };
 
 }  // namespace bbmm

@@ -519,7 +519,7 @@ absl::Status Worker::issue_staged(Command& c, StreamSlot& slot, size_t* round_co
   }
   const bool to_host = c.dir == CopyDir::kD2H;
   rounds_.clear();
-  plan_staging(staged_ops_, kStagingBufferBytes, &rounds_);
+  plan_staging(staged_ops_, lane.bytes, &rounds_);
   *round_count = rounds_.size();
   const CopyEnv env = copy_env(c);
   // One round: everything on the copy stream; several: the pipeline over
