@@ -6,8 +6,11 @@
 #
 #   bash .gpu/staging_buffers.sh .gpu        ($OUT/staging_buffers.txt; a table last)
 #
-# STAGING_SIZES  buffer sizes to compare (default "4MiB 8MiB 16MiB 32MiB")
-# STAGING_REPS   runs of each creation and jacobi2d setting (default 3 and 2)
+# STAGING_SETTINGS  settings to compare, space-separated, each VAR=VALUE[,VAR=VALUE...]
+#                   (default: buffers of 4, 8, 16 and 32 MiB, and 8 and 16 MiB with one copy
+#                   stream per direction, BBMM_CUDA_COPY_STREAMS=1: half the lanes)
+# STAGING_REPS        runs of each creation setting (default 3)
+# STAGING_JACOBI_REPS runs of each jacobi2d setting (default 2)
 # 1. gpu_bench staged: 1 GiB of pageable memory to the GPUs and back in 64 MiB boxes, per
 #    size (and the copier thread counts), with the backend's creation time;
 # 2. the runtime's creation (the "created:" line of BBMM_STATS=table) of heat2d_bbmmc_cuda at
@@ -17,7 +20,8 @@ set -uo pipefail
 stage="$(cd "${1:?usage: staging_buffers.sh STAGE}" && pwd)"
 export LD_LIBRARY_PATH="$stage/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 out="${OUT:-/tmp}"
-read -r -a sizes <<<"${STAGING_SIZES:-4MiB 8MiB 16MiB 32MiB}"
+S=BBMM_CUDA_STAGING_BUFFER
+read -r -a sizes <<<"${STAGING_SETTINGS:-$S=4MiB $S=8MiB $S=16MiB $S=32MiB $S=8MiB,BBMM_CUDA_COPY_STREAMS=1 $S=16MiB,BBMM_CUDA_COPY_STREAMS=1}"
 reps="${STAGING_REPS:-3}"
 log="$out/staging_buffers.txt"
 : > "$log"
@@ -30,9 +34,10 @@ echo "## creation (heat2d_bbmmc_cuda 512 10, BBMM_STATS=table)" | tee -a "$log"
 for ((r = 1; r <= reps; r++)); do
   for s in "${sizes[@]}"; do
     for per in 1 2; do
-      created=$(BBMM_CUDA_STAGING_BUFFER="$s" BBMM_CUDA_DEVICES_PER_GPU=$per BBMM_STATS=table \
+      IFS=',' read -r -a set_env <<<"$s"
+      created=$(env "${set_env[@]}" BBMM_CUDA_DEVICES_PER_GPU=$per BBMM_STATS=table \
                 timeout 60 "$B/heat2d_bbmmc_cuda" 512 10 2>&1 | grep -E 'created:|^create_seconds|PASSED|FAILED' | tr '\n' ' ')
-      echo "CREATE size=$s per_gpu=$per $created" | tee -a "$log"
+      echo "CREATE setting=$s per_gpu=$per $created" | tee -a "$log"
     done
   done
 done
@@ -41,9 +46,10 @@ echo "## jacobi2d_cuda n=16386, 100 steps, 1 GPU, staged" | tee -a "$log"
 jreps="${STAGING_JACOBI_REPS:-2}"
 for ((r = 1; r <= jreps; r++)); do
   for s in "${sizes[@]}"; do
-    line=$(BBMM_CUDA_STAGING_BUFFER="$s" timeout 120 "$B/jacobi2d_cuda" --devices 1 --n 16386 \
+    IFS=',' read -r -a set_env <<<"$s"
+    line=$(env "${set_env[@]}" timeout 120 "$B/jacobi2d_cuda" --devices 1 --n 16386 \
            --steps 100 --tiles-per-device 2 2>&1 | grep '^RESULT')
-    echo "JACOBI size=$s ${line:-RESULT missing}" | tee -a "$log"
+    echo "JACOBI setting=$s ${line:-RESULT missing}" | tee -a "$log"
   done
 done
 
@@ -54,23 +60,23 @@ import sys
 create, jac = {}, {}
 for line in open(sys.argv[1]):
     if line.startswith("CREATE"):
-        m = re.search(r"size=(\S+) per_gpu=(\d+)", line)
+        m = re.search(r"setting=(\S+) per_gpu=(\d+)", line)
         total = re.search(r"create_seconds(?:\s+[\d.]+)*\s+([\d.]+)", line)
         staging = re.search(r"staging buffers ([\d.]+) s", line)
         if total:
             create.setdefault((m.group(1), int(m.group(2))), []).append(
                 (float(total.group(1)), float(staging.group(1)) if staging else float("nan")))
     elif line.startswith("JACOBI"):
-        m = re.search(r"size=(\S+)", line)
+        m = re.search(r"setting=(\S+)", line)
         sec = re.search(r"seconds=([\d.]+)", line)
         ok = re.search(r"verified=(\d)", line)
         if sec:
             jac.setdefault(m.group(1), []).append((float(sec.group(1)), ok and ok.group(1) == "1"))
-print("\n| buffer | logical devices | runs | creation s (median) | of it staging buffers s |")
+print("\n| setting | logical devices | runs | creation s (median) | of it staging buffers s |")
 print("|---|---|---|---|---|")
 for (s, per), v in sorted(create.items(), key=lambda kv: (kv[0][1], kv[0][0])):
     print(f"| {s} | {per} | {len(v)} | {st.median(t for t, _ in v):.3f} | {st.median(b for _, b in v):.3f} |")
-print("\n| buffer | jacobi2d runs | seconds (median, min-max) | verified |")
+print("\n| setting | jacobi2d runs | seconds (median, min-max) | verified |")
 print("|---|---|---|---|")
 for s, v in jac.items():
     secs = [x for x, _ in v]

@@ -483,7 +483,7 @@ absl::Status RuntimeCore::acquire(TileState& tile) {
   if (options_.tile_plans && !global_tiles()) {
     if (const TilePlans::Plan* plan = plans_.find(tile); plan != nullptr) {
       if (tile.parts.size() < plan->nparts) tile.parts.resize(plan->nparts);
-      for (size_t k = 0; k < plan->nparts; ++k) tile.parts[k] = plan->parts[k];
+      for (size_t k = 0; k < plan->nparts; ++k) tile.parts[k].assign_planned(plan->parts[k]);
       tile.nparts = plan->nparts;
       if (options_.check) {
         if (absl::Status s = check_conflicts(tile); !s.ok()) return s;

@@ -64,6 +64,21 @@ class alignas(64) TileState {
     // Placement served every box of `all` from an instance that held it (a hit).
     bool hits_only = false;
 
+    // Takes what a planned tile needs of its plan's part `p` after acquire:
+    // the writes (committed, checked, written back), the boxes (the trace's
+    // label), the pieces and the view. The read, kept and transient sets only
+    // served placement, which a plan skips: they are left empty (of p's rank).
+    void assign_planned(const ArrayPart& p) {
+      array = p.array;
+      write = p.write;
+      all = p.all;
+      read.reset(p.read.rank());
+      kept.reset(p.kept.rank());
+      transient_boxes.reset(p.transient_boxes.rank());
+      pieces.assign(p.pieces.begin(), p.pieces.end());
+      view.assign(p.view.begin(), p.view.end());
+      hits_only = p.hits_only;
+    }
     // Empties the part for `array` of rank `rank`, keeping capacity.
     void reset(Array* a, int rank) {
       array = a;
