@@ -769,8 +769,8 @@ void bench_staged(int visible) {
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (int g = 1; g <= visible; g *= 2) {
     // Staged with 8, 16 and 32 copier threads (streaming stores; memcpy with
-    // 8 and 32), then pinned (threads 0).
-    // threads -1: pinned; 0: the default count. buffer: MiB per staging buffer.
+    // 8 and 32), with the default count (threads 0) and buffers of 4-32 MiB,
+    // then pinned (threads -1). buffer_mib: MiB per staging buffer.
     struct Config {
       int threads;
       bool streaming;

@@ -15,13 +15,13 @@
 #    size (and the copier thread counts), with the backend's creation time;
 # 2. the runtime's creation (the "created:" line of BBMM_STATS=table) of heat2d_bbmmc_cuda at
 #    a small size (a PolyBench-sized run: creation is most of it) on 1 and 2 logical devices;
-# 3. jacobi2d_cuda n=16386, 100 steps, staged (the default), on one GPU: seconds per size.
+# 3. jacobi2d_cuda n=16386, 100 steps, staged (the default), on one GPU: seconds per setting.
 set -uo pipefail
 stage="$(cd "${1:?usage: staging_buffers.sh STAGE}" && pwd)"
 export LD_LIBRARY_PATH="$stage/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 out="${OUT:-/tmp}"
 S=BBMM_CUDA_STAGING_BUFFER
-read -r -a sizes <<<"${STAGING_SETTINGS:-$S=4MiB $S=8MiB $S=16MiB $S=32MiB $S=8MiB,BBMM_CUDA_COPY_STREAMS=1 $S=16MiB,BBMM_CUDA_COPY_STREAMS=1}"
+read -r -a settings <<<"${STAGING_SETTINGS:-$S=4MiB $S=8MiB $S=16MiB $S=32MiB $S=8MiB,BBMM_CUDA_COPY_STREAMS=1 $S=16MiB,BBMM_CUDA_COPY_STREAMS=1}"
 reps="${STAGING_REPS:-3}"
 log="$out/staging_buffers.txt"
 : > "$log"
@@ -32,7 +32,7 @@ timeout 300 "$B/gpu_bench" staged 2>&1 | tee -a "$log"
 
 echo "## creation (heat2d_bbmmc_cuda 512 10, BBMM_STATS=table)" | tee -a "$log"
 for ((r = 1; r <= reps; r++)); do
-  for s in "${sizes[@]}"; do
+  for s in "${settings[@]}"; do
     for per in 1 2; do
       IFS=',' read -r -a set_env <<<"$s"
       created=$(env "${set_env[@]}" BBMM_CUDA_DEVICES_PER_GPU=$per BBMM_STATS=table \
@@ -45,7 +45,7 @@ done
 echo "## jacobi2d_cuda n=16386, 100 steps, 1 GPU, staged" | tee -a "$log"
 jreps="${STAGING_JACOBI_REPS:-2}"
 for ((r = 1; r <= jreps; r++)); do
-  for s in "${sizes[@]}"; do
+  for s in "${settings[@]}"; do
     IFS=',' read -r -a set_env <<<"$s"
     line=$(env "${set_env[@]}" timeout 120 "$B/jacobi2d_cuda" --devices 1 --n 16386 \
            --steps 100 --tiles-per-device 2 2>&1 | grep '^RESULT')

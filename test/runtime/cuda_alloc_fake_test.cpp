@@ -28,6 +28,9 @@
 
 #include "counting_new.h"
 
+// The fake CUDA runtime's count of host functions run (cuda_fake_runtime.cpp).
+extern "C" uint64_t fake_cuda_host_fn_calls();
+
 namespace {
 
 using bbmm::testing::allocations_in;
@@ -43,6 +46,15 @@ struct KernelArgs {
   unsigned char pieces[2 * 96];
 };
 void kernel(const bbmm_launch_info*, void*) {}
+
+// The environment's options with the CUDA backend on kDevices devices.
+bbmm_options cuda_options() {
+  bbmm_options o;
+  EXPECT_EQ(bbmm_options_init(&o), BBMM_OK) << bbmm_last_error_message();
+  o.backend = BBMM_BACKEND_CUDA;
+  o.devices = kDevices;
+  return o;
+}
 
 // What bbmm_stats_print writes for "rt" (empty if it fails).
 std::string stats_table(const bbmm_runtime* rt) {
@@ -61,10 +73,7 @@ class TilePathAllocations : public ::testing::TestWithParam<bool> {};  // peer c
 
 TEST_P(TilePathAllocations, TwoGpuStencilStepAllocatesNothing) {
   std::vector<double> a(kN, 1.0), b(kN, 0.0);
-  bbmm_options o;
-  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
-  o.backend = BBMM_BACKEND_CUDA;
-  o.devices = kDevices;
+  bbmm_options o = cuda_options();
   o.cuda_peer_copy_kernel = GetParam() ? 1 : 0;
   bbmm_runtime* rt = nullptr;
   ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
@@ -141,10 +150,7 @@ TEST_P(TilePathAllocations, TwoGpuStencilStepAllocatesNothing) {
 // The statistics say what creating the runtime cost, and the CUDA backend
 // breaks it down by phase, every phase once, in order.
 TEST(CudaCreation, StatisticsReportCreationByPhase) {
-  bbmm_options o;
-  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
-  o.backend = BBMM_BACKEND_CUDA;
-  o.devices = kDevices;
+  bbmm_options o = cuda_options();
   bbmm_runtime* rt = nullptr;
   ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
   bbmm_stats total, dev0;
@@ -172,10 +178,7 @@ TEST(CudaCreation, StatisticsReportCreationByPhase) {
 // own; the runtime created next waits for it and works as without it. A second
 // warm-up while one runs, or after, is harmless.
 TEST(CudaCreation, WarmUpThenCreate) {
-  bbmm_options o;
-  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
-  o.backend = BBMM_BACKEND_CUDA;
-  o.devices = kDevices;
+  bbmm_options o = cuda_options();
   ASSERT_EQ(bbmm_warm_up(&o), BBMM_OK) << bbmm_last_error_message();
   ASSERT_EQ(bbmm_warm_up(&o), BBMM_OK) << bbmm_last_error_message();
   bbmm_runtime* rt = nullptr;
@@ -200,10 +203,7 @@ TEST(CudaCreation, WarmUpThenCreate) {
 // BBMM_CUDA_STAGING_BUFFER sizes the staging buffers (a tuning knob read where the
 // backend is made); a size out of bounds is an error naming the variable.
 TEST(CudaCreation, StagingBufferSizeFromTheEnvironment) {
-  bbmm_options o;
-  ASSERT_EQ(bbmm_options_init(&o), BBMM_OK);
-  o.backend = BBMM_BACKEND_CUDA;
-  o.devices = kDevices;
+  bbmm_options o = cuda_options();
   bbmm_runtime* rt = nullptr;
   setenv("BBMM_CUDA_STAGING_BUFFER", "4MiB", 1);
   ASSERT_EQ(bbmm_runtime_create(&o, &rt), BBMM_OK) << bbmm_last_error_message();
@@ -216,6 +216,7 @@ TEST(CudaCreation, StagingBufferSizeFromTheEnvironment) {
   const int64_t lo[1] = {0};
   ASSERT_EQ(bbmm_tile_begin(rt, 0, &tile), BBMM_OK);
   ASSERT_EQ(bbmm_tile_require(tile, arr, lo, ext, BBMM_READ_WRITE), BBMM_OK);
+  const uint64_t host_fns = fake_cuda_host_fn_calls();
   ASSERT_EQ(bbmm_tile_acquire(tile), BBMM_OK) << bbmm_last_error_message();
   KernelArgs args{};
   ASSERT_EQ(bbmm_tile_launch(tile, kernel, &args, sizeof args), BBMM_OK);
@@ -223,6 +224,8 @@ TEST(CudaCreation, StagingBufferSizeFromTheEnvironment) {
   // The device holds the only valid copy once the read-in is done: the host's is
   // overwritten by the write-back.
   ASSERT_EQ(bbmm_synchronize(rt), BBMM_OK) << bbmm_last_error_message();
+  // One packing host function per round: 2 with 4 MiB buffers (1 with the default 16).
+  EXPECT_EQ(fake_cuda_host_fn_calls() - host_fns, 2u) << "the read-in's staging rounds";
   std::fill(a.begin(), a.end(), 0.0);
   ASSERT_EQ(bbmm_sync_to_host(rt, arr), BBMM_OK) << bbmm_last_error_message();
   EXPECT_EQ(std::count(a.begin(), a.end(), 2.5), static_cast<long>(a.size()));

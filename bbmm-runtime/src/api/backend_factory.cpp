@@ -7,7 +7,6 @@
 #include "host/host_backend.h"
 #ifdef BBMM_HAVE_CUDA
 #include "cuda/cuda_backend.h"
-#include "cuda/cuda_staging.h"
 #endif
 #ifdef BBMM_HAVE_OPENCL
 #include "opencl/opencl_backend.h"
@@ -67,12 +66,11 @@ absl::StatusOr<std::unique_ptr<Backend>> make_backend(const RuntimeOptions& opti
       // e.g. "4MiB".
       if (const char* v = std::getenv("BBMM_CUDA_STAGING_BUFFER"); v != nullptr && *v != '\0') {
         absl::StatusOr<uint64_t> bytes = parse_bytes(v);
-        if (!bytes.ok() || *bytes < kMinStagingBufferBytes || *bytes > kMaxStagingBufferBytes ||
-            *bytes % kStagingAlign != 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "BBMM_CUDA_STAGING_BUFFER='", v,
-              "': expected a byte count from 64KiB to 1GiB, a multiple of ", kStagingAlign,
-              " bytes", bytes.ok() ? "" : absl::StrCat(" (", bytes.status().message(), ")")));
+        absl::Status s = bytes.ok() ? check_staging_buffer_bytes(static_cast<size_t>(*bytes))
+                                    : bytes.status();
+        if (!s.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("BBMM_CUDA_STAGING_BUFFER='", v, "': ", s.message()));
         }
         cuda.staging_buffer_bytes = static_cast<size_t>(*bytes);
       }

@@ -793,6 +793,15 @@ int cuda_device_count(std::string* why) {
   return n;
 }
 
+absl::Status check_staging_buffer_bytes(size_t bytes) {
+  if (bytes >= kMinStagingBufferBytes && bytes <= kMaxStagingBufferBytes &&
+      bytes % kStagingAlign == 0) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("use 64 KiB .. 1 GiB, a multiple of ", kStagingAlign, " bytes"));
+}
+
 absl::StatusOr<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& options) {
   if (options.copy_streams < 1 || options.copy_streams > 8) {
     return absl::InvalidArgumentError(absl::StrCat("cuda backend: copy_streams is ",
@@ -811,12 +820,10 @@ absl::StatusOr<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOpti
                                                    options.staging_threads,
                                                    "; use 1..64, or 0 for the default"));
   }
-  if (options.staging_buffer_bytes < kMinStagingBufferBytes ||
-      options.staging_buffer_bytes > kMaxStagingBufferBytes ||
-      options.staging_buffer_bytes % kStagingAlign != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cuda backend: staging_buffer_bytes is ", options.staging_buffer_bytes,
-        "; use 64 KiB .. 1 GiB, a multiple of ", kStagingAlign, " bytes"));
+  if (absl::Status s = check_staging_buffer_bytes(options.staging_buffer_bytes); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cuda backend: staging_buffer_bytes is ", options.staging_buffer_bytes,
+                     "; ", s.message()));
   }
   if (options.pin_chunk_bytes < (size_t{1} << 20)) {
     return absl::InvalidArgumentError(absl::StrCat("cuda backend: pin_chunk_bytes is ",

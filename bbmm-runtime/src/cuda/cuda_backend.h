@@ -215,6 +215,10 @@ struct CudaBackendOptions {
   size_t staging_buffer_bytes = size_t{16} << 20;
 };
 
+// OK when `bytes` is a valid CudaBackendOptions::staging_buffer_bytes, else
+// an InvalidArgument error saying the bounds.
+absl::Status check_staging_buffer_bytes(size_t bytes);
+
 // Number of CUDA devices visible (0 when there is no driver or no GPU), with a
 // reason in `why` when 0.
 int cuda_device_count(std::string* why);

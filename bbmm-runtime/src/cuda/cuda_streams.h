@@ -93,7 +93,7 @@ class DeviceStreams {
   // calling thread's current device must be `gpu`. Staging lanes, when made,
   // get buffers of `staging_buffer_bytes` each.
   absl::Status create(uint32_t backend_id, int device, int gpu, int copies,
-                      size_t staging_buffer_bytes = kStagingBufferBytes);
+                      size_t staging_buffer_bytes);
   // Waits for and destroys every stream and frees the staging buffers
   // (errors are ignored: used on teardown). Idempotent.
   void destroy();
